@@ -1,0 +1,33 @@
+# The two commands of the course (each sets up .venv first, once):
+#   make course   open the course in JupyterLab
+#   make test     lint, unit tests, and every notebook executed with nbval
+PYTHON ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+# extra JupyterLab options, e.g. make course LAB_ARGS="--no-browser --port 8899"
+LAB_ARGS ?=
+AS_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root,)
+
+.PHONY: course test setup colab-links clean
+
+course: $(STAMP)
+	$(BIN)/jupyter lab --ServerApp.root_dir="$(CURDIR)" \
+	  --LabApp.default_url=/lab/tree/notebooks/00_start_here.ipynb $(AS_ROOT) $(LAB_ARGS)
+
+test: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/python -m pytest
+
+setup: $(STAMP)
+
+$(STAMP): pyproject.toml tools/setup-venv.sh
+	PYTHON=$(PYTHON) VENV=$(VENV) bash tools/setup-venv.sh
+	touch $@
+
+# regenerate colab_links.md and the notebooks' Colab install cells
+colab-links: $(STAMP)
+	$(BIN)/python -m tmm_course.colab
+
+clean:
+	rm -rf $(VENV) *.egg-info .pytest_cache .ruff_cache

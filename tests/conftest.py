@@ -1,0 +1,40 @@
+"""Shared fixtures. ``import tmm_course`` first, as every notebook does."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+import torch
+
+import tmm_course
+
+ROOT = Path(__file__).resolve().parents[1]
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
+
+on_gpu = pytest.mark.skipif(tmm_course.BACKEND != "gpu", reason="needs compiled Triton on a GPU")
+on_interpreter = pytest.mark.skipif(
+    tmm_course.BACKEND != "interpreter", reason="needs Triton's interpreter"
+)
+
+
+def run_python(code: str, **env: str) -> subprocess.CompletedProcess:
+    """Run ``code`` from a file (``@triton.jit`` needs one) in a fresh interpreter, so that
+    imports happen anew, with extra ``env``."""
+    environ = {k: v for k, v in os.environ.items() if k not in ("TMM_BACKEND", "TRITON_INTERPRET")}
+    environ.update(env)
+    with tempfile.TemporaryDirectory() as folder:
+        script = Path(folder) / "script.py"
+        script.write_text(code)
+        return subprocess.run(
+            [sys.executable, str(script)], capture_output=True, text=True, env=environ, timeout=300
+        )
+
+
+@pytest.fixture
+def device() -> torch.device:
+    return tmm_course.DEVICE

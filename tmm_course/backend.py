@@ -1,0 +1,66 @@
+"""Choose compiled Triton or Triton's interpreter, before any kernel is decorated.
+
+Triton reads ``TRITON_INTERPRET`` when ``@triton.jit`` runs, so this module must set it
+before any kernel module is imported. ``tmm_course/__init__.py`` calls :func:`choose` first.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+
+BACKEND_VARIABLE = "TMM_BACKEND"
+GPU = "gpu"
+INTERPRETER = "interpreter"
+_AUTO = ("", "auto")
+
+
+class BackendError(RuntimeError):
+    """The requested backend cannot be used on this machine."""
+
+
+def _flag(value: str | None) -> bool:
+    return (value or "").strip().lower() in ("1", "true", "on", "yes")
+
+
+def choose(environ: Mapping[str, str], cuda_available: Callable[[], bool]) -> str:
+    """Return ``"gpu"`` or ``"interpreter"`` from ``TMM_BACKEND`` and the hardware.
+
+    Unset (or ``auto``): compiled Triton on a CUDA GPU, else the interpreter; a
+    ``TRITON_INTERPRET=1`` already in the environment is honoured.
+    """
+    requested = environ.get(BACKEND_VARIABLE, "").strip().lower()
+    if requested not in (*_AUTO, GPU, INTERPRETER):
+        raise BackendError(
+            f"{BACKEND_VARIABLE}={environ[BACKEND_VARIABLE]!r} is not a backend. "
+            f"Expected '{GPU}', '{INTERPRETER}' or 'auto' (the default). "
+            f"Fix: unset it, or run `%env {BACKEND_VARIABLE}={INTERPRETER}` before "
+            "`import tmm_course` and restart the kernel."
+        )
+    if requested == INTERPRETER:
+        return INTERPRETER
+    if requested == GPU:
+        if not cuda_available():
+            raise BackendError(
+                f"{BACKEND_VARIABLE}=gpu, but PyTorch sees no CUDA GPU on this machine. "
+                "Expected an NVIDIA GPU with a CUDA build of torch. Fix: unset "
+                f"{BACKEND_VARIABLE} to run on the CPU with Triton's interpreter, or on "
+                "Colab pick Runtime > Change runtime type > GPU."
+            )
+        return GPU
+    if _flag(environ.get("TRITON_INTERPRET")):
+        return INTERPRETER
+    return GPU if cuda_available() else INTERPRETER
+
+
+def apply(backend: str, environ: dict[str, str] | os._Environ = os.environ) -> None:
+    """Set ``TRITON_INTERPRET`` so that kernels decorated from now on use ``backend``."""
+    if backend == INTERPRETER:
+        environ["TRITON_INTERPRET"] = "1"
+    else:
+        environ.pop("TRITON_INTERPRET", None)
+
+
+def device_for(backend: str) -> str:
+    """The torch device that tensors for ``backend`` live on."""
+    return "cuda" if backend == GPU else "cpu"

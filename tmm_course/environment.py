@@ -1,0 +1,145 @@
+"""What this machine runs the course on, and the library combinations known to break it."""
+
+from __future__ import annotations
+
+import platform
+import re
+from dataclasses import dataclass, field
+
+from tmm_course.backend import GPU, INTERPRETER
+
+TRITON_MIN_CAPABILITY = (8, 0)
+
+
+@dataclass(frozen=True)
+class Problem:
+    """A known-bad combination: what is wrong, and the one-line fix."""
+
+    code: str
+    message: str
+    fix: str
+    severity: str = "warning"  # "warning": things will fail; "note": a limit to know about
+
+    def __str__(self) -> str:
+        return f"{self.message} Fix: {self.fix}"
+
+
+@dataclass(frozen=True)
+class Environment:
+    """Backend, device and versions, plus the problems they add up to."""
+
+    backend: str
+    device: str
+    gpu_name: str | None
+    capability: tuple[int, int] | None
+    python: str
+    torch: str
+    triton: str
+    numpy: str
+    problems: tuple[Problem, ...] = field(default=())
+
+    def lines(self) -> list[str]:
+        """The report as lines of text."""
+        gpu = "none" if self.gpu_name is None else self.gpu_name
+        if self.capability is not None:
+            gpu += f" (compute capability {self.capability[0]}.{self.capability[1]})"
+        what = {GPU: "compiled Triton on the GPU", INTERPRETER: "Triton's interpreter on the CPU"}
+        out = [
+            f"backend   : {self.backend}  ({what[self.backend]})",
+            f"device    : {self.device}",
+            f"gpu       : {gpu}",
+            f"python    : {self.python}",
+            f"torch     : {self.torch}",
+            f"triton    : {self.triton}",
+            f"numpy     : {self.numpy}",
+        ]
+        for p in self.problems:
+            out.append(f"{p.severity:10}: {p}")
+        return out
+
+    def __str__(self) -> str:
+        return "\n".join(self.lines())
+
+
+def version_tuple(version: str) -> tuple[int, ...]:
+    """``"3.6.0+git1a2b"`` -> ``(3, 6, 0)``; stops at the first part that is not a number."""
+    parts = []
+    for part in version.split("."):
+        match = re.match(r"\d+", part)
+        if not match:
+            break
+        parts.append(int(match.group()))
+        if match.group() != part:
+            break
+    return tuple(parts)
+
+
+def find_problems(
+    backend: str,
+    triton: str,
+    numpy: str,
+    capability: tuple[int, int] | None,
+    gpu_name: str | None = None,
+) -> list[Problem]:
+    """The known-bad combinations among these facts (a pure function, easy to test)."""
+    problems = []
+    if backend == INTERPRETER:
+        if version_tuple(triton) < (3, 7) and version_tuple(numpy) >= (2, 4):
+            problems.append(
+                Problem(
+                    "interpreter_numpy",
+                    f"Triton {triton}'s interpreter fails with numpy {numpy} as soon as a loop "
+                    "bound is a runtime integer ('TypeError: only 0-dimensional arrays can be "
+                    "converted to Python scalars'); triton >= 3.7 or numpy < 2.4 work.",
+                    "pip install 'numpy<2.4'   (or: pip install 'triton>=3.7'), then restart "
+                    "the kernel.",
+                )
+            )
+        problems.append(
+            Problem(
+                "interpreter_bf16",
+                "bfloat16 is not supported on the interpreter: its tl.dot multiplies the raw "
+                "bit patterns and returns wrong numbers.",
+                "use torch.float16 or torch.float32 on the CPU; bfloat16 needs a GPU.",
+                severity="note",
+            )
+        )
+    if capability is not None and tuple(capability) < TRITON_MIN_CAPABILITY:
+        name = gpu_name or "This GPU"
+        problems.append(
+            Problem(
+                "old_gpu",
+                f"{name} has compute capability {capability[0]}.{capability[1]}, below "
+                f"Triton's stated minimum of {TRITON_MIN_CAPABILITY[0]}.{TRITON_MIN_CAPABILITY[1]}"
+                " (Colab's free T4 is 7.5): some kernels may fail to compile (bfloat16, "
+                "tensor descriptors) and timings are not representative.",
+                "on Colab pick an L4 or A100 (Runtime > Change runtime type), or run on the "
+                "CPU: %env TMM_BACKEND=interpreter before `import tmm_course`.",
+            )
+        )
+    return problems
+
+
+def collect(backend: str, device: str) -> Environment:
+    """Read the facts of this machine for ``backend``."""
+    import numpy
+    import torch
+    import triton
+
+    gpu_name = capability = None
+    if torch.cuda.is_available():
+        gpu_name = torch.cuda.get_device_name(0)
+        capability = tuple(torch.cuda.get_device_capability(0))
+    return Environment(
+        backend=backend,
+        device=device,
+        gpu_name=gpu_name,
+        capability=capability,
+        python=platform.python_version(),
+        torch=torch.__version__,
+        triton=triton.__version__,
+        numpy=numpy.__version__,
+        problems=tuple(
+            find_problems(backend, triton.__version__, numpy.__version__, capability, gpu_name)
+        ),
+    )

@@ -1,0 +1,46 @@
+"""Plain-words explanations for errors that Triton reports cryptically."""
+
+from __future__ import annotations
+
+from typing import Any
+
+_NO_DRIVER = "active drivers"
+
+
+def explain(error: BaseException, backend: str) -> str | None:
+    """A sentence or two for a learner about ``error``, or None if we have nothing to add."""
+    text = str(error)
+    if _NO_DRIVER in text and backend == "interpreter":
+        return (
+            "This kernel was compiled for a GPU, but this machine has none. Triton decides "
+            "between the GPU and its CPU interpreter when `@triton.jit` runs, and this kernel "
+            "was decorated before `import tmm_course` chose the interpreter. Fix: restart the "
+            "kernel and run the cells from the top, so that `import tmm_course` comes before "
+            "any `@triton.jit`."
+        )
+    if "only 0-dimensional arrays can be converted" in text and backend == "interpreter":
+        return (
+            "This Triton interpreter does not work with numpy >= 2.4 when a loop bound is a "
+            "runtime integer. Fix: pip install 'numpy<2.4' (or 'triton>=3.7') and restart."
+        )
+    return None
+
+
+def install_ipython_hint(backend: str) -> bool:
+    """Inside IPython/Jupyter, append :func:`explain`'s words to matching tracebacks."""
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return False
+    shell = get_ipython()
+    if shell is None:
+        return False
+
+    def handler(self: Any, etype: type, value: BaseException, tb: Any, tb_offset: Any = None):
+        self.showtraceback((etype, value, tb), tb_offset=tb_offset)
+        hint = explain(value, backend)
+        if hint:
+            print(f"\ntmm_course: {hint}")
+
+    shell.set_custom_exc((RuntimeError, TypeError), handler)
+    return True
