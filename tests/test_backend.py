@@ -78,3 +78,18 @@ def test_bad_tmm_backend_fails_import_with_the_message():
     out = run_python("import tmm_course", TMM_BACKEND="tpu")
     assert out.returncode != 0
     assert "TMM_BACKEND='tpu' is not a backend" in out.stderr
+
+
+@on_interpreter
+def test_triton_imported_first_is_refused_with_the_fix():
+    out = run_python("import triton.language\nimport tmm_course\n")
+    assert out.returncode != 0
+    assert "triton was imported before tmm_course" in out.stderr
+    assert "make `import tmm_course` the first import" in out.stderr
+
+
+def test_triton_imported_after_a_forced_interpreter_is_fine():
+    out = run_python(
+        "import os\nos.environ['TRITON_INTERPRET'] = '1'\nimport triton\nimport tmm_course\n"
+    )
+    assert out.returncode == 0, out.stderr

@@ -7,6 +7,7 @@ GPU, Triton's interpreter on the CPU otherwise (``TMM_BACKEND=interpreter`` forc
 from __future__ import annotations
 
 import os
+import sys
 import warnings
 from typing import TypeVar
 
@@ -16,6 +17,7 @@ from tmm_course import backend as _backend
 
 BACKEND: str = _backend.choose(os.environ, torch.cuda.is_available)
 _backend.apply(BACKEND)
+_backend.require_fresh_triton(BACKEND, sys.modules)
 DEVICE: torch.device = torch.device(_backend.device_for(BACKEND))
 
 from tmm_course import environment as _environment  # noqa: E402

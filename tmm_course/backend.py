@@ -61,6 +61,22 @@ def apply(backend: str, environ: dict[str, str] | os._Environ = os.environ) -> N
         environ.pop("TRITON_INTERPRET", None)
 
 
+def require_fresh_triton(backend: str, modules: Mapping[str, object]) -> None:
+    """On the interpreter, Triton must not have been imported before the backend was chosen:
+    its own helpers (``tl.zeros``, ``tl.cdiv``, ...) were then compiled for a GPU and fail
+    inside interpreted kernels with "Cannot call @triton.jit'd outside of the scope of a kernel"."""
+    language = modules.get("triton.language")
+    if backend != INTERPRETER or language is None:
+        return
+    if type(getattr(language, "zeros", None)).__name__ == "JITFunction":
+        raise BackendError(
+            "triton was imported before tmm_course, so Triton set itself up for a GPU, but this "
+            "machine runs kernels on the interpreter. Expected `import tmm_course` before "
+            "`import triton`. Fix: restart the kernel and make `import tmm_course` the first "
+            "import (or set TRITON_INTERPRET=1 before Python starts)."
+        )
+
+
 def device_for(backend: str) -> str:
     """The torch device that tensors for ``backend`` live on."""
     return "cuda" if backend == GPU else "cpu"

@@ -18,6 +18,12 @@ def explain(error: BaseException, backend: str) -> str | None:
             "kernel and run the cells from the top, so that `import tmm_course` comes before "
             "any `@triton.jit`."
         )
+    if "outside of the scope of a kernel" in text and backend == "interpreter":
+        return (
+            "Triton was imported before `import tmm_course`, so its helpers (tl.zeros, ...) were "
+            "set up for a GPU while your kernels run on the interpreter. Fix: restart the kernel "
+            "and make `import tmm_course` the first import."
+        )
     if "only 0-dimensional arrays can be converted" in text and backend == "interpreter":
         return (
             "This Triton interpreter does not work with numpy >= 2.4 when a loop bound is a "

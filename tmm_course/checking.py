@@ -1,0 +1,247 @@
+"""The engine behind tmm_course.check: run a learner's launcher on fresh random cases, with the
+output poisoned (NaN or -1) and surrounded by canary memory, and turn what happened into a
+verdict and diagnoses. A launcher fills an output the check allocates, so the check owns the
+poison and the canaries. Nothing here raises into the notebook.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+import traceback
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import torch
+
+import tmm_course
+
+CANARY = 12345.0  # written around every output; a store that lands outside changes it
+
+MESSAGES = {
+    "not_implemented": "The exercise is not done yet: the launcher still raises "
+    "NotImplementedError. Fill in the kernel and its launch, then run the check again.",
+    "crashed": "The launcher raised an error (shown in the case list); read its last line first.",
+    "wrong_values": "Some cells hold wrong values, on aligned and ragged shapes alike: re-check "
+    "the formula each lane computes and which index goes with which axis.",
+    "transposed": "The result is the transpose of the right answer: rows and columns are swapped, "
+    "so an index or a stride is paired with the wrong axis. Pair offs_m with the row stride "
+    "(stride 0) and offs_n with the column stride (stride 1).",
+    "unwritten": "Some cells were never stored (they still hold the poison the check wrote): "
+    "the grid may be too small, or the store mask too strict.",
+    "out_of_bounds_write": "The kernel wrote outside the output (the canary memory around it "
+    "changed): a lane past the edge was not masked, or an offset is wrong.",
+    "ragged_edge": "Right when the sizes are multiples of the block, wrong otherwise: the edge "
+    "tiles need a mask on each axis, like (offs_m[:, None] < M) & (offs_n[None, :] < N).",
+    "ignores_strides": "Right for contiguous tensors, wrong for transposed or sliced views: "
+    "compute addresses from x.stride(0) and x.stride(1), not from the shape.",
+}
+
+
+@dataclass(frozen=True)
+class Diagnosis:
+    """One finding: a stable code and a sentence a learner understands."""
+
+    code: str
+    message: str
+
+
+@dataclass
+class Case:
+    """One run of the launcher and what the check saw."""
+
+    label: str
+    shape: tuple[int, ...]
+    ragged: bool = False
+    strided: bool = False
+    passed: bool = False
+    problem: str = ""
+    code: str | None = None  # the diagnosis this case alone points to
+
+
+@dataclass
+class CheckResult:
+    """The verdict of a check, the cases it tried and its diagnoses."""
+
+    exercise: str
+    passed: bool
+    cases: list[Case]
+    diagnoses: list[Diagnosis] = field(default_factory=list)
+
+    @property
+    def codes(self) -> list[str]:
+        return [d.code for d in self.diagnoses]
+
+    def __str__(self) -> str:
+        verdict = "PASS" if self.passed else "FAIL"
+        lines = [
+            f"{self.exercise}: {verdict} ({sum(c.passed for c in self.cases)}/"
+            f"{len(self.cases)} cases)"
+        ]
+        lines += [f"  [{d.code}] {d.message}" for d in self.diagnoses]
+        for case in self.cases:
+            mark = "ok  " if case.passed else "FAIL"
+            lines.append(f"  {mark} {case.label}" + (f": {case.problem}" if case.problem else ""))
+        return "\n".join(lines)
+
+    __repr__ = __str__
+
+    def _repr_html_(self) -> str:
+        colour = "#1a7f37" if self.passed else "#cf222e"
+        verdict = "PASS" if self.passed else "FAIL"
+        rows = "".join(
+            f"<tr><td>{'✔' if c.passed else '✘'}</td><td>{html.escape(c.label)}</td>"
+            f"<td>{html.escape(c.problem)}</td></tr>"
+            for c in self.cases
+        )
+        found = "".join(
+            f"<li><code>{d.code}</code>: {html.escape(d.message)}</li>" for d in self.diagnoses
+        )
+        return (
+            f"<div><b style='color:{colour}'>{verdict}</b> {html.escape(self.exercise)}"
+            f"<ul>{found}</ul><table>{rows}</table></div>"
+        )
+
+
+@dataclass
+class Guarded:
+    """An output view inside a larger buffer of canary values (rows may be padded)."""
+
+    buffer: torch.Tensor
+    out: torch.Tensor
+    region: torch.Tensor  # True where the buffer belongs to ``out``
+
+    def canaries_intact(self) -> bool:
+        outside = self.buffer[~self.region]
+        return bool((outside == CANARY).all())
+
+
+def _margin(pitch: int) -> int:
+    """Canary room on each side: enough for blocks of up to 128 rows and columns to overshoot
+    without touching memory that is not ours (the interpreter would crash on that)."""
+    return 128 * (pitch + 1)
+
+
+def guarded_output(shape: tuple[int, int], dtype: torch.dtype, row_gap: int = 0) -> Guarded:
+    """An ``shape`` output poisoned with NaN (or -1), canaries before, after and between rows.
+
+    ``row_gap > 0`` makes the output non-contiguous: its row stride is ``N + row_gap``.
+    """
+    m, n = shape
+    pitch = n + row_gap
+    margin = _margin(pitch)
+    size = margin + m * pitch + margin
+    device = tmm_course.DEVICE
+    buffer = torch.full((size,), CANARY, dtype=dtype, device=device)
+    out = buffer[margin : margin + m * pitch].view(m, pitch)[:, :n]
+    region = torch.zeros(size, dtype=torch.bool, device=device)
+    region[margin : margin + m * pitch].view(m, pitch)[:, :n] = True
+    out.fill_(math.nan if dtype.is_floating_point else -1)
+    return Guarded(buffer, out, region)
+
+
+def padded_input(x: torch.Tensor) -> torch.Tensor:
+    """``x`` with the same values, shape and strides, in a storage with random room around it,
+    so that a load past its edge reads junk instead of crashing."""
+    span = 1 + sum(
+        (size - 1) * abs(stride) for size, stride in zip(x.shape, x.stride(), strict=True)
+    )
+    margin = _margin(max(x.stride(), default=1))
+    buffer = torch.randn(margin + span + margin, device=x.device).to(x.dtype)
+    view = buffer.as_strided(x.shape, x.stride(), margin)
+    view.copy_(x)
+    return view
+
+
+def _unwritten(out: torch.Tensor) -> torch.Tensor:
+    return out.isnan() if out.is_floating_point() else out == -1
+
+
+def _first_line(error: BaseException) -> str:
+    text = str(error).strip().splitlines()
+    return f"{type(error).__name__}: {text[-1] if text else ''}"
+
+
+@dataclass
+class Trial:
+    """A case ready to run: the launcher's inputs, the guarded output and the right answer."""
+
+    case: Case
+    inputs: Sequence[torch.Tensor]
+    guard: Guarded
+    expected: torch.Tensor
+    wrong_answers: dict[str, torch.Tensor] = field(default_factory=dict)  # code -> known mistake
+    atol: float = 0.0
+
+
+def run_trials(exercise: str, fn: Callable, trials: Sequence[Trial]) -> CheckResult:
+    """Run ``fn`` on every trial and turn what happened into a verdict and diagnoses."""
+    cases = [t.case for t in trials]
+    for trial in trials:
+        case = trial.case
+        try:
+            fn(*[padded_input(x) for x in trial.inputs], trial.guard.out)
+            if tmm_course.DEVICE.type == "cuda":
+                torch.cuda.synchronize()
+        except NotImplementedError:
+            case.code, case.problem = "not_implemented", "NotImplementedError"
+            continue
+        except Exception as error:  # a learner's bug must not crash the notebook
+            case.code, case.problem = "crashed", _first_line(error)
+            case.problem += "  (" + traceback.extract_tb(error.__traceback__)[-1].name + ")"
+            continue
+        _judge(trial)
+    return _verdict(exercise, cases)
+
+
+def _judge(trial: Trial) -> None:
+    case, out = trial.case, trial.guard.out
+    if not trial.guard.canaries_intact():
+        case.code, case.problem = "out_of_bounds_write", "memory around the output changed"
+        return
+    holes = int(_unwritten(out).sum())
+    if holes:
+        case.code = "unwritten"
+        case.problem = f"{holes} of {out.numel()} cells never written"
+        return
+    if _close(out, trial.expected, trial.atol):
+        case.passed = True
+        return
+    for code, answer in trial.wrong_answers.items():
+        if answer.shape == out.shape and _close(out, answer, trial.atol):
+            case.code, case.problem = code, "matches a known mistake"
+            return
+    bad = int((~_isclose(out, trial.expected, trial.atol)).sum())
+    case.problem = f"{bad} of {out.numel()} cells wrong"
+
+
+def _isclose(a: torch.Tensor, b: torch.Tensor, atol: float) -> torch.Tensor:
+    return torch.isclose(a.double(), b.double(), rtol=0.0, atol=atol)
+
+
+def _close(a: torch.Tensor, b: torch.Tensor, atol: float) -> bool:
+    return bool(_isclose(a, b, atol).all())
+
+
+def _verdict(exercise: str, cases: list[Case]) -> CheckResult:
+    failed = [c for c in cases if not c.passed]
+    result = CheckResult(exercise, passed=not failed, cases=cases)
+    if not failed:
+        return result
+    passed = [c for c in cases if c.passed]
+    if all(c.code == "not_implemented" for c in cases):
+        codes = ["not_implemented"]
+    else:
+        codes = [
+            code
+            for code in ("crashed", "out_of_bounds_write", "unwritten", "transposed")
+            if any(c.code == code for c in failed)
+        ]
+        if all(c.ragged for c in failed) and any(not c.ragged for c in passed):
+            codes.append("ragged_edge")
+        elif all(c.strided for c in failed) and any(not c.strided for c in passed):
+            codes.append("ignores_strides")
+        elif any(c.code is None for c in failed):
+            codes.append("wrong_values")
+    result.diagnoses = [Diagnosis(code, MESSAGES[code]) for code in codes]
+    return result

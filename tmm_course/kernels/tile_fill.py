@@ -1,0 +1,85 @@
+"""Lesson 1: a 2-D grid of programs, each filling one BLOCK_M x BLOCK_N tile of an M x N output."""
+
+from __future__ import annotations
+
+import torch
+import triton
+import triton.language as tl
+
+import tmm_course
+from tmm_course import validate
+
+
+@triton.jit
+def fill_index_kernel(out_ptr, M, N, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+    pid_m = tl.program_id(axis=0)  # which row-block of the output am I?
+    pid_n = tl.program_id(axis=1)  # which column-block?
+    offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)  # my rows    (BLOCK_M,)
+    offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)  # my columns (BLOCK_N,)
+    index = offs_m[:, None] * N + offs_n[None, :]  # (BLOCK_M, BLOCK_N): i*N + j
+    mask = (offs_m[:, None] < M) & (offs_n[None, :] < N)  # lanes inside the output
+    tl.store(out_ptr + index, index, mask=mask)
+
+
+@triton.jit
+def fill_owner_kernel(out_ptr, M, N, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+    pid_m = tl.program_id(axis=0)
+    pid_n = tl.program_id(axis=1)
+    offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    owner = pid_m * tl.num_programs(axis=1) + pid_n  # this program's number, row by row
+    tile = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.int32) + owner
+    mask = (offs_m[:, None] < M) & (offs_n[None, :] < N)
+    tl.store(out_ptr + offs_m[:, None] * N + offs_n[None, :], tile, mask=mask)
+
+
+@triton.jit
+def lane_mask_kernel(out_ptr, M, N, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+    # out is the padded grid of every lane of every program: cdiv(M,BM)*BM x cdiv(N,BN)*BN
+    pid_m = tl.program_id(axis=0)
+    pid_n = tl.program_id(axis=1)
+    offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    mask = (offs_m[:, None] < M) & (offs_n[None, :] < N)
+    width = tl.num_programs(axis=1) * BLOCK_N
+    tl.store(out_ptr + offs_m[:, None] * width + offs_n[None, :], mask.to(tl.int32))
+
+
+def _check(m: int, n: int, block_m: int, block_n: int) -> tuple[int, int]:
+    validate.positive("M", m)
+    validate.positive("N", n)
+    validate.power_of_two("block_m", block_m)
+    validate.power_of_two("block_n", block_n)
+    return triton.cdiv(m, block_m), triton.cdiv(n, block_n)
+
+
+def grid_shape(m: int, n: int, block_m: int, block_n: int) -> tuple[int, int]:
+    """The launch grid: ``(cdiv(M, BLOCK_M), cdiv(N, BLOCK_N))`` programs."""
+    return _check(m, n, block_m, block_n)
+
+
+def fill_index(m: int, n: int, block_m: int = 16, block_n: int = 16) -> torch.Tensor:
+    """An ``m x n`` int32 tensor whose cell (i, j) the kernel set to ``i*n + j``.
+
+    Cells no program writes keep the poison value -1.
+    """
+    grid = _check(m, n, block_m, block_n)
+    out = torch.full((m, n), -1, dtype=torch.int32, device=tmm_course.DEVICE)
+    fill_index_kernel[grid](out, m, n, BLOCK_M=block_m, BLOCK_N=block_n)
+    return out
+
+
+def fill_owner(m: int, n: int, block_m: int = 16, block_n: int = 16) -> torch.Tensor:
+    """An ``m x n`` int32 tensor: the number of the program that stored each cell (-1: none)."""
+    grid = _check(m, n, block_m, block_n)
+    out = torch.full((m, n), -1, dtype=torch.int32, device=tmm_course.DEVICE)
+    fill_owner_kernel[grid](out, m, n, BLOCK_M=block_m, BLOCK_N=block_n)
+    return out
+
+
+def lane_mask(m: int, n: int, block_m: int = 16, block_n: int = 16) -> torch.Tensor:
+    """Every lane of every program (a padded ``grid*block`` array): 1 stored, 0 masked off."""
+    gm, gn = _check(m, n, block_m, block_n)
+    out = torch.full((gm * block_m, gn * block_n), -1, dtype=torch.int32, device=tmm_course.DEVICE)
+    lane_mask_kernel[(gm, gn)](out, m, n, BLOCK_M=block_m, BLOCK_N=block_n)
+    return out

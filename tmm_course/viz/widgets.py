@@ -1,0 +1,50 @@
+"""Thin ipywidgets wiring over the pure picture functions; every redraw runs the kernel anew."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import ipywidgets as widgets
+from IPython.display import display
+
+from tmm_course.viz.strides import layouts, stride_picture, strides_figure
+from tmm_course.viz.tiles import ownership_figure, run_tile_fill
+
+POWERS_OF_TWO = [1, 2, 4, 8, 16, 32, 64]
+
+
+def _redraw_on_change(controls: dict[str, widgets.Widget], draw: Callable) -> widgets.VBox:
+    out = widgets.interactive_output(lambda **kw: display(draw(**kw)), controls)
+    return widgets.VBox([widgets.HBox(list(controls.values())), out])
+
+
+def tile_fill_explorer(
+    m: int = 10, n: int = 13, block_m: int = 4, block_n: int = 8, max_size: int = 64
+) -> widgets.VBox:
+    """Sliders for M, N, BLOCK_M, BLOCK_N; each change relaunches the lesson-1 kernels."""
+    controls = {
+        "m": widgets.IntSlider(value=m, min=1, max=max_size, description="M"),
+        "n": widgets.IntSlider(value=n, min=1, max=max_size, description="N"),
+        "block_m": widgets.Dropdown(options=POWERS_OF_TWO, value=block_m, description="BLOCK_M"),
+        "block_n": widgets.Dropdown(options=POWERS_OF_TWO, value=block_n, description="BLOCK_N"),
+    }
+    for c in controls.values():
+        c.continuous_update = False
+        c.layout.width = "230px"
+    return _redraw_on_change(
+        controls,
+        lambda m, n, block_m, block_n: ownership_figure(run_tile_fill(m, n, block_m, block_n)),
+    )
+
+
+def strides_explorer(m: int = 4, n: int = 6) -> widgets.VBox:
+    """Pick a layout and an element; the strided-copy kernel finds where it lives."""
+    views = layouts(m, n)
+    controls = {
+        "name": widgets.Dropdown(options=list(views), description="layout"),
+        "i": widgets.IntSlider(value=1, min=0, max=m - 1, description="i"),
+        "j": widgets.IntSlider(value=2, min=0, max=n - 1, description="j"),
+    }
+    return _redraw_on_change(
+        controls, lambda name, i, j: strides_figure(stride_picture(name, views[name]), i, j)
+    )
