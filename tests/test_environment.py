@@ -96,7 +96,7 @@ def test_import_warns_for_old_triton_with_new_numpy():
         "triton.__version__ = '3.6.0'; numpy.__version__ = '2.4.1'\n"
         "import tmm_course\n"
     )
-    out = run_python(code)
+    out = run_python(code, TRITON_INTERPRET="1")  # interpreter chosen before triton's import
     assert out.returncode == 0, out.stderr
     assert "EnvironmentWarning: Triton 3.6.0's interpreter fails with numpy 2.4.1" in out.stderr
     assert "pip install 'numpy<2.4'" in out.stderr

@@ -1,0 +1,166 @@
+"""The exercise checks: correct launchers pass, each planted bug gets its diagnosis code."""
+
+from __future__ import annotations
+
+import torch
+import triton
+import triton.language as tl
+
+from tmm_course.check import check_fill_column_major, check_outer_product, check_strided_copy
+from tmm_course.checking import CANARY, MESSAGES, guarded_output, padded_input
+from tmm_course.kernels.strides import strided_copy_kernel
+
+
+@triton.jit
+def column_major(
+    out_ptr, M, N, ROW_MAJOR: tl.constexpr, MASKED: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr
+):
+    om = tl.program_id(0) * BM + tl.arange(0, BM)
+    on = tl.program_id(1) * BN + tl.arange(0, BN)
+    value = om[:, None] * N + on[None, :] if ROW_MAJOR else on[None, :] * M + om[:, None]
+    mask = (om[:, None] < M) & (on[None, :] < N)
+    if not MASKED:
+        mask = (om[:, None] < 1 << 20) & (on[None, :] < N + BN)
+        # keep the overshoot inside the check's canary room: rows past M, columns past N
+        mask = mask & (om[:, None] < M + BM)
+    tl.store(out_ptr + om[:, None] * N + on[None, :], value, mask=mask)
+
+
+def fill(
+    row_major=False,
+    masked=True,
+    grid=lambda m, n: (triton.cdiv(m, 16), triton.cdiv(n, 16)),
+    offset=0.0,
+):
+    def launch(out):
+        m, n = out.shape
+        column_major[grid(m, n)](out, m, n, ROW_MAJOR=row_major, MASKED=masked, BM=16, BN=16)
+        out += offset
+
+    return launch
+
+
+def todo(*args):
+    raise NotImplementedError
+
+
+def test_correct_fill_passes():
+    result = check_fill_column_major(fill())
+    assert result.passed and result.codes == []
+    assert len(result.cases) == 7
+
+
+def test_untouched_exercise_is_not_implemented():
+    result = check_fill_column_major(todo)
+    assert not result.passed and result.codes == ["not_implemented"]
+
+
+def test_missing_mask_is_an_out_of_bounds_write_on_the_ragged_edge():
+    result = check_fill_column_major(fill(masked=False))
+    assert result.codes == ["out_of_bounds_write", "ragged_edge"]
+
+
+def test_floor_grid_leaves_cells_unwritten_on_the_ragged_edge():
+    result = check_fill_column_major(fill(grid=lambda m, n: (max(1, m // 16), max(1, n // 16))))
+    assert result.codes == ["unwritten", "ragged_edge"]
+
+
+def test_row_major_index_is_transposed():
+    assert "transposed" in check_fill_column_major(fill(row_major=True)).codes
+
+
+def test_off_by_one_values_are_wrong_values():
+    assert check_fill_column_major(fill(offset=1.0)).codes == ["wrong_values"]
+
+
+def test_a_crash_is_reported_not_raised():
+    def crash(out):
+        raise ValueError("boom")
+
+    result = check_fill_column_major(crash)
+    assert result.codes == ["crashed"]
+    assert "ValueError: boom" in result.cases[0].problem
+
+
+@triton.jit
+def outer(x_ptr, y_ptr, out_ptr, M, N, SWAP: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr):
+    om = tl.program_id(0) * BM + tl.arange(0, BM)
+    on = tl.program_id(1) * BN + tl.arange(0, BN)
+    x = tl.load(x_ptr + om, mask=om < M, other=0.0)
+    y = tl.load(y_ptr + on, mask=on < N, other=0.0)
+    if SWAP:  # x along the columns, y along the rows: only square shapes line up
+        x = tl.load(x_ptr + on, mask=on < N, other=0.0)
+        y = tl.load(y_ptr + om, mask=om < M, other=0.0)
+        tile = y[:, None] * x[None, :]
+    else:
+        tile = x[:, None] * y[None, :]
+    mask = (om[:, None] < M) & (on[None, :] < N)
+    tl.store(out_ptr + om[:, None] * N + on[None, :], tile, mask=mask)
+
+
+def outer_launcher(swap):
+    def launch(x, y, out):
+        m, n = out.shape
+        outer[(triton.cdiv(m, 16), triton.cdiv(n, 16))](x, y, out, m, n, SWAP=swap, BM=16, BN=16)
+
+    return launch
+
+
+def test_correct_outer_product_passes():
+    assert check_outer_product(outer_launcher(False)).passed
+
+
+def test_swapped_broadcast_axes_are_transposed():
+    result = check_outer_product(outer_launcher(True))
+    assert not result.passed and "transposed" in result.codes
+
+
+def copy_launcher(assume_contiguous_input=False):
+    def launch(x, out):
+        m, n = x.shape
+        sx = (n, 1) if assume_contiguous_input else x.stride()
+        strided_copy_kernel[(triton.cdiv(m, 16), triton.cdiv(n, 16))](
+            x, out, m, n, *sx, *out.stride(), BLOCK_M=16, BLOCK_N=16
+        )
+
+    return launch
+
+
+def test_correct_strided_copy_passes():
+    result = check_strided_copy(copy_launcher())
+    assert result.passed, str(result)
+
+
+def test_copy_that_assumes_contiguous_input_ignores_strides():
+    result = check_strided_copy(copy_launcher(assume_contiguous_input=True))
+    assert result.codes == ["ignores_strides"]
+
+
+def test_every_code_has_a_sentence():
+    for code, sentence in MESSAGES.items():
+        assert sentence.endswith(".") and len(sentence) > 40, code
+
+
+def test_result_renders_for_jupyter_and_text():
+    result = check_fill_column_major(todo)
+    assert "FAIL" in result._repr_html_() and "not_implemented" in result._repr_html_()
+    assert str(result).startswith("fill_column_major: FAIL (0/7 cases)")
+
+
+def test_guarded_output_is_poisoned_and_surrounded_by_canaries():
+    guard = guarded_output((3, 4), torch.float32, row_gap=2)
+    assert guard.out.isnan().all() and guard.out.stride() == (6, 1)
+    assert guard.canaries_intact()
+    guard.buffer[~guard.region][0] = 0.0  # indexing copies: canaries stay
+    assert guard.canaries_intact()
+    flat = guard.buffer
+    flat[int(guard.region.nonzero()[0]) - 1] = 0.0  # one element before the output
+    assert not guard.canaries_intact()
+    assert (flat[guard.region].isnan()).all() and (flat == CANARY).sum() > 0
+
+
+def test_padded_input_keeps_values_and_strides(device):
+    x = torch.randn(6, 8, device=device)[::2, 1::3]
+    padded = padded_input(x)
+    assert torch.equal(padded, x) and padded.stride() == x.stride()
+    assert padded.storage_offset() > 0

@@ -1,0 +1,70 @@
+"""Pictures are drawn from kernel output without a screen; widgets relaunch the kernel."""
+
+from __future__ import annotations
+
+import torch
+from matplotlib.figure import Figure
+
+from tmm_course.viz import widgets
+from tmm_course.viz.broadcast import broadcast_figure, offsets_figure
+from tmm_course.viz.strides import layouts, stride_picture, strides_figure
+from tmm_course.viz.tiles import ownership_figure, run_tile_fill
+
+
+def test_tile_fill_data_comes_from_the_kernels():
+    data = run_tile_fill(10, 13, 4, 8)
+    assert data.grid == (3, 2)
+    assert data.index.shape == (10, 13) and data.lanes.shape == (12, 16)
+    assert data.masked_lanes == 12 * 16 - 10 * 13
+    assert (data.index.ravel() == range(130)).all()
+
+
+def test_ownership_figure_draws_every_label_on_small_grids():
+    fig = ownership_figure(run_tile_fill(5, 7, 4, 4))
+    assert isinstance(fig, Figure)
+    ax = fig.axes[0]
+    assert len(ax.texts) == 35
+    assert "grid 2x2 programs" in ax.get_title() and "29 lanes masked off" in ax.get_title()
+
+
+def test_ownership_figure_skips_labels_on_big_grids():
+    fig = ownership_figure(run_tile_fill(40, 40, 16, 16), labels="owner")
+    assert len(fig.axes[0].texts) == 0
+
+
+def test_broadcast_and_offsets_figures(device):
+    fig = broadcast_figure(torch.arange(3.0, device=device), torch.arange(4.0, device=device))
+    assert len(fig.axes) == 3 and len(fig.axes[2].texts) == 12
+    assert len(offsets_figure(3, 4, 4, 1).axes[0].texts) == 12
+
+
+def test_strides_figure_titles_the_address_arithmetic():
+    view = layouts(4, 6)["sliced view x[1::2, 1:]"]
+    fig = strides_figure(stride_picture("sliced", view), 2, 3)
+    title = fig.axes[0].get_title()
+    assert f"({2}, {3}) -> 8 + 2*14 + 3*1 = 39" in title
+
+
+def test_tile_fill_explorer_relaunches_the_kernel_on_every_change(monkeypatch):
+    calls = []
+    real = widgets.run_tile_fill
+
+    def spy(*args):
+        calls.append(args)
+        return real(*args)
+
+    monkeypatch.setattr(widgets, "run_tile_fill", spy)
+    box = widgets.tile_fill_explorer(m=6, n=5, block_m=4, block_n=4)
+    controls = box.children[0].children
+    assert [c.description for c in controls] == ["M", "N", "BLOCK_M", "BLOCK_N"]
+    assert calls[-1] == (6, 5, 4, 4)
+    controls[0].value = 9
+    controls[3].value = 2
+    assert calls[-2:] == [(9, 5, 4, 4), (9, 5, 4, 2)]
+
+
+def test_strides_explorer_offers_every_layout():
+    box = widgets.strides_explorer(4, 6)
+    layout, i, j = box.children[0].children
+    assert list(layout.options) == list(layouts(4, 6))
+    assert (i.max, j.max) == (3, 5)
