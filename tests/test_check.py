@@ -164,3 +164,23 @@ def test_padded_input_keeps_values_and_strides(device):
     padded = padded_input(x)
     assert torch.equal(padded, x) and padded.stride() == x.stride()
     assert padded.storage_offset() > 0
+
+
+def test_a_wild_read_on_the_interpreter_is_stopped_not_crashed():
+    import tmm_course
+
+    if tmm_course.BACKEND != "interpreter":
+        import pytest
+
+        pytest.skip("the memory guard is for the interpreter")
+
+    def wild(x, out):
+        m, n = x.shape
+        # row stride a million elements: every row past the first reads far outside x
+        strided_copy_kernel[(triton.cdiv(m, 16), triton.cdiv(n, 16))](
+            x, out, m, n, 1_000_000, 1, *out.stride(), BLOCK_M=16, BLOCK_N=16
+        )
+
+    result = check_strided_copy(wild)
+    assert "out_of_bounds_read" in result.codes
+    assert any("outside every tensor" in c.problem for c in result.cases)

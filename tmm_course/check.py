@@ -19,8 +19,15 @@ from tmm_course.checking import (
     guarded_output,
     run_trials,
 )
+from tmm_course.numerics import relative_rms, tolerance
 
-__all__ = ["CheckResult", "check_fill_column_major", "check_outer_product", "check_strided_copy"]
+__all__ = [
+    "CheckResult",
+    "check_fill_column_major",
+    "check_matmul",
+    "check_outer_product",
+    "check_strided_copy",
+]
 
 ALIGNED = [(64, 64), (32, 128)]
 RAGGED = [(1, 1), (5, 7), (33, 17), (70, 3), (3, 70)]
@@ -42,7 +49,7 @@ def check_fill_column_major(fn: Callable[[torch.Tensor], object]) -> CheckResult
         m, n = shape
         i = torch.arange(m, device=tmm_course.DEVICE)[:, None]
         j = torch.arange(n, device=tmm_course.DEVICE)[None, :]
-        wrong = {"transposed": (i * n + j).float()} if m > 1 and n > 1 else {}
+        wrong = [("transposed", (i * n + j).float())] if m > 1 and n > 1 else []
         trials.append(
             Trial(
                 Case(_label(shape, ragged), shape, ragged=ragged),
@@ -64,7 +71,7 @@ def check_outer_product(
         m, n = shape
         x = torch.randn(m, device=tmm_course.DEVICE)
         y = torch.randn(n, device=tmm_course.DEVICE)
-        wrong = {"transposed": y[:, None] * x[None, :]} if m == n and m > 1 else {}
+        wrong = [("transposed", y[:, None] * x[None, :])] if m == n and m > 1 else []
         trials.append(
             Trial(
                 Case(_label(shape, ragged), shape, ragged=ragged),
@@ -95,9 +102,9 @@ def check_strided_copy(fn: Callable[[torch.Tensor, torch.Tensor], object]) -> Ch
     for shape, ragged in [((32, 32), False), ((1, 1), True), ((33, 17), True), ((5, 70), True)]:
         for layout, x in _views(*shape):
             strided = layout != "contiguous"
-            wrong = {}
+            wrong = []
             if not strided and shape[0] == shape[1] > 1:
-                wrong["transposed"] = x.t()
+                wrong.append(("transposed", x.t()))
             trials.append(
                 Trial(
                     Case(_label(shape, ragged, layout), shape, ragged, strided),
@@ -118,3 +125,86 @@ def check_strided_copy(fn: Callable[[torch.Tensor, torch.Tensor], object]) -> Ch
         )
     )
     return run_trials("strided_copy", fn, trials)
+
+
+# (label, M, N, K, layout, ragged); the block sizes a learner picks are unknown, so "aligned"
+# means every dimension is a multiple of 64, and "ragged" anything else
+MATMUL_CASES = [
+    ("square", 64, 64, 64, "contiguous", False),
+    ("1x1x1", 1, 1, 1, "contiguous", True),
+    ("ragged M", 65, 64, 64, "contiguous", True),
+    ("ragged N", 64, 65, 64, "contiguous", True),
+    ("ragged K", 64, 64, 65, "contiguous", True),
+    ("K smaller than a block", 32, 32, 7, "contiguous", True),
+    ("tall", 300, 4, 48, "contiguous", True),
+    ("skinny", 4, 300, 48, "contiguous", True),
+    ("transposed A and B", 64, 64, 64, "transposed", False),
+    ("sliced A and B", 64, 64, 64, "sliced", False),
+    ("output with padded rows", 64, 64, 64, "padded output", False),
+]
+PRECISION_PROBE_K = 4096
+FLOAT32_ACCUMULATOR_RMS = 6e-4  # float16 output of a float32 sum: about 2e-4 at any K
+
+
+def _matmul_operands(m: int, n: int, k: int, layout: str, dtype: torch.dtype):
+    device = tmm_course.DEVICE
+    if layout == "transposed":
+        return (
+            torch.randn(k, m, device=device).to(dtype).t(),
+            torch.randn(n, k, device=device).to(dtype).t(),
+        )
+    if layout == "sliced":
+        return (
+            torch.randn(2 * m, k + 3, device=device).to(dtype)[::2, 2 : k + 2],
+            torch.randn(k, 2 * n, device=device).to(dtype)[:, ::2],
+        )
+    return torch.randn(m, k, device=device).to(dtype), torch.randn(k, n, device=device).to(dtype)
+
+
+def _matmul_trial(label, m, n, k, layout, ragged, dtype, extra=None) -> Trial:
+    a, b = _matmul_operands(m, n, k, layout, dtype)
+    a64, b64 = a.double(), b.double()
+    bound = tolerance(dtype, tmm_course.BACKEND) * (a64.abs() @ b64.abs())
+    wrong = []
+    if m == n == k and layout == "contiguous":
+        wrong.append(("transposed", a64.t() @ b64))  # A's strides paired the wrong way round
+        wrong.append(("transposed", a64 @ b64.t()))  # B's
+    guard = guarded_output((m, n), dtype, row_gap=3 if layout == "padded output" else 0)
+    case = Case(
+        f"{m}x{n}x{k} {label}, {str(dtype).removeprefix('torch.')}",
+        (m, n, k),
+        ragged=ragged,
+        strided=layout != "contiguous",
+    )
+    return Trial(case, (a, b), guard, a64 @ b64, wrong, atol=bound, extra=extra)
+
+
+def check_matmul(fn: Callable[[torch.Tensor, torch.Tensor, torch.Tensor], object]) -> CheckResult:
+    """Lesson 4: ``fn(a, b, c)`` must store ``a @ b`` into ``c`` (float16; the last case also
+    float32), for any shapes and strides, with a float32 accumulator."""
+    trials = [_matmul_trial(*spec, torch.float16) for spec in MATMUL_CASES]
+    trials.append(_matmul_trial("square", 64, 64, 64, "contiguous", False, torch.float32))
+    a_b: dict[str, torch.Tensor] = {}
+
+    def accumulator_precision(out: torch.Tensor) -> tuple[str, str] | None:
+        error = relative_rms(out, *a_b["operands"])
+        if error > FLOAT32_ACCUMULATOR_RMS:
+            return "precision", (
+                f"rms error {error:.1e} at K={PRECISION_PROBE_K}; a float32 "
+                f"accumulator stays near 2e-4"
+            )
+        return None
+
+    probe = _matmul_trial(
+        "long K",
+        16,
+        16,
+        PRECISION_PROBE_K,
+        "contiguous",
+        True,
+        torch.float16,
+        extra=accumulator_precision,
+    )
+    a_b["operands"] = probe.inputs
+    trials.append(probe)
+    return run_trials("matmul", fn, trials)

@@ -6,6 +6,7 @@ poison and the canaries. Nothing here raises into the notebook.
 
 from __future__ import annotations
 
+import contextlib
 import html
 import math
 import traceback
@@ -15,6 +16,7 @@ from dataclasses import dataclass, field
 import torch
 
 import tmm_course
+from tmm_course.memory_guard import OutOfBoundsAccess, only_these_tensors
 
 CANARY = 12345.0  # written around every output; a store that lands outside changes it
 
@@ -31,11 +33,27 @@ MESSAGES = {
     "the grid may be too small, or the store mask too strict.",
     "out_of_bounds_write": "The kernel wrote outside the output (the canary memory around it "
     "changed): a lane past the edge was not masked, or an offset is wrong.",
+    "out_of_bounds_read": "The kernel loaded from memory outside its inputs (the check stopped "
+    "it before it could crash): a load mask is missing, or an offset or stride is wrong.",
     "ragged_edge": "Right when the sizes are multiples of the block, wrong otherwise: the edge "
     "tiles need a mask on each axis, like (offs_m[:, None] < M) & (offs_n[None, :] < N).",
+    "precision": "The values are close but the error grows with K, the signature of a float16 "
+    "accumulator: keep acc in float32 (tl.zeros(..., dtype=tl.float32)) and cast only when "
+    "storing.",
     "ignores_strides": "Right for contiguous tensors, wrong for transposed or sliced views: "
     "compute addresses from x.stride(0) and x.stride(1), not from the shape.",
 }
+
+
+# codes a single case can earn by itself, in the order they are reported
+CASE_CODES = (
+    "crashed",
+    "out_of_bounds_read",
+    "out_of_bounds_write",
+    "unwritten",
+    "transposed",
+    "precision",
+)
 
 
 @dataclass(frozen=True)
@@ -153,6 +171,22 @@ def padded_input(x: torch.Tensor) -> torch.Tensor:
     return view
 
 
+def _memory_guard(tensors: list[torch.Tensor]):
+    """Bounds-check every load and store on the interpreter (a wild pointer there would crash
+    the notebook); on a GPU the canaries and poison do the catching."""
+    if tmm_course.BACKEND == "interpreter":
+        return only_these_tensors(tensors)
+    return contextlib.nullcontext()
+
+
+def _out_of_bounds(error: BaseException) -> OutOfBoundsAccess | None:
+    while error is not None:
+        if isinstance(error, OutOfBoundsAccess):
+            return error
+        error = error.__cause__ or error.__context__
+    return None
+
+
 def _unwritten(out: torch.Tensor) -> torch.Tensor:
     return out.isnan() if out.is_floating_point() else out == -1
 
@@ -170,8 +204,11 @@ class Trial:
     inputs: Sequence[torch.Tensor]
     guard: Guarded
     expected: torch.Tensor
-    wrong_answers: dict[str, torch.Tensor] = field(default_factory=dict)  # code -> known mistake
-    atol: float = 0.0
+    # known mistakes: (code, what that mistake would have stored)
+    wrong_answers: list[tuple[str, torch.Tensor]] = field(default_factory=list)
+    atol: float | torch.Tensor = 0.0  # allowed |out - expected|, per cell if a tensor
+    # a last look once the values are right: returns (code, problem) for a subtler fault
+    extra: Callable[[torch.Tensor], tuple[str, str] | None] | None = None
 
 
 def run_trials(exercise: str, fn: Callable, trials: Sequence[Trial]) -> CheckResult:
@@ -179,14 +216,21 @@ def run_trials(exercise: str, fn: Callable, trials: Sequence[Trial]) -> CheckRes
     cases = [t.case for t in trials]
     for trial in trials:
         case = trial.case
+        inputs = [padded_input(x) for x in trial.inputs]
         try:
-            fn(*[padded_input(x) for x in trial.inputs], trial.guard.out)
+            with _memory_guard([*inputs, trial.guard.buffer]):
+                fn(*inputs, trial.guard.out)
             if tmm_course.DEVICE.type == "cuda":
                 torch.cuda.synchronize()
         except NotImplementedError:
             case.code, case.problem = "not_implemented", "NotImplementedError"
             continue
         except Exception as error:  # a learner's bug must not crash the notebook
+            stray = _out_of_bounds(error)
+            if stray is not None:
+                case.code = f"out_of_bounds_{'read' if stray.kind == 'load' else 'write'}"
+                case.problem = str(stray)
+                continue
             case.code, case.problem = "crashed", _first_line(error)
             case.problem += "  (" + traceback.extract_tb(error.__traceback__)[-1].name + ")"
             continue
@@ -205,9 +249,13 @@ def _judge(trial: Trial) -> None:
         case.problem = f"{holes} of {out.numel()} cells never written"
         return
     if _close(out, trial.expected, trial.atol):
-        case.passed = True
+        found = trial.extra(out) if trial.extra else None
+        if found:
+            case.code, case.problem = found
+        else:
+            case.passed = True
         return
-    for code, answer in trial.wrong_answers.items():
+    for code, answer in trial.wrong_answers:
         if answer.shape == out.shape and _close(out, answer, trial.atol):
             case.code, case.problem = code, "matches a known mistake"
             return
@@ -215,11 +263,11 @@ def _judge(trial: Trial) -> None:
     case.problem = f"{bad} of {out.numel()} cells wrong"
 
 
-def _isclose(a: torch.Tensor, b: torch.Tensor, atol: float) -> torch.Tensor:
-    return torch.isclose(a.double(), b.double(), rtol=0.0, atol=atol)
+def _isclose(a: torch.Tensor, b: torch.Tensor, atol: float | torch.Tensor) -> torch.Tensor:
+    return (a.double() - b.double()).abs() <= atol  # NaN compares False
 
 
-def _close(a: torch.Tensor, b: torch.Tensor, atol: float) -> bool:
+def _close(a: torch.Tensor, b: torch.Tensor, atol: float | torch.Tensor) -> bool:
     return bool(_isclose(a, b, atol).all())
 
 
@@ -232,11 +280,7 @@ def _verdict(exercise: str, cases: list[Case]) -> CheckResult:
     if all(c.code == "not_implemented" for c in cases):
         codes = ["not_implemented"]
     else:
-        codes = [
-            code
-            for code in ("crashed", "out_of_bounds_write", "unwritten", "transposed")
-            if any(c.code == code for c in failed)
-        ]
+        codes = [code for code in CASE_CODES if any(c.code == code for c in failed)]
         if all(c.ragged for c in failed) and any(not c.ragged for c in passed):
             codes.append("ragged_edge")
         elif all(c.strided for c in failed) and any(not c.strided for c in passed):

@@ -13,16 +13,8 @@ COLUMN, ROW, SUM = 0, 1, 2  # what broadcast_kernel stores
 
 
 @triton.jit
-def broadcast_kernel(
-    col_ptr,
-    row_ptr,
-    out_ptr,
-    M,
-    N,
-    WHAT: tl.constexpr,
-    BLOCK_M: tl.constexpr,
-    BLOCK_N: tl.constexpr,
-):
+def broadcast_kernel(col_ptr, row_ptr, out_ptr, M, N, WHAT: tl.constexpr,
+                     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
     offs_m = tl.program_id(axis=0) * BLOCK_M + tl.arange(0, BLOCK_M)
     offs_n = tl.program_id(axis=1) * BLOCK_N + tl.arange(0, BLOCK_N)
     col = tl.load(col_ptr + offs_m, mask=offs_m < M, other=0)  # (BLOCK_M,)

@@ -11,18 +11,8 @@ from tmm_course import validate
 
 
 @triton.jit
-def strided_copy_kernel(
-    x_ptr,
-    out_ptr,
-    M,
-    N,
-    stride_xm,
-    stride_xn,
-    stride_om,
-    stride_on,
-    BLOCK_M: tl.constexpr,
-    BLOCK_N: tl.constexpr,
-):
+def strided_copy_kernel(x_ptr, out_ptr, M, N, stride_xm, stride_xn, stride_om, stride_on,
+                        BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
     offs_m = tl.program_id(axis=0) * BLOCK_M + tl.arange(0, BLOCK_M)
     offs_n = tl.program_id(axis=1) * BLOCK_N + tl.arange(0, BLOCK_N)
     mask = (offs_m[:, None] < M) & (offs_n[None, :] < N)
@@ -31,18 +21,8 @@ def strided_copy_kernel(
 
 
 @triton.jit
-def swapped_strides_copy_kernel(
-    x_ptr,
-    out_ptr,
-    M,
-    N,
-    stride_xm,
-    stride_xn,
-    stride_om,
-    stride_on,
-    BLOCK_M: tl.constexpr,
-    BLOCK_N: tl.constexpr,
-):
+def swapped_strides_copy_kernel(x_ptr, out_ptr, M, N, stride_xm, stride_xn, stride_om, stride_on,
+                                BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
     # The trap: the row index walks the column stride and vice versa (square inputs only).
     offs_m = tl.program_id(axis=0) * BLOCK_M + tl.arange(0, BLOCK_M)
     offs_n = tl.program_id(axis=1) * BLOCK_N + tl.arange(0, BLOCK_N)

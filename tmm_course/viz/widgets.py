@@ -7,6 +7,8 @@ from collections.abc import Callable
 import ipywidgets as widgets
 from IPython.display import display
 
+from tmm_course.kernels.matmul import KLoopFrames
+from tmm_course.viz.kloop import frame_figure
 from tmm_course.viz.strides import layouts, stride_picture, strides_figure
 from tmm_course.viz.tiles import ownership_figure, run_tile_fill
 
@@ -48,3 +50,14 @@ def strides_explorer(m: int = 4, n: int = 6) -> widgets.VBox:
     return _redraw_on_change(
         controls, lambda name, i, j: strides_figure(stride_picture(name, views[name]), i, j)
     )
+
+
+def kloop_player(a: object, b: object, frames: KLoopFrames) -> widgets.VBox:
+    """Play / step through the K-loop frames that the kernel stored."""
+    play = widgets.Play(value=0, min=0, max=frames.steps - 1, interval=1200, description="play")
+    step = widgets.IntSlider(value=0, min=0, max=frames.steps - 1, description="K step")
+    widgets.jslink((play, "value"), (step, "value"))
+    out = widgets.interactive_output(
+        lambda step: display(frame_figure(a, b, frames, step)), {"step": step}
+    )
+    return widgets.VBox([widgets.HBox([play, step]), out])
