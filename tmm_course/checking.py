@@ -281,11 +281,15 @@ def _verdict(exercise: str, cases: list[Case]) -> CheckResult:
         codes = ["not_implemented"]
     else:
         codes = [code for code in CASE_CODES if any(c.code == code for c in failed)]
-        if all(c.ragged for c in failed) and any(not c.ragged for c in passed):
+        # where the wrong cases cluster: only at ragged edges, or only on strided views
+        located = [c for c in failed if c.code not in ("crashed", "precision", "not_implemented")]
+        if not located:
+            pass
+        elif all(c.ragged for c in located) and any(not c.ragged for c in passed):
             codes.append("ragged_edge")
-        elif all(c.strided for c in failed) and any(not c.strided for c in passed):
+        elif all(c.strided for c in located) and any(not c.strided for c in passed):
             codes.append("ignores_strides")
-        elif any(c.code is None for c in failed):
+        elif any(c.code is None for c in located):
             codes.append("wrong_values")
     result.diagnoses = [Diagnosis(code, MESSAGES[code]) for code in codes]
     return result
