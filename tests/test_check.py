@@ -184,3 +184,13 @@ def test_a_wild_read_on_the_interpreter_is_stopped_not_crashed():
     result = check_strided_copy(wild)
     assert "out_of_bounds_read" in result.codes
     assert any("outside every tensor" in c.problem for c in result.cases)
+
+
+def test_a_lost_gpu_context_stops_the_check_and_says_how_to_recover():
+    def faulting(out):
+        raise RuntimeError("CUDA error: an illegal memory access was encountered")
+
+    result = check_fill_column_major(faulting)
+    assert result.codes == ["crashed"]
+    assert "restart the kernel" in result.cases[0].problem
+    assert all(c.problem == "not run: the GPU context was lost" for c in result.cases[1:])

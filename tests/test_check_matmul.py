@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import pytest
 import triton
 import triton.language as tl
 
+import tmm_course
 from tmm_course.check import check_matmul
 
 
@@ -66,9 +68,16 @@ def test_untouched_exercise_is_not_implemented():
 
 
 def test_float16_accumulator_is_precision():
-    assert check_matmul(launcher(fp16_acc=True)).codes == ["precision"]
+    result = check_matmul(launcher(fp16_acc=True))
+    assert "precision" in result.codes
+    # a GPU refuses a float16-output dot of float32 inputs; the interpreter runs it
+    crashed = [c.label for c in result.cases if c.code == "crashed"]
+    assert all(label.endswith("float32") for label in crashed)
+    assert set(result.codes) <= {"precision", "crashed"}
 
 
+@pytest.mark.skipif(tmm_course.BACKEND == "gpu",
+                    reason="its wild reads at long K fault the GPU and end the CUDA context")
 def test_swapped_a_strides_compute_a_transposed():
     assert "transposed" in check_matmul(launcher(swap_a=True)).codes
 

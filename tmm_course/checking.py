@@ -171,6 +171,18 @@ def padded_input(x: torch.Tensor) -> torch.Tensor:
     return view
 
 
+GPU_CONTEXT_LOST = (
+    "CUDA: illegal memory access. The kernel touched memory outside its tensors, and the GPU "
+    "cannot be used again in this Python session: restart the kernel. To see which load or "
+    "store strayed, run the check on the interpreter (TMM_BACKEND=interpreter), which stops "
+    "the access and names it."
+)
+
+
+def _gpu_context_lost(error: BaseException) -> bool:
+    return "illegal memory access" in str(error) or "illegal address" in str(error).lower()
+
+
 def _memory_guard(tensors: list[torch.Tensor]):
     """Bounds-check every load and store on the interpreter (a wild pointer there would crash
     the notebook); on a GPU the canaries and poison do the catching."""
@@ -232,6 +244,11 @@ def run_trials(exercise: str, fn: Callable, trials: Sequence[Trial]) -> CheckRes
                 case.problem = str(stray)
                 continue
             case.code, case.problem = "crashed", _first_line(error)
+            if _gpu_context_lost(error):
+                case.problem = GPU_CONTEXT_LOST
+                for later in cases[cases.index(case) + 1 :]:
+                    later.code, later.problem = "crashed", "not run: the GPU context was lost"
+                break
             case.problem += "  (" + traceback.extract_tb(error.__traceback__)[-1].name + ")"
             continue
         _judge(trial)
