@@ -9,7 +9,7 @@ STAMP  := $(VENV)/.installed
 LAB_ARGS ?=
 AS_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root,)
 
-.PHONY: course test setup colab-links clean
+.PHONY: course test setup colab-links student grade clean
 
 course: $(STAMP)
 	$(BIN)/jupyter lab --ServerApp.root_dir="$(CURDIR)" \
@@ -28,6 +28,19 @@ $(STAMP): pyproject.toml tools/setup-venv.sh
 # regenerate colab_links.md and the notebooks' Colab install cells
 colab-links: $(STAMP)
 	$(BIN)/python -m tmm_course.colab
+
+# the student copy: every notebook without its solutions (make student STUDENT=handout/)
+STUDENT ?= student
+student: $(STAMP)
+	$(BIN)/python -m tmm_course.release notebooks $(STUDENT)
+
+# grade a folder of submitted homework notebooks into grades.csv
+# (make grade SUBMISSIONS=inbox/ TIMEOUT=300 JOBS=2)
+SUBMISSIONS ?= submissions
+TIMEOUT ?= 300
+JOBS ?= 2
+grade: $(STAMP)
+	$(BIN)/python -m tmm_course.grade $(SUBMISSIONS) --out grades.csv --timeout $(TIMEOUT) --jobs $(JOBS)
 
 clean:
 	rm -rf $(VENV) *.egg-info .pytest_cache .ruff_cache

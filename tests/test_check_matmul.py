@@ -11,10 +11,27 @@ from tmm_course.check import check_matmul
 
 
 @triton.jit
-def buggy_matmul(a_ptr, b_ptr, c_ptr, M, N, K, sam, sak, sbk, sbn, scm, scn,
-                 FP16_ACC: tl.constexpr, K_MASK: tl.constexpr, SWAP_A: tl.constexpr,
-                 STORE_MASK: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr,
-                 BK: tl.constexpr):
+def buggy_matmul(
+    a_ptr,
+    b_ptr,
+    c_ptr,
+    M,
+    N,
+    K,
+    sam,
+    sak,
+    sbk,
+    sbn,
+    scm,
+    scn,
+    FP16_ACC: tl.constexpr,
+    K_MASK: tl.constexpr,
+    SWAP_A: tl.constexpr,
+    STORE_MASK: tl.constexpr,
+    BM: tl.constexpr,
+    BN: tl.constexpr,
+    BK: tl.constexpr,
+):
     om = tl.program_id(0) * BM + tl.arange(0, BM)
     on = tl.program_id(1) * BN + tl.arange(0, BN)
     ok = tl.arange(0, BK)
@@ -41,16 +58,34 @@ def buggy_matmul(a_ptr, b_ptr, c_ptr, M, N, K, sam, sak, sbk, sbn, scm, scn,
         tl.store(c_ptrs, acc.to(c_ptr.dtype.element_ty), mask=(om[:, None] < M + BM))
 
 
-def launcher(fp16_acc=False, k_mask=True, swap_a=False, store_mask=True, contiguous=False,
-             floor_grid=False):
+def launcher(
+    fp16_acc=False, k_mask=True, swap_a=False, store_mask=True, contiguous=False, floor_grid=False
+):
     def launch(a, b, c):
         m, k = a.shape
         n = b.shape[1]
-        grid = (max(1, m // 32), max(1, n // 32)) if floor_grid else (
-            triton.cdiv(m, 32), triton.cdiv(n, 32))
+        grid = (
+            (max(1, m // 32), max(1, n // 32))
+            if floor_grid
+            else (triton.cdiv(m, 32), triton.cdiv(n, 32))
+        )
         strides = (k, 1, n, 1, n, 1) if contiguous else (*a.stride(), *b.stride(), *c.stride())
-        buggy_matmul[grid](a, b, c, m, n, k, *strides, FP16_ACC=fp16_acc, K_MASK=k_mask,
-                           SWAP_A=swap_a, STORE_MASK=store_mask, BM=32, BN=32, BK=32)
+        buggy_matmul[grid](
+            a,
+            b,
+            c,
+            m,
+            n,
+            k,
+            *strides,
+            FP16_ACC=fp16_acc,
+            K_MASK=k_mask,
+            SWAP_A=swap_a,
+            STORE_MASK=store_mask,
+            BM=32,
+            BN=32,
+            BK=32,
+        )
 
     return launch
 
@@ -76,8 +111,10 @@ def test_float16_accumulator_is_precision():
     assert set(result.codes) <= {"precision", "crashed"}
 
 
-@pytest.mark.skipif(tmm_course.BACKEND == "gpu",
-                    reason="its wild reads at long K fault the GPU and end the CUDA context")
+@pytest.mark.skipif(
+    tmm_course.BACKEND == "gpu",
+    reason="its wild reads at long K fault the GPU and end the CUDA context",
+)
 def test_swapped_a_strides_compute_a_transposed():
     assert "transposed" in check_matmul(launcher(swap_a=True)).codes
 

@@ -26,7 +26,9 @@ __all__ = [
     "check_fill_column_major",
     "check_matmul",
     "check_outer_product",
+    "check_scaled_matmul",
     "check_strided_copy",
+    "check_transpose",
 ]
 
 ALIGNED = [(64, 64), (32, 128)]
@@ -208,3 +210,101 @@ def check_matmul(fn: Callable[[torch.Tensor, torch.Tensor, torch.Tensor], object
     a_b["operands"] = probe.inputs
     trials.append(probe)
     return run_trials("matmul", fn, trials)
+
+
+def check_transpose(
+    fn: Callable[[torch.Tensor, torch.Tensor], object], *, strided: bool = True, ragged: bool = True
+) -> CheckResult:
+    """Lesson 5: ``fn(x, out)`` must store ``x.T`` into ``out`` (``x`` is M x N, ``out`` N x M).
+
+    ``strided=False`` or ``ragged=False`` leave out the non-contiguous or the ragged cases, for
+    the first parts of the homework.
+    """
+    shapes = [((64, 64), False), ((32, 128), False)]
+    if ragged:
+        shapes += [((1, 1), True), ((33, 17), True), ((70, 3), True), ((3, 70), True)]
+    trials = []
+    for (m, n), is_ragged in shapes:
+        views = _views(m, n) if strided else _views(m, n)[:1]
+        for layout, x in views:
+            is_strided = layout != "contiguous"
+            wrong = [("transposed", x)] if m == n > 1 else []  # a copy, not a transpose
+            trials.append(
+                Trial(
+                    Case(_label((m, n), is_ragged, layout), (m, n), is_ragged, is_strided),
+                    (x,),
+                    guarded_output((n, m), torch.float32),
+                    x.t(),
+                    wrong,
+                )
+            )
+        if strided:
+            x = torch.randn(m, n, device=tmm_course.DEVICE)
+            trials.append(
+                Trial(
+                    Case(
+                        _label((m, n), is_ragged, "output with padded rows"),
+                        (m, n),
+                        is_ragged,
+                        True,
+                    ),
+                    (x,),
+                    guarded_output((n, m), torch.float32, row_gap=5),
+                    x.t(),
+                )
+            )
+    return run_trials("transpose", fn, trials)
+
+
+def check_scaled_matmul(
+    fn: Callable[..., object], alpha: float = 1.5, beta: float = -0.5
+) -> CheckResult:
+    """Lesson 5: ``fn(a, b, c, alpha, beta)`` must update ``c`` to ``alpha * a @ b + beta * c``.
+
+    One case has ``beta = 0`` and ``c`` full of NaN: as in BLAS, ``c`` must then not be read.
+    """
+    trials = []
+    for label, m, n, k, layout, ragged in MATMUL_CASES[:9]:
+        a, b = _matmul_operands(m, n, k, layout, torch.float16)
+        c0 = torch.randn(m, n, device=tmm_course.DEVICE).half()
+        a64, b64, c64 = a.double(), b.double(), c0.double()
+        bound = tolerance(torch.float16, tmm_course.BACKEND) * (
+            abs(alpha) * (a64.abs() @ b64.abs()) + abs(beta) * c64.abs()
+        )
+        case = Case(
+            f"{m}x{n}x{k} {label}", (m, n, k), ragged=ragged, strided=layout != "contiguous"
+        )
+        trials.append(
+            Trial(
+                case,
+                (a, b, alpha, beta),
+                guarded_output((m, n), torch.float16),
+                alpha * (a64 @ b64) + beta * c64,
+                [("transposed", alpha * (a64.t() @ b64) + beta * c64)]
+                if m == n == k and layout == "contiguous"
+                else [],
+                atol=bound,
+                initial=c0,
+            )
+        )
+    a, b = _matmul_operands(64, 64, 64, "contiguous", torch.float16)
+    exact = alpha * (a.double() @ b.double())
+    bound = (
+        tolerance(torch.float16, tmm_course.BACKEND)
+        * abs(alpha)
+        * (a.double().abs() @ b.double().abs())
+    )
+    trials.append(
+        Trial(
+            Case("64x64x64 beta = 0, C holds NaN", (64, 64, 64)),
+            (a, b, alpha, 0.0),
+            guarded_output((64, 64), torch.float16),
+            exact,
+            atol=bound,
+        )
+    )
+
+    def call(a: torch.Tensor, b: torch.Tensor, alpha: float, beta: float, c: torch.Tensor):
+        return fn(a, b, c, alpha, beta)
+
+    return run_trials("scaled_matmul", call, trials)

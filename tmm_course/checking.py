@@ -45,6 +45,8 @@ MESSAGES = {
 }
 
 
+RESULT_MIMETYPE = "application/vnd.tmm-course.check+json"
+
 # codes a single case can earn by itself, in the order they are reported
 CASE_CODES = (
     "crashed",
@@ -103,6 +105,24 @@ class CheckResult:
         return "\n".join(lines)
 
     __repr__ = __str__
+
+    def as_dict(self) -> dict:
+        """The result as plain data (what the batch grader reads from a notebook's outputs)."""
+        return {
+            "exercise": self.exercise,
+            "passed": self.passed,
+            "codes": self.codes,
+            "cases": [
+                {"label": c.label, "passed": c.passed, "problem": c.problem} for c in self.cases
+            ],
+        }
+
+    def _repr_mimebundle_(self, include=None, exclude=None) -> dict:
+        return {
+            "text/plain": str(self),
+            "text/html": self._repr_html_(),
+            RESULT_MIMETYPE: self.as_dict(),
+        }
 
     def _repr_html_(self) -> str:
         colour = "#1a7f37" if self.passed else "#cf222e"
@@ -213,7 +233,7 @@ class Trial:
     """A case ready to run: the launcher's inputs, the guarded output and the right answer."""
 
     case: Case
-    inputs: Sequence[torch.Tensor]
+    inputs: Sequence[torch.Tensor | float]  # tensors get random room around them
     guard: Guarded
     expected: torch.Tensor
     # known mistakes: (code, what that mistake would have stored)
@@ -221,6 +241,9 @@ class Trial:
     atol: float | torch.Tensor = 0.0  # allowed |out - expected|, per cell if a tensor
     # a last look once the values are right: returns (code, problem) for a subtler fault
     extra: Callable[[torch.Tensor], tuple[str, str] | None] | None = None
+    # what the output holds before the call, for updates like C = alpha*A@B + beta*C
+    # (None: the output is poisoned, and a cell still poisoned afterwards was never written)
+    initial: torch.Tensor | None = None
 
 
 def run_trials(exercise: str, fn: Callable, trials: Sequence[Trial]) -> CheckResult:
@@ -228,9 +251,12 @@ def run_trials(exercise: str, fn: Callable, trials: Sequence[Trial]) -> CheckRes
     cases = [t.case for t in trials]
     for trial in trials:
         case = trial.case
-        inputs = [padded_input(x) for x in trial.inputs]
+        inputs = [padded_input(x) if isinstance(x, torch.Tensor) else x for x in trial.inputs]
+        if trial.initial is not None:
+            trial.guard.out.copy_(trial.initial)
         try:
-            with _memory_guard([*inputs, trial.guard.buffer]):
+            tensors = [x for x in inputs if isinstance(x, torch.Tensor)]
+            with _memory_guard([*tensors, trial.guard.buffer]):
                 fn(*inputs, trial.guard.out)
             if tmm_course.DEVICE.type == "cuda":
                 torch.cuda.synchronize()
@@ -260,7 +286,11 @@ def _judge(trial: Trial) -> None:
     if not trial.guard.canaries_intact():
         case.code, case.problem = "out_of_bounds_write", "memory around the output changed"
         return
-    holes = int(_unwritten(out).sum())
+    if trial.initial is None:
+        holes = int(_unwritten(out).sum())
+    else:  # cells left as they were although they should have changed
+        stale = (out == trial.initial) & ~_isclose(trial.initial, trial.expected, trial.atol)
+        holes = int(stale.sum())
     if holes:
         case.code = "unwritten"
         case.problem = f"{holes} of {out.numel()} cells never written"
