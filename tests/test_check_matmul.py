@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import pytest
 import triton
 import triton.language as tl
 
-import tmm_course
 from tmm_course.check import check_matmul
 
 
@@ -111,10 +109,6 @@ def test_float16_accumulator_is_precision():
     assert set(result.codes) <= {"precision", "crashed"}
 
 
-@pytest.mark.skipif(
-    tmm_course.BACKEND == "gpu",
-    reason="its wild reads at long K fault the GPU and end the CUDA context",
-)
 def test_swapped_a_strides_compute_a_transposed():
     assert "transposed" in check_matmul(launcher(swap_a=True)).codes
 
@@ -128,7 +122,7 @@ def test_missing_k_mask_breaks_only_ragged_k():
 def test_contiguous_only_launcher_ignores_strides():
     result = check_matmul(launcher(contiguous=True))
     assert "ignores_strides" in result.codes or "out_of_bounds_write" in result.codes
-    assert all(c.passed for c in result.cases if not c.strided)
+    assert all(c.passed for c in result.cases if not c.strided and c.code != "skipped")
 
 
 def test_missing_store_mask_writes_out_of_bounds():

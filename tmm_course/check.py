@@ -185,7 +185,6 @@ def check_matmul(fn: Callable[[torch.Tensor, torch.Tensor, torch.Tensor], object
     """Lesson 4: ``fn(a, b, c)`` must store ``a @ b`` into ``c`` (float16; the last case also
     float32), for any shapes and strides, with a float32 accumulator."""
     trials = [_matmul_trial(*spec, torch.float16) for spec in MATMUL_CASES]
-    trials.append(_matmul_trial("square", 64, 64, 64, "contiguous", False, torch.float32))
     a_b: dict[str, torch.Tensor] = {}
 
     def accumulator_precision(out: torch.Tensor) -> tuple[str, str] | None:
@@ -207,8 +206,11 @@ def check_matmul(fn: Callable[[torch.Tensor, torch.Tensor, torch.Tensor], object
         torch.float16,
         extra=accumulator_precision,
     )
+    probe.only_if_all_passed = True
     a_b["operands"] = probe.inputs
     trials.append(probe)
+    # last: a GPU refuses some kernels on float32 only, which must not hide the probe above
+    trials.append(_matmul_trial("square", 64, 64, 64, "contiguous", False, torch.float32))
     return run_trials("matmul", fn, trials)
 
 

@@ -47,7 +47,8 @@ def matmul_kernel(a_ptr, b_ptr, c_ptr,
     # 4. cast once, on the way out, and store only the cells inside C
     c = acc.to(c_ptr.dtype.element_ty)
     c_ptrs = c_ptr + offs_m[:, None] * stride_cm + offs_n[None, :] * stride_cn
-    tl.store(c_ptrs, c, mask=(offs_m[:, None] < M) & (offs_n[None, :] < N))
+    c_mask = (offs_m[:, None] < M) & (offs_n[None, :] < N)
+    tl.store(c_ptrs, c, mask=c_mask)
 
 
 @triton.jit

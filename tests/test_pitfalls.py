@@ -1,0 +1,105 @@
+"""Lesson 7: every buggy kernel is caught with its code; its fixed twin passes."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from conftest import on_gpu
+
+import tmm_course
+from tmm_course.check import check_matmul
+from tmm_course.kernels import pitfalls
+from tmm_course.kernels.pitfalls import launcher
+from tmm_course.pitfall_data import accumulator_error_curve, loop_bound_timing, stored
+from tmm_course.source import diff
+
+
+@pytest.mark.parametrize(
+    ("kernel", "extra_programs", "code"),
+    [
+        (pitfalls.fp16_accumulator_kernel, 0, "precision"),
+        (pitfalls.no_k_mask_kernel, 0, "ragged_edge"),
+        (pitfalls.swapped_strides_kernel, 0, "transposed"),
+        (pitfalls.no_store_mask_kernel, 0, "out_of_bounds_write"),
+        (pitfalls.no_store_mask_kernel, 2, "out_of_bounds_write"),
+    ],
+)
+def test_each_pitfall_gets_its_code(kernel, extra_programs, code):
+    result = check_matmul(launcher(kernel, extra_programs=extra_programs))
+    assert not result.passed and code in result.codes, str(result)
+
+
+@pytest.mark.parametrize("extra_programs", [0, 2])
+def test_the_fixed_twin_passes_even_with_extra_programs(extra_programs):
+    assert check_matmul(launcher(pitfalls.correct_kernel, extra_programs=extra_programs)).passed
+
+
+def test_constexpr_k_twin_is_correct():
+    assert check_matmul(launcher(pitfalls.static_k_kernel)).passed
+
+
+def test_each_buggy_kernel_marks_its_bug_in_the_diff():
+    for kernel in (
+        pitfalls.fp16_accumulator_kernel,
+        pitfalls.no_k_mask_kernel,
+        pitfalls.swapped_strides_kernel,
+        pitfalls.no_store_mask_kernel,
+    ):
+        added = [
+            line
+            for line in diff(pitfalls.correct_kernel, kernel).splitlines()
+            if line.startswith("+") and not line.startswith("+++")
+        ]
+        assert any("BUG" in line for line in added), kernel
+
+
+def test_block_size_that_is_not_constexpr_is_refused(device):
+    with pytest.raises(Exception, match=r"arange's arguments must be of type tl\.constexpr"):
+        pitfalls.runtime_block_kernel[(1,)](torch.zeros(16, device=device), 16)
+
+
+def test_float16_accumulator_error_grows_with_k_and_float32_does_not():
+    curve = accumulator_error_curve([16, 4096])
+    fp16, fp32 = curve["float16 accumulator"], curve["float32 accumulator"]
+    assert fp16[1] > 3 * fp16[0]
+    assert fp32[1] < 1.5 * fp32[0] and fp32[1] < 4e-4
+
+
+def test_missing_k_mask_reads_the_canary_past_k(device):
+    k, pad = 70, 32
+    a_buf = torch.full((32, k + pad), 1000.0, device=device)
+    b_buf = torch.full((k + pad, 32), 1000.0, device=device)
+    a_buf[:, :k] = 1.0
+    b_buf[:k] = 1.0
+    a, b = a_buf[:, :k], b_buf[:k]
+    for kernel, expected in ((pitfalls.correct_kernel, k), (pitfalls.no_k_mask_kernel, None)):
+        c = torch.empty(32, 32, device=device)
+        launcher(kernel)(a, b, c)
+        if expected is None:  # 26 lanes past K read canary times canary
+            assert c.min() > 1e6
+        else:
+            assert torch.equal(c, torch.full_like(c, float(expected)))
+
+
+def test_stored_gpu_figures_say_where_and_how():
+    data = stored("pitfalls_h200.json")
+    assert data["device"] == "NVIDIA H200" and data["capability"] == [9, 0]
+    assert {"python", "torch", "triton"} <= set(data["versions"])
+    assert data["date"] and data["command"].startswith("python")
+    assert data["precision_errors_512"]["ieee"] < data["precision_errors_512"]["tf32"]
+    assert data["loop_bound_timing"]["runtime / constexpr"] > 0
+
+
+@on_gpu
+def test_loop_bound_timing_measures_both_kernels():
+    timing = loop_bound_timing(1024)
+    assert timing["runtime K"] > 0 and timing["constexpr K"] > 0
+
+
+def test_interpreter_cannot_tell_tf32_from_ieee():
+    if tmm_course.BACKEND != "interpreter":
+        pytest.skip("on a GPU the two differ")
+    from tmm_course.pitfall_data import precision_errors
+
+    errors = precision_errors(64)
+    assert errors["tf32"] == errors["ieee"]

@@ -1,0 +1,22 @@
+"""Side-by-side GPU timing: candidates measured in turn (A, B, A, B, ...) with
+triton.testing.do_bench, so clock and power drift hit them alike; compare the medians as ratios."""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Callable
+
+
+def interleaved(
+    candidates: dict[str, Callable[[], object]], rounds: int = 5, rep_ms: int = 50
+) -> dict[str, float]:
+    """Median milliseconds of each candidate over ``rounds`` interleaved do_bench runs."""
+    from triton.testing import do_bench
+
+    times: dict[str, list[float]] = {name: [] for name in candidates}
+    for fn in candidates.values():
+        fn()  # compile and warm up before any timing
+    for _ in range(rounds):
+        for name, fn in candidates.items():
+            times[name].append(do_bench(fn, rep=rep_ms))
+    return {name: statistics.median(ms) for name, ms in times.items()}
