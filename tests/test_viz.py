@@ -68,3 +68,17 @@ def test_strides_explorer_offers_every_layout():
     layout, i, j = box.children[0].children
     assert list(layout.options) == list(layouts(4, 6))
     assert (i.max, j.max) == (3, 5)
+
+
+def test_figures_display_as_png_in_ipython():
+    from IPython.core.interactiveshell import InteractiveShell
+
+    from tmm_course.viz.draw import show_figures_inline
+
+    shell = InteractiveShell.instance()
+    try:
+        assert show_figures_inline()
+        data, _ = shell.display_formatter.format(ownership_figure(run_tile_fill(3, 3, 2, 2)))
+        assert data["image/png"].startswith("iVBOR")  # base64 of the PNG signature
+    finally:
+        InteractiveShell.clear_instance()

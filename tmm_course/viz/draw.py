@@ -9,6 +9,24 @@ from matplotlib.figure import Figure
 MAX_LABELLED_CELLS = 24 * 24
 
 
+def show_figures_inline() -> bool:
+    """In IPython/Jupyter, display a returned matplotlib Figure as a PNG image (our figures are
+    built without pyplot, so its inline backend never registers them). False outside IPython."""
+    try:
+        from IPython import get_ipython
+        from IPython.core.pylabtools import select_figure_formats
+    except ImportError:
+        return False
+    shell = get_ipython()
+    if shell is None:
+        return False
+    select_figure_formats(shell, {"png"}, bbox_inches="tight")
+    return True
+
+
+show_figures_inline()
+
+
 def new_figure(width: float, height: float, ncols: int = 1) -> tuple[Figure, list[Axes]]:
     """A Figure that does not touch pyplot's global state, and its axes."""
     fig = Figure(figsize=(width, height), layout="constrained")
