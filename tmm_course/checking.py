@@ -240,8 +240,9 @@ class Trial:
     # known mistakes: (code, what that mistake would have stored)
     wrong_answers: list[tuple[str, torch.Tensor]] = field(default_factory=list)
     atol: float | torch.Tensor = 0.0  # allowed |out - expected|, per cell if a tensor
-    # a last look once the values are right: returns (code, problem) for a subtler fault
-    extra: Callable[[torch.Tensor], tuple[str, str] | None] | None = None
+    # a last look once the values are right, given (out, *inputs): returns (code, problem)
+    # for a subtler fault, or None
+    extra: Callable[..., tuple[str, str] | None] | None = None
     # what the output holds before the call, for updates like C = alpha*A@B + beta*C
     # (None: the output is poisoned, and a cell still poisoned afterwards was never written)
     initial: torch.Tensor | None = None
@@ -305,7 +306,7 @@ def _judge(trial: Trial) -> None:
         case.problem = f"{holes} of {out.numel()} cells never written"
         return
     if _close(out, trial.expected, trial.atol):
-        found = trial.extra(out) if trial.extra else None
+        found = trial.extra(out, *trial.inputs) if trial.extra else None
         if found:
             case.code, case.problem = found
         else:

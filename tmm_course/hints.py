@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from tmm_course.ipython import current_shell
+
 _NO_DRIVER = "active drivers"
 
 
@@ -34,11 +36,7 @@ def explain(error: BaseException, backend: str) -> str | None:
 
 def install_ipython_hint(backend: str) -> bool:
     """Inside IPython/Jupyter, append :func:`explain`'s words to matching tracebacks."""
-    try:
-        from IPython import get_ipython
-    except ImportError:
-        return False
-    shell = get_ipython()
+    shell = current_shell()
     if shell is None:
         return False
 

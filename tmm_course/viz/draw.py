@@ -6,20 +6,19 @@ import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
+from tmm_course.ipython import current_shell
+
 MAX_LABELLED_CELLS = 24 * 24
 
 
 def show_figures_inline() -> bool:
     """In IPython/Jupyter, display a returned matplotlib Figure as a PNG image (our figures are
     built without pyplot, so its inline backend never registers them). False outside IPython."""
-    try:
-        from IPython import get_ipython
-        from IPython.core.pylabtools import select_figure_formats
-    except ImportError:
-        return False
-    shell = get_ipython()
+    shell = current_shell()
     if shell is None:
         return False
+    from IPython.core.pylabtools import select_figure_formats
+
     select_figure_formats(shell, {"png"}, bbox_inches="tight")
     return True
 
