@@ -1,0 +1,49 @@
+"""Lesson 6: the order in which programs take their tiles, row by row or in groups of rows."""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+import triton
+import triton.language as tl
+
+import tmm_course
+from tmm_course import validate
+
+
+@triton.jit
+def launch_order_kernel(order_ptr, grid_m, grid_n, GROUP_M: tl.constexpr):
+    pid = tl.program_id(axis=0)  # a 1-D launch: programs start roughly in pid order
+    # grouped ordering: GROUP_M rows of tiles are walked column by column, then the next group
+    programs_per_group = GROUP_M * grid_n
+    group = pid // programs_per_group
+    first_m = group * GROUP_M
+    rows_here = tl.minimum(grid_m - first_m, GROUP_M)  # the last group may be shorter
+    pid_m = first_m + (pid % programs_per_group) % rows_here
+    pid_n = (pid % programs_per_group) // rows_here
+    tl.store(order_ptr + pid_m * grid_n + pid_n, pid)  # which program took tile (pid_m, pid_n)
+
+
+def launch_order(grid_m: int, grid_n: int, group_m: int = 1) -> np.ndarray:
+    """A ``grid_m x grid_n`` array: the program id that owns each tile. ``group_m=1`` is plain
+    row-major order."""
+    validate.positive("grid_m", grid_m)
+    validate.positive("grid_n", grid_n)
+    validate.positive("group_m", group_m)
+    order = torch.full((grid_m, grid_n), -1, dtype=torch.int32, device=tmm_course.DEVICE)
+    launch_order_kernel[(grid_m * grid_n,)](order, grid_m, grid_n, GROUP_M=group_m)
+    return order.cpu().numpy()
+
+
+def tiles_fetched(order: np.ndarray, in_flight: int) -> tuple[int, int]:
+    """Row-blocks of A and column-blocks of B fetched from memory if the programs run in
+    waves of ``in_flight`` (in pid order) and each wave shares what it loads (through L2)."""
+    validate.positive("in_flight", in_flight)
+    tile_of = np.argsort(order, axis=None)  # pid -> flat tile index
+    grid_n = order.shape[1]
+    a_loads = b_loads = 0
+    for start in range(0, order.size, in_flight):
+        wave = tile_of[start : start + in_flight]
+        a_loads += len(set((wave // grid_n).tolist()))
+        b_loads += len(set((wave % grid_n).tolist()))
+    return a_loads, b_loads
