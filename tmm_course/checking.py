@@ -254,11 +254,9 @@ class Trial:
 def run_trials(exercise: str, fn: Callable, trials: Sequence[Trial]) -> CheckResult:
     """Run ``fn`` on every trial and turn what happened into a verdict and diagnoses."""
     cases = [t.case for t in trials]
-    for trial in trials:
+    for index, trial in enumerate(trials):
         case = trial.case
-        if trial.only_if_all_passed and not all(
-            t.case.passed for t in trials[: trials.index(trial)]
-        ):
+        if trial.only_if_all_passed and not all(c.passed for c in cases[:index]):
             case.code, case.problem = "skipped", "not run: fix the other cases first"
             continue
         inputs = [padded_input(x) if isinstance(x, torch.Tensor) else x for x in trial.inputs]
@@ -282,7 +280,7 @@ def run_trials(exercise: str, fn: Callable, trials: Sequence[Trial]) -> CheckRes
             case.code, case.problem = "crashed", _first_line(error)
             if _gpu_context_lost(error):
                 case.problem = GPU_CONTEXT_LOST
-                for later in cases[cases.index(case) + 1 :]:
+                for later in cases[index + 1 :]:
                     later.code, later.problem = "crashed", "not run: the GPU context was lost"
                 break
             case.problem += "  (" + traceback.extract_tb(error.__traceback__)[-1].name + ")"
@@ -329,24 +327,29 @@ def _close(a: torch.Tensor, b: torch.Tensor, atol: float | torch.Tensor) -> bool
 
 
 def _verdict(exercise: str, cases: list[Case]) -> CheckResult:
-    failed = [c for c in cases if not c.passed and c.code != "skipped"]
-    result = CheckResult(exercise, passed=not failed and all(c.passed for c in cases), cases=cases)
-    if not failed:
+    result = CheckResult(exercise, passed=all(c.passed for c in cases), cases=cases)
+    if result.passed:
         return result
-    passed = [c for c in cases if c.passed]
     if all(c.code in ("not_implemented", "skipped") for c in cases):
         codes = ["not_implemented"]
     else:
+        failed = [c for c in cases if not c.passed and c.code != "skipped"]
         codes = [code for code in CASE_CODES if any(c.code == code for c in failed)]
-        # where the wrong cases cluster: only at ragged edges, or only on strided views
-        located = [c for c in failed if c.code not in ("crashed", "precision", "not_implemented")]
-        if not located:
-            pass
-        elif all(c.ragged for c in located) and any(not c.ragged for c in passed):
-            codes.append("ragged_edge")
-        elif all(c.strided for c in located) and any(not c.strided for c in passed):
-            codes.append("ignores_strides")
-        elif any(c.code is None for c in located):
-            codes.append("wrong_values")
+        codes += _where_wrong(failed, [c for c in cases if c.passed])
     result.diagnoses = [Diagnosis(code, MESSAGES[code]) for code in codes]
     return result
+
+
+def _where_wrong(failed: list[Case], passed: list[Case]) -> list[str]:
+    """Where the wrong cases cluster: only at ragged edges, only on strided views, or not at
+    all (plain wrong values). Crashes and precision faults say nothing about place."""
+    located = [c for c in failed if c.code not in ("crashed", "precision", "not_implemented")]
+    if not located:
+        return []
+    if all(c.ragged for c in located) and any(not c.ragged for c in passed):
+        return ["ragged_edge"]
+    if all(c.strided for c in located) and any(not c.strided for c in passed):
+        return ["ignores_strides"]
+    if any(c.code is None for c in located):
+        return ["wrong_values"]
+    return []

@@ -15,9 +15,13 @@ from tmm_course.viz.tiles import ownership_figure, run_tile_fill
 POWERS_OF_TWO = [1, 2, 4, 8, 16, 32, 64]
 
 
+def _figure_output(controls: dict[str, widgets.Widget], draw: Callable) -> widgets.Output:
+    """An output area showing ``draw(**values)``, redrawn whenever a control changes."""
+    return widgets.interactive_output(lambda **kw: display(draw(**kw)), controls)
+
+
 def _redraw_on_change(controls: dict[str, widgets.Widget], draw: Callable) -> widgets.VBox:
-    out = widgets.interactive_output(lambda **kw: display(draw(**kw)), controls)
-    return widgets.VBox([widgets.HBox(list(controls.values())), out])
+    return widgets.VBox([widgets.HBox(list(controls.values())), _figure_output(controls, draw)])
 
 
 def tile_fill_explorer(
@@ -57,7 +61,5 @@ def kloop_player(a: object, b: object, frames: KLoopFrames) -> widgets.VBox:
     play = widgets.Play(value=0, min=0, max=frames.steps - 1, interval=1200, description="play")
     step = widgets.IntSlider(value=0, min=0, max=frames.steps - 1, description="K step")
     widgets.jslink((play, "value"), (step, "value"))
-    out = widgets.interactive_output(
-        lambda step: display(frame_figure(a, b, frames, step)), {"step": step}
-    )
+    out = _figure_output({"step": step}, lambda step: frame_figure(a, b, frames, step))
     return widgets.VBox([widgets.HBox([play, step]), out])
