@@ -8,9 +8,7 @@ versions, date and command, for the notebook to show on machines without a GPU.
 from __future__ import annotations
 
 import argparse
-import datetime
 import json
-import platform
 import sys
 from pathlib import Path
 
@@ -20,6 +18,7 @@ import tmm_course
 from tmm_course.kernels import pitfalls
 from tmm_course.kernels.matmul import matmul, matmul_kernel
 from tmm_course.numerics import error, relative_rms
+from tmm_course.provenance import provenance
 
 RESULTS = Path(__file__).resolve().parents[1] / "results"
 
@@ -76,19 +75,9 @@ def loop_bound_timing(size: int = 4096) -> dict[str, float]:
 
 def gpu_measurements() -> dict:
     """Every GPU figure of the lab, with where, when and how it was measured."""
-    import triton
-
     torch.manual_seed(0)
     return {
-        "device": torch.cuda.get_device_name(0),
-        "capability": list(torch.cuda.get_device_capability(0)),
-        "versions": {
-            "python": platform.python_version(),
-            "torch": torch.__version__,
-            "triton": triton.__version__,
-        },
-        "date": datetime.date.today().isoformat(),
-        "command": " ".join(["python", "-m", "tmm_course.pitfall_data", *sys.argv[1:]]),
+        **provenance("tmm_course.pitfall_data"),
         "precision_errors_512": precision_errors(512),
         "accumulator_error_curve": accumulator_error_curve([16, 64, 256, 1024, 4096]),
         "loop_bound_timing": loop_bound_timing(4096),

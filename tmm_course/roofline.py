@@ -16,5 +16,5 @@ def ridge(bandwidth: float, peak: float = SYNTHETIC_PEAK_GFLOPS) -> float:
 
 
 def bound(intensity: float, bandwidth: float, peak: float = SYNTHETIC_PEAK_GFLOPS) -> str:
-    """"memory" below the ridge, "compute" at or above it."""
+    """Return "memory" below the ridge, "compute" at or above it."""
     return "memory" if intensity < ridge(bandwidth, peak) else "compute"

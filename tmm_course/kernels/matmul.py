@@ -85,7 +85,8 @@ def matmul_kloop_kernel(a_ptr, b_ptr, acc_snap_ptr, a_snap_ptr, b_snap_ptr,
         b_ptrs += BLOCK_K * stride_bk
 
 
-def _check_operands(a: object, b: object, precision: str, blocks: tuple[int, int, int]) -> None:
+def check_operands(a: object, b: object, precision: str) -> None:
+    """Raise KernelInputError unless a (M, K) @ b (K, N) is a product the kernels can form."""
     validate.tensor("a", a, ndim=2)
     validate.tensor("b", b, ndim=2)
     if a.device != b.device:
@@ -107,8 +108,27 @@ def _check_operands(a: object, b: object, precision: str, blocks: tuple[int, int
             f"precision={precision!r}: expected 'tf32' (fast, about 3 decimal digits on a GPU) "
             "or 'ieee' (exact float32)."
         )
+
+
+def check_blocks(blocks: tuple[int, int, int]) -> None:
+    """Tile sizes must be powers of two of at least 16 (tl.dot's smallest tile)."""
     for name, block in zip(("block_m", "block_n", "block_k"), blocks, strict=True):
-        validate.power_of_two(name, block, minimum=16)  # tl.dot needs tiles of 16 or more
+        validate.power_of_two(name, block, minimum=16)
+
+
+def output_for(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None) -> torch.Tensor:
+    """``out`` checked against the product's shape and dtype, or a new (M, N) tensor."""
+    m, n = a.shape[0], b.shape[1]
+    if out is None:
+        return torch.empty((m, n), dtype=a.dtype, device=a.device)
+    validate.tensor("out", out, ndim=2)
+    validate.on_device(tmm_course.DEVICE, out=out)
+    if tuple(out.shape) != (m, n) or out.dtype != a.dtype:
+        raise validate.KernelInputError(
+            f"out is {tuple(out.shape)} {out.dtype}; expected ({m}, {n}) {a.dtype}. "
+            "Fix: out = torch.empty(M, N, dtype=a.dtype, device=a.device)."
+        )
+    return out
 
 
 def matmul(
@@ -125,18 +145,10 @@ def matmul(
     float32. ``precision`` sets how float32 products are formed on a GPU ("tf32", Triton's
     default, or "ieee"); the interpreter always computes exact float32. ``out``, if given,
     receives C (any strides)."""
-    _check_operands(a, b, precision, (block_m, block_n, block_k))
+    check_operands(a, b, precision)
+    check_blocks((block_m, block_n, block_k))
     (m, k), n = a.shape, b.shape[1]
-    if out is None:
-        out = torch.empty((m, n), dtype=a.dtype, device=a.device)
-    else:
-        validate.tensor("out", out, ndim=2)
-        validate.on_device(tmm_course.DEVICE, out=out)
-        if tuple(out.shape) != (m, n) or out.dtype != a.dtype:
-            raise validate.KernelInputError(
-                f"out is {tuple(out.shape)} {out.dtype}; expected ({m}, {n}) {a.dtype}. "
-                "Fix: out = torch.empty(M, N, dtype=a.dtype, device=a.device)."
-            )
+    out = output_for(a, b, out)
     if m == 0 or n == 0:
         return out
     grid = (triton.cdiv(m, block_m), triton.cdiv(n, block_n))
@@ -184,7 +196,8 @@ def matmul_kloop_frames(
     block_k: int = 16,
 ) -> KLoopFrames:
     """Run :func:`matmul_kloop_kernel` for output tile ``tile`` and return its K-loop frames."""
-    _check_operands(a, b, precision, (block_m, block_n, block_k))
+    check_operands(a, b, precision)
+    check_blocks((block_m, block_n, block_k))
     (m, k), n = a.shape, b.shape[1]
     grid_m, grid_n = triton.cdiv(m, block_m), triton.cdiv(n, block_n)
     if not (0 <= tile[0] < grid_m and 0 <= tile[1] < grid_n):

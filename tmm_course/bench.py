@@ -1,0 +1,254 @@
+"""The benchmark: our kernels against ``torch.matmul`` (cuBLAS), same dtype, shape, layout
+and precision, correctness checked first, timed interleaved, reported as ratios.
+
+On a GPU::
+
+    python -m tmm_course.bench --out results/bench_h200.json           # everything
+    python -m tmm_course.bench goals journey --out results/mine.json   # some suites
+
+writes TFLOP/s, ratios to torch, the fraction of the measured peak, host launch time, GPU
+clocks, and where, when and how it was measured. The notebooks read the committed files.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import torch
+
+import tmm_course
+from tmm_course import intensity, journey, tuning
+from tmm_course.kernels import fast
+from tmm_course.numerics import error, tolerance
+from tmm_course.provenance import provenance
+
+RESULTS = Path(__file__).resolve().parents[1] / "results"
+Matmul = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
+
+
+@dataclass(frozen=True)
+class Problem:
+    """C = A @ B with A (m, k), B (k, n), both row-major, in ``dtype``."""
+
+    m: int
+    n: int
+    k: int
+    dtype: str = "float16"
+    precision: str = "tf32"  # how float32 products are formed, on both sides
+
+    @property
+    def label(self) -> str:
+        shape = f"{self.m}^3" if self.m == self.n == self.k else f"{self.m}x{self.n}x{self.k}"
+        kind = f"float32 ({self.precision})" if self.dtype == "float32" else self.dtype
+        return f"{shape} {kind}"
+
+    def operands(self, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
+        gen = torch.Generator(device=tmm_course.DEVICE).manual_seed(seed)
+        dtype = getattr(torch, self.dtype)
+        new = lambda r, c: torch.randn(r, c, device=tmm_course.DEVICE, generator=gen).to(dtype)
+        return new(self.m, self.k), new(self.k, self.n)
+
+
+# The issue's goals on an H200: problem -> lowest acceptable ratio torch time / our time
+GOALS = (
+    *(
+        (Problem(m, n, k, dtype), target)
+        for (m, n, k, target) in [
+            (4096, 4096, 4096, 1.0), (8192, 8192, 8192, 1.0), (1024, 1024, 1024, 0.8),
+            (16, 4096, 4096, 0.8), (128, 4096, 4096, 0.8), (4096, 4096, 4093, 1.0),
+        ]
+        for dtype in ("float16", "bfloat16")
+    ),
+    (Problem(4096, 4096, 4096, "float32", "tf32"), 0.8),
+)  # fmt: skip
+JOURNEY_PROBLEM = Problem(4096, 4096, 4096)
+SWEEP_PROBLEMS = (
+    Problem(4096, 4096, 4096), Problem(8192, 8192, 8192), Problem(1024, 1024, 1024),
+    Problem(16, 4096, 4096), Problem(128, 4096, 4096), Problem(4096, 4096, 4093),
+    Problem(4096, 4096, 4096, "float32"),
+)  # fmt: skip
+
+
+@contextlib.contextmanager
+def torch_precision(problem: Problem) -> Iterator[None]:
+    """torch.matmul forms float32 products as ``problem.precision`` says (TF32 or IEEE)."""
+    before = torch.get_float32_matmul_precision()
+    torch.set_float32_matmul_precision("high" if problem.precision == "tf32" else "highest")
+    try:
+        yield
+    finally:
+        torch.set_float32_matmul_precision(before)
+
+
+def host_microseconds(fn: Callable[[], object], calls: int = 50) -> float:
+    """Python-side cost of one call: launches queued back to back, no waiting for the GPU."""
+    torch.cuda.synchronize()
+    start = time.perf_counter()
+    for _ in range(calls):
+        fn()
+    elapsed = time.perf_counter() - start
+    torch.cuda.synchronize()
+    return elapsed / calls * 1e6
+
+
+def race(problem: Problem, contenders: dict[str, Matmul], rounds: int = 5) -> dict:
+    """Check every contender's result, then time it against torch.matmul interleaved."""
+    from tmm_course.timing import interleaved
+
+    a, b = problem.operands()
+    limit = tolerance(getattr(torch, problem.dtype), tmm_course.BACKEND, problem.precision)
+    with torch_precision(problem):
+        everyone = {"torch.matmul": torch.matmul, **contenders}
+        errors = {name: error(fn(a, b), a, b) for name, fn in everyone.items()}
+        wrong = [n for n in contenders if not errors[n] <= limit]
+        timed = {n: fn for n, fn in everyone.items() if n not in wrong}
+        ms = interleaved({n: (lambda fn=fn: fn(a, b)) for n, fn in timed.items()}, rounds)
+        host = {n: host_microseconds(lambda fn=fn: fn(a, b)) for n, fn in timed.items()}
+    work = intensity.flops(problem.m, problem.n, problem.k)
+    return {
+        "problem": {**asdict(problem), "label": problem.label},
+        "tolerance": limit,
+        "error": errors,
+        "wrong": wrong,
+        "ms": ms,
+        "tflops": {n: work / (t * 1e-3) / 1e12 for n, t in ms.items()},
+        "ratio_to_torch": {n: ms["torch.matmul"] / t for n, t in ms.items()},
+        "host_us": host,
+    }
+
+
+def gpu_clocks() -> dict | None:
+    """SM and memory clocks, power and temperature from nvidia-smi (None if it is missing)."""
+    fields = "clocks.sm,clocks.max.sm,clocks.mem,power.draw,power.limit,temperature.gpu"
+    try:
+        line = subprocess.run(
+            ["nvidia-smi", f"--query-gpu={fields}", "--format=csv,noheader,nounits", "-i", "0"],
+            capture_output=True, text=True, timeout=30, check=True,
+        ).stdout.strip()  # fmt: skip
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return dict(zip(fields.split(","), (v.strip() for v in line.split(",")), strict=False))
+
+
+def copy_bandwidth_gbs(mib: int = 1024) -> float:
+    """Device-memory bandwidth a plain copy reaches: bytes read plus bytes written per second."""
+    from triton.testing import do_bench
+
+    src = torch.empty(mib * 2**20, dtype=torch.uint8, device=tmm_course.DEVICE)
+    dst = torch.empty_like(src)
+    ms = statistics.median(do_bench(lambda: dst.copy_(src), rep=100) for _ in range(3))
+    return 2 * src.numel() / (ms * 1e-3) / 1e9
+
+
+def suite_goals(rounds: int) -> list[dict]:
+    rows = []
+    for problem, target in GOALS:
+        a, b = problem.operands()
+        row = race(problem, {"matmul_fast": fast.matmul_fast}, rounds)
+        row["target"] = target
+        row["plan"] = str(fast.plan(a, b))
+        rows.append(row)
+        print(f"{problem.label:28s} ratio {row['ratio_to_torch']['matmul_fast']:.3f} "
+              f"(goal {target:.2f})  {row['plan']}", flush=True)  # fmt: skip
+    return rows
+
+
+def suite_journey(rounds: int) -> list[dict]:
+    row = race(JOURNEY_PROBLEM, {s.name: s.run for s in journey.STEPS}, rounds)
+    for step in journey.STEPS:
+        print(f"{step.name:18s} ratio {row['ratio_to_torch'].get(step.name, float('nan')):.3f}")
+    row["steps"] = [{"name": s.name, "change": s.change} for s in journey.STEPS]
+    return [row]
+
+
+def suite_sweep(rounds: int) -> list[dict]:
+    from triton.testing import do_bench
+
+    rows = []
+    kernels = {
+        "grouped": (journey.grouped_launcher, tuning.GROUPED_CANDIDATES),
+        "persistent_tma": (journey.persistent_tma_launcher, tuning.TMA_CANDIDATES),
+    }
+    for problem in SWEEP_PROBLEMS:
+        a, b = problem.operands()
+        limit = tolerance(getattr(torch, problem.dtype), tmm_course.BACKEND, problem.precision)
+        reference = lambda a=a, b=b: torch.matmul(a, b)
+        with torch_precision(problem):
+            torch_ms = [do_bench(reference, rep=25)]
+            row = {"problem": {**asdict(problem), "label": problem.label}, "kernels": {}}
+            for name, (launcher, configs) in kernels.items():
+                if name == "persistent_tma" and fast.tma_problem(a, b) is not None:
+                    continue
+                trials = tuning.sweep(launcher, configs, a, b, limit, progress=False)
+                row["kernels"][name] = [t.as_dict() for t in trials]
+                torch_ms.append(do_bench(reference, rep=25))
+        row["torch_ms"] = statistics.median(torch_ms)
+        for name, trials in row["kernels"].items():
+            best = min((t for t in trials if t["ms"]), key=lambda t: t["ms"], default=None)
+            if best:
+                print(f"{problem.label:28s} {name:15s} best {row['torch_ms'] / best['ms']:.3f}x "
+                      f"{best}", flush=True)  # fmt: skip
+        rows.append(row)
+    return rows
+
+
+def add_peak_fractions(rows: list[dict]) -> dict[str, float]:
+    """The best torch.matmul TFLOP/s per dtype stands for the measured peak; each row gets the
+    fraction of it every contender reached."""
+    peaks: dict[str, float] = {}
+    for row in rows:
+        kind = row["problem"]["label"].split(" ", 1)[1]
+        peaks[kind] = max(peaks.get(kind, 0.0), row["tflops"]["torch.matmul"])
+    for row in rows:
+        peak = peaks[row["problem"]["label"].split(" ", 1)[1]]
+        row["fraction_of_peak"] = {n: t / peak for n, t in row["tflops"].items()}
+    return peaks
+
+
+SUITES = {"goals": suite_goals, "journey": suite_journey, "sweep": suite_sweep}
+
+
+def stored(name: str = "bench_h200.json") -> dict:
+    """A committed benchmark file."""
+    return json.loads((RESULTS / name).read_text(encoding="utf-8"))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="Race the course's kernels against torch.matmul.")
+    parser.add_argument("suites", nargs="*", help=f"any of {', '.join(SUITES)} (default: all)")
+    parser.add_argument("--out", type=Path, required=True, help="JSON file to write")
+    parser.add_argument("--rounds", type=int, default=5, help="interleaved rounds per problem")
+    args = parser.parse_args(argv)
+    unknown = sorted(set(args.suites) - set(SUITES))
+    if unknown:
+        parser.error(f"unknown suite(s) {', '.join(unknown)}; expected any of {', '.join(SUITES)}")
+    if tmm_course.BACKEND != "gpu":
+        print("error: timings need compiled Triton on a GPU; the interpreter's are meaningless. "
+              "The committed results are in results/.", file=sys.stderr)  # fmt: skip
+        return 2
+    torch.manual_seed(0)
+    data = provenance("tmm_course.bench", argv)
+    data["clocks_before"] = gpu_clocks()
+    data["copy_bandwidth_gbs"] = copy_bandwidth_gbs()
+    for suite in args.suites or list(SUITES):
+        data[suite] = SUITES[suite](args.rounds)
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+    if "goals" in data:
+        data["peak_tflops"] = add_peak_fractions(data["goals"])
+    data["clocks_after"] = gpu_clocks()
+    args.out.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,81 @@
+"""Lesson 6's optimization journey: one kernel or launch configuration per step, each a
+function ``(a, b) -> a @ b`` that the benchmark times side by side with ``torch.matmul``."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import torch
+import triton
+
+from tmm_course.kernels import fast
+from tmm_course.kernels.fast import Config
+from tmm_course.kernels.matmul import matmul_kernel
+
+
+@dataclass(frozen=True)
+class Step:
+    """One stop on the journey: what changed, and a launcher that computes ``a @ b``."""
+
+    name: str
+    change: str
+    run: Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
+
+
+def lesson4_launcher(config: Config) -> Callable[[torch.Tensor, torch.Tensor], torch.Tensor]:
+    """Lesson 4's kernel on its 2-D row-major grid, launched with ``config``."""
+
+    def run(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        (m, k), n = a.shape, b.shape[1]
+        c = torch.empty((m, n), dtype=a.dtype, device=a.device)
+        grid = (triton.cdiv(m, config.block_m), triton.cdiv(n, config.block_n))
+        matmul_kernel[grid](
+            a, b, c, m, n, k, *a.stride(), *b.stride(), *c.stride(),
+            PRECISION="tf32" if a.dtype == torch.float32 else None,
+            BLOCK_M=config.block_m, BLOCK_N=config.block_n, BLOCK_K=config.block_k,
+            num_warps=config.num_warps, num_stages=config.num_stages,
+        )  # fmt: skip
+        return c
+
+    return run
+
+
+def grouped_launcher(config: Config) -> Callable[[torch.Tensor, torch.Tensor], torch.Tensor]:
+    """The grouped kernel launched with ``config``."""
+
+    def run(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        c = torch.empty((a.shape[0], b.shape[1]), dtype=a.dtype, device=a.device)
+        return fast.launch_grouped(a, b, c, config)
+
+    return run
+
+
+def persistent_tma_launcher(config: Config) -> Callable[[torch.Tensor, torch.Tensor], torch.Tensor]:
+    """The persistent tensor-descriptor kernel launched with ``config``."""
+
+    def run(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        c = torch.empty((a.shape[0], b.shape[1]), dtype=a.dtype, device=a.device)
+        return fast.launch_persistent_tma(a, b, c, config)
+
+    return run
+
+
+BIG = Config(128, 128, 32, num_warps=4, num_stages=2)
+DEEP = Config(128, 128, 64, num_warps=8, num_stages=4)
+
+STEPS = (
+    Step("lesson 4", "the kernel of lesson 4: 64x64x32 tiles, 2-D grid",
+         lesson4_launcher(Config(64, 64, 32, num_warps=4, num_stages=2))),
+    Step("bigger tiles", "128x128 tiles: twice the FLOPs per byte loaded", lesson4_launcher(BIG)),
+    Step("pipelined", "BLOCK_K 64, 8 warps, num_stages=4: loads run ahead of tl.dot",
+         lesson4_launcher(DEEP)),
+    Step("grouped order", "1-D grid taken in groups of 8 rows: A and B tiles reused in L2",
+         grouped_launcher(DEEP)),
+    Step("autotuned", "the best of a sweep of configurations for this shape",
+         grouped_launcher(fast.GROUPED)),
+    Step("persistent + TMA", "one program per SM; tiles loaded by the TMA unit (Hopper)",
+         persistent_tma_launcher(fast.LARGE_TMA)),
+    Step("matmul_fast", "the capstone: picks kernel and configuration per shape",
+         fast.matmul_fast),
+)  # fmt: skip

@@ -1,0 +1,83 @@
+"""Autotuning by hand: try each configuration on one problem, keep the fastest that is right."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import asdict, dataclass
+
+import torch
+
+from tmm_course.kernels.fast import Config
+from tmm_course.numerics import error
+
+# (block_m, block_n, block_k, num_warps, num_stages): big square tiles for big products,
+# thin ones for few rows
+GROUPED_CANDIDATES = tuple(
+    Config(*c)
+    for c in [
+        (128, 256, 64, 8, 3), (256, 128, 64, 8, 3), (128, 128, 64, 8, 3), (128, 128, 64, 8, 4),
+        (128, 128, 64, 4, 4), (128, 128, 32, 4, 4), (128, 64, 64, 4, 4), (64, 128, 64, 4, 4),
+        (64, 64, 64, 4, 4), (64, 64, 128, 4, 3), (16, 32, 128, 4, 4), (16, 32, 256, 4, 3),
+        (16, 64, 128, 4, 4), (16, 64, 256, 4, 3), (32, 32, 128, 4, 4), (32, 64, 128, 4, 4),
+        (16, 128, 128, 4, 4), (32, 128, 64, 4, 4), (64, 32, 128, 4, 4), (64, 64, 128, 4, 4),
+        (16, 32, 64, 4, 6), (16, 16, 256, 4, 4),
+    ]
+)  # fmt: skip
+TMA_CANDIDATES = tuple(
+    Config(*c)
+    for c in [
+        (128, 256, 64, 8, 3), (128, 256, 64, 8, 4), (256, 128, 64, 8, 3), (128, 128, 64, 8, 4),
+        (128, 128, 64, 4, 4), (128, 128, 128, 8, 3), (64, 128, 64, 4, 4), (128, 64, 64, 4, 4),
+        (64, 64, 64, 4, 4), (64, 64, 128, 4, 4), (64, 128, 128, 4, 3), (64, 256, 64, 8, 4),
+    ]
+)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Trial:
+    """One configuration's outcome: milliseconds (None if it failed) and its error."""
+
+    config: Config
+    ms: float | None
+    error: float | None
+    failure: str | None = None
+
+    def as_dict(self) -> dict:
+        return {**asdict(self.config), "ms": self.ms, "error": self.error, "failure": self.failure}
+
+
+def sweep(
+    launcher: Callable[[Config], Callable[[torch.Tensor, torch.Tensor], torch.Tensor]],
+    configs: Iterable[Config],
+    a: torch.Tensor,
+    b: torch.Tensor,
+    tolerance: float,
+    progress: bool = True,
+    rep_ms: int = 25,
+) -> list[Trial]:
+    """Time ``launcher(config)(a, b)`` for every config with do_bench, after checking its
+    result against float64 (a wrong or failing configuration is recorded, never timed)."""
+    from tqdm.auto import tqdm
+    from triton.testing import do_bench
+
+    trials = []
+    for config in tqdm(list(configs), desc="configurations", disable=not progress):
+        run = launcher(config)
+        try:
+            err = error(run(a, b), a, b)
+        except Exception as exc:  # e.g. too much shared memory for this tile
+            trials.append(Trial(config, None, None, f"{type(exc).__name__}: {exc}"[:200]))
+            continue
+        if not err <= tolerance:
+            trials.append(Trial(config, None, err, "wrong result"))
+            continue
+        trials.append(Trial(config, do_bench(lambda run=run: run(a, b), rep=rep_ms), err))
+    return trials
+
+
+def fastest(trials: list[Trial]) -> Trial:
+    """The quickest trial that ran and was right."""
+    timed = [t for t in trials if t.ms is not None]
+    if not timed:
+        raise ValueError("no configuration ran correctly")
+    return min(timed, key=lambda t: t.ms)
