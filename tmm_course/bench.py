@@ -71,11 +71,76 @@ GOALS = (
     (Problem(4096, 4096, 4096, "float32", "tf32"), 0.8),
 )  # fmt: skip
 JOURNEY_PROBLEM = Problem(4096, 4096, 4096)
-SWEEP_PROBLEMS = (
-    Problem(4096, 4096, 4096), Problem(8192, 8192, 8192), Problem(1024, 1024, 1024),
-    Problem(16, 4096, 4096), Problem(128, 4096, 4096), Problem(4096, 4096, 4093),
-    Problem(4096, 4096, 4096, "float32"),
-)  # fmt: skip
+
+
+def _configs(*rows: tuple) -> tuple[fast.Config, ...]:
+    """(block_m, block_n, block_k, warps, stages[, group_m, split_k, subtile]) rows."""
+    return tuple(fast.Config(*row) for row in rows)
+
+
+_LARGE_TMA = _configs(
+    (128, 256, 64, 8, 3),
+    (128, 256, 64, 8, 3, 4),
+    (128, 256, 64, 8, 3, 16),
+    (128, 256, 64, 8, 3, 8, 1, True),
+    (128, 256, 64, 8, 4, 8, 1, True),
+    (256, 128, 64, 8, 3),
+    (256, 128, 64, 8, 4, 8, 1, True),
+    (128, 256, 32, 8, 6, 8, 1, True),
+)
+_LARGE_GROUPED = _configs(
+    (128, 256, 64, 8, 3),
+    (128, 256, 64, 8, 4),
+    (128, 256, 32, 8, 5),
+    (256, 128, 64, 8, 3),
+    (128, 128, 32, 4, 4),
+)
+_FEW_ROWS = _configs(
+    (64, 64, 128, 4, 4, 8, 2),
+    (64, 64, 128, 4, 4, 8, 4),
+    (64, 64, 128, 4, 4, 8, 8),
+    (16, 64, 128, 4, 4, 8, 4),
+    (32, 64, 128, 4, 4, 8, 4),
+    (64, 128, 128, 4, 4, 8, 4),
+    (16, 32, 256, 4, 3, 8, 4),
+    (64, 64, 256, 4, 3, 8, 4),
+    (64, 64, 64, 4, 6, 8, 4),
+    (128, 64, 128, 4, 3, 8, 2),
+    (128, 64, 128, 4, 3, 8, 4),
+    (128, 128, 64, 8, 4, 8, 4),
+    (128, 128, 64, 8, 4, 8, 8),
+    (64, 128, 128, 4, 3, 8, 2),
+    (64, 64, 128, 4, 3),
+)
+_MEDIUM = _configs(
+    (64, 64, 64, 4, 4),
+    (64, 128, 64, 4, 4),
+    (64, 64, 128, 4, 3),
+    (128, 64, 64, 4, 4),
+    (128, 128, 64, 8, 4, 8, 2),
+    (64, 128, 64, 4, 4, 8, 2),
+    (64, 64, 64, 4, 4, 4),
+)
+_FLOAT32_TMA = _configs(
+    (128, 128, 32, 8, 3),
+    (128, 128, 32, 8, 4),
+    (128, 256, 32, 8, 3, 8, 1, True),
+    (128, 64, 32, 4, 4),
+    (256, 128, 32, 8, 3, 8, 1, True),
+    (128, 128, 32, 4, 4),
+    (128, 256, 16, 8, 4, 8, 1, True),
+    (128, 128, 64, 8, 2),
+)
+# problem -> kernel -> configurations tried (python -m tmm_course.bench sweep)
+SWEEPS = {
+    Problem(4096, 4096, 4096): {"persistent_tma": _LARGE_TMA, "grouped": _LARGE_GROUPED},
+    Problem(8192, 8192, 8192): {"persistent_tma": _LARGE_TMA, "grouped": _LARGE_GROUPED[:2]},
+    Problem(1024, 1024, 1024): {"grouped": _MEDIUM, "persistent_tma": _MEDIUM[:2]},
+    Problem(16, 4096, 4096): {"grouped": _FEW_ROWS},
+    Problem(128, 4096, 4096): {"grouped": _FEW_ROWS},
+    Problem(4096, 4096, 4093): {"grouped": _LARGE_GROUPED},
+    Problem(4096, 4096, 4096, "float32"): {"persistent_tma": _FLOAT32_TMA},
+}  # fmt: skip
 
 
 @contextlib.contextmanager
@@ -173,30 +238,28 @@ def suite_journey(rounds: int) -> list[dict]:
 def suite_sweep(rounds: int) -> list[dict]:
     from triton.testing import do_bench
 
-    rows = []
-    kernels = {
-        "grouped": (journey.grouped_launcher, tuning.GROUPED_CANDIDATES),
-        "persistent_tma": (journey.persistent_tma_launcher, tuning.TMA_CANDIDATES),
+    launchers = {
+        "grouped": journey.grouped_launcher,
+        "persistent_tma": journey.persistent_tma_launcher,
     }
-    for problem in SWEEP_PROBLEMS:
+    rows = []
+    for problem, kernels in SWEEPS.items():
         a, b = problem.operands()
         limit = tolerance(getattr(torch, problem.dtype), tmm_course.BACKEND, problem.precision)
         reference = lambda a=a, b=b: torch.matmul(a, b)
+        row = {"problem": {**asdict(problem), "label": problem.label}, "kernels": {}}
         with torch_precision(problem):
             torch_ms = [do_bench(reference, rep=25)]
-            row = {"problem": {**asdict(problem), "label": problem.label}, "kernels": {}}
-            for name, (launcher, configs) in kernels.items():
-                if name == "persistent_tma" and fast.tma_problem(a, b) is not None:
-                    continue
-                trials = tuning.sweep(launcher, configs, a, b, limit, progress=False)
+            for name, configs in kernels.items():
+                trials = tuning.sweep(launchers[name], configs, a, b, limit, progress=False)
                 row["kernels"][name] = [t.as_dict() for t in trials]
                 torch_ms.append(do_bench(reference, rep=25))
         row["torch_ms"] = statistics.median(torch_ms)
         for name, trials in row["kernels"].items():
-            best = min((t for t in trials if t["ms"]), key=lambda t: t["ms"], default=None)
-            if best:
-                print(f"{problem.label:28s} {name:15s} best {row['torch_ms'] / best['ms']:.3f}x "
-                      f"{best}", flush=True)  # fmt: skip
+            for t in sorted((t for t in trials if t["ms"]), key=lambda t: t["ms"])[:3]:
+                print(f"{problem.label:28s} {name:15s} {row['torch_ms'] / t['ms']:.3f}x {t}")
+            for t in (t for t in trials if not t["ms"]):
+                print(f"{problem.label:28s} {name:15s} failed {t}", flush=True)
         rows.append(row)
     return rows
 

@@ -73,7 +73,7 @@ STEPS = (
     Step("grouped order", "1-D grid taken in groups of 8 rows: A and B tiles reused in L2",
          grouped_launcher(DEEP)),
     Step("autotuned", "the best of a sweep of configurations for this shape",
-         grouped_launcher(fast.GROUPED)),
+         grouped_launcher(fast.LARGE_GROUPED)),
     Step("persistent + TMA", "one program per SM; tiles loaded by the TMA unit (Hopper)",
          persistent_tma_launcher(fast.LARGE_TMA)),
     Step("matmul_fast", "the capstone: picks kernel and configuration per shape",

@@ -10,27 +10,15 @@ import torch
 from tmm_course.kernels.fast import Config
 from tmm_course.numerics import error
 
-# (block_m, block_n, block_k, num_warps, num_stages): big square tiles for big products,
-# thin ones for few rows
-GROUPED_CANDIDATES = tuple(
-    Config(*c)
-    for c in [
-        (128, 256, 64, 8, 3), (256, 128, 64, 8, 3), (128, 128, 64, 8, 3), (128, 128, 64, 8, 4),
-        (128, 128, 64, 4, 4), (128, 128, 32, 4, 4), (128, 64, 64, 4, 4), (64, 128, 64, 4, 4),
-        (64, 64, 64, 4, 4), (64, 64, 128, 4, 3), (16, 32, 128, 4, 4), (16, 32, 256, 4, 3),
-        (16, 64, 128, 4, 4), (16, 64, 256, 4, 3), (32, 32, 128, 4, 4), (32, 64, 128, 4, 4),
-        (16, 128, 128, 4, 4), (32, 128, 64, 4, 4), (64, 32, 128, 4, 4), (64, 64, 128, 4, 4),
-        (16, 32, 64, 4, 6), (16, 16, 256, 4, 4),
-    ]
-)  # fmt: skip
-TMA_CANDIDATES = tuple(
-    Config(*c)
-    for c in [
-        (128, 256, 64, 8, 3), (128, 256, 64, 8, 4), (256, 128, 64, 8, 3), (128, 128, 64, 8, 4),
-        (128, 128, 64, 4, 4), (128, 128, 128, 8, 3), (64, 128, 64, 4, 4), (128, 64, 64, 4, 4),
-        (64, 64, 64, 4, 4), (64, 64, 128, 4, 4), (64, 128, 128, 4, 3), (64, 256, 64, 8, 4),
-    ]
-)  # fmt: skip
+# A few sensible configurations for a large float16 product (the notebook's small sweep)
+LARGE_CANDIDATES = (
+    Config(64, 64, 32, num_warps=4, num_stages=2),
+    Config(128, 128, 32, num_warps=4, num_stages=3),
+    Config(128, 128, 64, num_warps=8, num_stages=3),
+    Config(128, 128, 64, num_warps=4, num_stages=4),
+    Config(128, 256, 64, num_warps=8, num_stages=3),
+    Config(256, 128, 64, num_warps=8, num_stages=3),
+)
 
 
 @dataclass(frozen=True)

@@ -4,6 +4,7 @@ picks one of them and a tile configuration for the device, shape and dtype."""
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import torch
@@ -21,9 +22,12 @@ except ImportError:  # pragma: no cover - older triton
     TensorDescriptor = None
 
 
+
 @dataclass(frozen=True)
 class Config:
-    """One way to launch a kernel: tile sizes, warps per program, pipeline depth, group."""
+    """One way to launch a kernel: tile sizes, warps per program, pipeline depth, group of
+    rows, how many slices K is cut into (grouped kernel), and whether C is stored in two
+    halves (persistent kernel: frees shared memory for one more pipeline stage)."""
 
     block_m: int
     block_n: int
@@ -31,12 +35,15 @@ class Config:
     num_warps: int = 4
     num_stages: int = 3
     group_m: int = 8
+    split_k: int = 1
+    subtile: bool = False
 
     def __str__(self) -> str:
-        return (
-            f"{self.block_m}x{self.block_n}x{self.block_k} w{self.num_warps} s{self.num_stages}"
-            f" g{self.group_m}"
-        )
+        text = f"{self.block_m}x{self.block_n}x{self.block_k} w{self.num_warps} s{self.num_stages}"
+        text += f" g{self.group_m}"
+        if self.split_k > 1:
+            text += f" split-K {self.split_k}"
+        return text + (" subtiled" if self.subtile else "")
 
 
 @triton.jit
@@ -53,39 +60,59 @@ def _tile_of(tile_id, grid_m, grid_n, GROUP_M: tl.constexpr):
 
 @triton.jit
 def grouped_matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K,
-                          stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
+                          stride_am, stride_ak, stride_bk, stride_bn,
+                          stride_cs, stride_cm, stride_cn,
                           PRECISION: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-                          BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr):
-    # lesson 4's kernel on a 1-D grid whose programs take their tiles in grouped order
+                          BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr, SPLIT_K: tl.constexpr):
+    # lesson 4's kernel on a grid whose programs take their tiles in grouped order; axis 1
+    # cuts K into SPLIT_K slices, each summed into its own float32 partial (stride_cs apart)
     pid_m, pid_n = _tile_of(tl.program_id(axis=0), tl.cdiv(M, BLOCK_M), tl.cdiv(N, BLOCK_N),
                             GROUP_M)
+    slabs = tl.cdiv(tl.cdiv(K, BLOCK_K), SPLIT_K)  # K-slabs per slice
+    k_first = tl.program_id(axis=1) * slabs * BLOCK_K
     offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
     offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
     offs_k = tl.arange(0, BLOCK_K)
     # rows past M (columns past N) wrap onto real ones: loads need no mask on M and N, and
     # what they fetch there is never stored
-    a_ptrs = a_ptr + (offs_m % M)[:, None] * stride_am + offs_k[None, :] * stride_ak
-    b_ptrs = b_ptr + offs_k[:, None] * stride_bk + (offs_n % N)[None, :] * stride_bn
+    a_ptrs = a_ptr + (offs_m % M)[:, None] * stride_am + (k_first + offs_k)[None, :] * stride_ak
+    b_ptrs = b_ptr + (k_first + offs_k)[:, None] * stride_bk + (offs_n % N)[None, :] * stride_bn
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-    for k in range(0, tl.cdiv(K, BLOCK_K)):
-        k_left = K - k * BLOCK_K
+    for k in range(0, slabs):
+        k_left = K - k_first - k * BLOCK_K
         a = tl.load(a_ptrs, mask=offs_k[None, :] < k_left, other=0.0)
         b = tl.load(b_ptrs, mask=offs_k[:, None] < k_left, other=0.0)
         acc = tl.dot(a, b, acc, input_precision=PRECISION)
         a_ptrs += BLOCK_K * stride_ak
         b_ptrs += BLOCK_K * stride_bk
-    c_ptrs = c_ptr + offs_m[:, None] * stride_cm + offs_n[None, :] * stride_cn
+    c_ptrs = (c_ptr + tl.program_id(axis=1) * stride_cs
+              + offs_m[:, None] * stride_cm + offs_n[None, :] * stride_cn)
     tl.store(c_ptrs, acc.to(c_ptr.dtype.element_ty),
              mask=(offs_m[:, None] < M) & (offs_n[None, :] < N))
+
+
+@triton.jit
+def sum_slices_kernel(partial_ptr, c_ptr, M, N, stride_cm, stride_cn,
+                      SPLIT_K: tl.constexpr, BLOCK: tl.constexpr):
+    # C = the sum of SPLIT_K float32 partials, each M x N and contiguous, cast on store
+    offs = tl.program_id(axis=0) * BLOCK + tl.arange(0, BLOCK)
+    inside = offs < M * N
+    total = tl.zeros((BLOCK,), dtype=tl.float32)
+    for s in tl.static_range(SPLIT_K):
+        total += tl.load(partial_ptr + s * M * N + offs, mask=inside, other=0.0)
+    c_ptrs = c_ptr + (offs // N) * stride_cm + (offs % N) * stride_cn
+    tl.store(c_ptrs, total.to(c_ptr.dtype.element_ty), mask=inside)
 
 
 @triton.jit
 def persistent_tma_matmul_kernel(a_desc, b_desc, c_desc, M, N, K,
                                  PRECISION: tl.constexpr, BLOCK_M: tl.constexpr,
                                  BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
-                                 GROUP_M: tl.constexpr, NUM_PROGRAMS: tl.constexpr):
+                                 GROUP_M: tl.constexpr, NUM_PROGRAMS: tl.constexpr,
+                                 B_TRANSPOSED: tl.constexpr, SUBTILE: tl.constexpr):
     # one program per SM, each walking tiles NUM_PROGRAMS apart; the descriptors know the
-    # shapes, so the hardware (TMA) fills tiles past an edge with zeros and clips stores
+    # shapes, so the hardware (TMA) fills tiles past an edge with zeros and clips stores.
+    # B_TRANSPOSED: b_desc describes B^T (N x K), the layout TF32 tensor cores read
     grid_m = tl.cdiv(M, BLOCK_M)
     grid_n = tl.cdiv(N, BLOCK_N)
     for tile_id in tl.range(tl.program_id(axis=0), grid_m * grid_n, NUM_PROGRAMS, flatten=True):
@@ -93,9 +120,18 @@ def persistent_tma_matmul_kernel(a_desc, b_desc, c_desc, M, N, K,
         acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
         for k in range(0, tl.cdiv(K, BLOCK_K)):
             a = a_desc.load([pid_m * BLOCK_M, k * BLOCK_K])
-            b = b_desc.load([k * BLOCK_K, pid_n * BLOCK_N])
+            if B_TRANSPOSED:
+                b = b_desc.load([pid_n * BLOCK_N, k * BLOCK_K]).T
+            else:
+                b = b_desc.load([k * BLOCK_K, pid_n * BLOCK_N])
             acc = tl.dot(a, b, acc, input_precision=PRECISION)
-        c_desc.store([pid_m * BLOCK_M, pid_n * BLOCK_N], acc.to(c_desc.dtype))
+        if SUBTILE:  # store C in two halves: half the staging buffer in shared memory
+            halves = tl.permute(tl.reshape(acc, (BLOCK_M, 2, BLOCK_N // 2)), (0, 2, 1))
+            left, right = tl.split(halves)
+            c_desc.store([pid_m * BLOCK_M, pid_n * BLOCK_N], left.to(c_desc.dtype))
+            c_desc.store([pid_m * BLOCK_M, pid_n * BLOCK_N + BLOCK_N // 2], right.to(c_desc.dtype))
+        else:
+            c_desc.store([pid_m * BLOCK_M, pid_n * BLOCK_N], acc.to(c_desc.dtype))
 
 
 def _precision(a: torch.Tensor, precision: str) -> str | None:
@@ -105,25 +141,49 @@ def _precision(a: torch.Tensor, precision: str) -> str | None:
 def launch_grouped(
     a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, config: Config, precision: str = "tf32"
 ) -> torch.Tensor:
-    """Run :func:`grouped_matmul_kernel` with ``config`` into ``out`` (no input checks)."""
+    """Run :func:`grouped_matmul_kernel` with ``config`` into ``out`` (no input checks); with
+    split-K, into float32 partials that :func:`sum_slices_kernel` adds up into ``out``."""
     (m, k), n = a.shape, b.shape[1]
     if m == 0 or n == 0:
         return out
-    grid = (triton.cdiv(m, config.block_m) * triton.cdiv(n, config.block_n),)
+    split = config.split_k
+    if split == 1:
+        target, strides = out, (0, *out.stride())
+    else:
+        target = torch.empty((split, m, n), dtype=torch.float32, device=out.device)
+        strides = target.stride()
+    grid = (triton.cdiv(m, config.block_m) * triton.cdiv(n, config.block_n), split)
     grouped_matmul_kernel[grid](
-        a, b, out, m, n, k, *a.stride(), *b.stride(), *out.stride(),
+        a, b, target, m, n, k, *a.stride(), *b.stride(), *strides,
         PRECISION=_precision(a, precision), BLOCK_M=config.block_m, BLOCK_N=config.block_n,
-        BLOCK_K=config.block_k, GROUP_M=config.group_m,
+        BLOCK_K=config.block_k, GROUP_M=config.group_m, SPLIT_K=split,
         num_warps=config.num_warps, num_stages=config.num_stages,
     )  # fmt: skip
+    if split > 1:
+        block = 1024
+        sum_slices_kernel[(triton.cdiv(m * n, block),)](
+            target, out, m, n, *out.stride(), SPLIT_K=split, BLOCK=block
+        )
     return out
+
+
+@functools.cache
+def _gpu_facts(index: int) -> tuple[tuple[int, int], int]:
+    props = torch.cuda.get_device_properties(index)
+    return (props.major, props.minor), props.multi_processor_count
 
 
 def program_slots() -> int:
     """How many persistent programs to launch: one per SM on a GPU, a few on the CPU."""
     if tmm_course.BACKEND == GPU:
-        return torch.cuda.get_device_properties(tmm_course.DEVICE).multi_processor_count
+        return _gpu_facts(torch.cuda.current_device())[1]
     return 4
+
+
+def reads_b_transposed(b: torch.Tensor) -> bool:
+    """Whether the persistent kernel reads B as B^T (N x K, rows along K): free when B is
+    column-major already; a copy for float32, whose TF32 tensor cores need K-major B."""
+    return (b.stride(0) == 1 and b.shape[0] > 1) or b.dtype == torch.float32
 
 
 def launch_persistent_tma(
@@ -133,36 +193,52 @@ def launch_persistent_tma(
     pass :func:`tma_problem` (no input checks here)."""
     (m, k), n = a.shape, b.shape[1]
     bm, bn, bk = config.block_m, config.block_n, config.block_k
-    tiles = triton.cdiv(m, bm) * triton.cdiv(n, bn)
-    programs = min(program_slots(), tiles)
+    transposed = reads_b_transposed(b)
+    if transposed:
+        b_desc = TensorDescriptor.from_tensor(b.t().contiguous(), [bn, bk])
+    else:
+        b_desc = TensorDescriptor.from_tensor(b, [bk, bn])
+    c_block = [bm, bn // 2] if config.subtile else [bm, bn]
+    programs = min(program_slots(), triton.cdiv(m, bm) * triton.cdiv(n, bn))
     persistent_tma_matmul_kernel[(programs,)](
-        TensorDescriptor.from_tensor(a, [bm, bk]), TensorDescriptor.from_tensor(b, [bk, bn]),
-        TensorDescriptor.from_tensor(out, [bm, bn]), m, n, k,
+        TensorDescriptor.from_tensor(a, [bm, bk]), b_desc,
+        TensorDescriptor.from_tensor(out, c_block), m, n, k,
         PRECISION=_precision(a, precision), BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk,
-        GROUP_M=config.group_m, NUM_PROGRAMS=programs,
-        num_warps=config.num_warps, num_stages=config.num_stages,
+        GROUP_M=config.group_m, NUM_PROGRAMS=programs, B_TRANSPOSED=transposed,
+        SUBTILE=config.subtile, num_warps=config.num_warps, num_stages=config.num_stages,
     )  # fmt: skip
     return out
 
 
-def tma_problem(*tensors: torch.Tensor) -> str | None:
-    """Why these tensors cannot be read through tensor descriptors, or None if they can."""
+def _misaligned(name: str, row_stride: int, t: torch.Tensor) -> str | None:
+    if (row_stride * t.element_size()) % 16 or t.data_ptr() % 16:
+        return (
+            f"{name}'s rows ({row_stride} elements of {t.element_size()} bytes apart) or its "
+            "start address are not on 16-byte boundaries"
+        )
+    return None
+
+
+def tma_problem(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None) -> str | None:
+    """Why the persistent kernel cannot read these tensors through tensor descriptors, or
+    None if it can: each needs contiguous rows that start on 16-byte boundaries."""
     if TensorDescriptor is None:
         return f"triton {triton.__version__} has no host-side tensor descriptors (3.4+)"
     if tmm_course.BACKEND == GPU:
-        major, minor = torch.cuda.get_device_capability(tmm_course.DEVICE)
+        (major, minor), _ = _gpu_facts(torch.cuda.current_device())
         if major < 9:
             return f"TMA needs compute capability 9.0 (Hopper) or newer, not {major}.{minor}"
-    for name, t in zip("abc", tensors, strict=False):
+    named = [("a", a), ("b", b)] + ([] if out is None else [("out", out)])
+    for name, t in named:
         if min(t.shape) == 0:
             return f"{name} is empty {tuple(t.shape)}"
+    if reads_b_transposed(b):  # the kernel reads B^T: b's columns, or a contiguous copy
+        named[1] = ("B^T", b.t() if b.stride(0) == 1 else b.t().contiguous())
+    for name, t in named:
         if t.stride(1) != 1:
             return f"{name}'s rows are not contiguous (strides {t.stride()})"
-        if (t.stride(0) * t.element_size()) % 16 or t.data_ptr() % 16:
-            return (
-                f"{name}'s row stride ({t.stride(0)} elements of {t.element_size()} bytes) or "
-                "start address is not a multiple of 16 bytes"
-            )
+        if problem := _misaligned(name, t.stride(0), t):
+            return problem
     return None
 
 
@@ -180,27 +256,30 @@ class Plan:
 
 PATHS = ("persistent_tma", "grouped")
 
-# Chosen from a sweep on an H200 (python -m tmm_course.bench sweep; results/sweep_h200.json)
-INTERPRETER_CONFIG = Config(32, 32, 32, group_m=4)
+# Chosen from the sweep of results/bench_h200.json (python -m tmm_course.bench sweep)
+INTERPRETER = Config(32, 32, 32, group_m=4)
 LARGE_TMA = Config(128, 256, 64, num_warps=8, num_stages=3)
-MEDIUM_TMA = Config(128, 128, 64, num_warps=8, num_stages=4)
-GROUPED = Config(128, 128, 64, num_warps=8, num_stages=3)
-SMALL_M = Config(16, 32, 128, num_warps=4, num_stages=4)
+FLOAT32_TMA = Config(128, 128, 32, num_warps=8, num_stages=3)
+LARGE_GROUPED = Config(128, 256, 64, num_warps=8, num_stages=3)
+MEDIUM_GROUPED = Config(64, 64, 64, num_warps=4, num_stages=4)
+FEW_ROWS = Config(64, 64, 128, num_warps=4, num_stages=4, split_k=4)
 
 
 def plan(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None) -> Plan:
     """Choose a kernel and a configuration for ``a @ b`` (into ``out``) on this backend."""
     m, n = a.shape[0], b.shape[1]
     if tmm_course.BACKEND != GPU:
-        return Plan("grouped", INTERPRETER_CONFIG, "the interpreter: small tiles run fastest")
-    if m <= 64:
-        return Plan("grouped", SMALL_M, f"M = {m} is small: thin tiles keep every SM busy")
-    why_not = tma_problem(a, b, *([] if out is None else [out]))
+        return Plan("grouped", INTERPRETER, "the interpreter: small tiles run fastest")
+    why_not = tma_problem(a, b, out)
+    if a.dtype == torch.float32 and why_not is None:
+        return Plan("persistent_tma", FLOAT32_TMA, "float32: TF32 tensor cores read B^T by TMA")
+    if m <= 256 or n <= 256:
+        return Plan("grouped", FEW_ROWS, "few rows or columns: K is split to fill every SM")
+    if m * n < 2048 * 2048:
+        return Plan("grouped", MEDIUM_GROUPED, "too few big tiles to fill every SM")
     if why_not is None:
-        if m * n >= 4096 * 4096:
-            return Plan("persistent_tma", LARGE_TMA, "large and 16-byte aligned")
-        return Plan("persistent_tma", MEDIUM_TMA, "16-byte aligned")
-    return Plan("grouped", GROUPED, f"no tensor descriptors: {why_not}")
+        return Plan("persistent_tma", LARGE_TMA, "large, with 16-byte aligned rows")
+    return Plan("grouped", LARGE_GROUPED, f"large, but no tensor descriptors: {why_not}")
 
 
 def matmul_fast(
@@ -226,12 +305,12 @@ def matmul_fast(
         reason = tma_problem(a, b, out) if path == "persistent_tma" else None
         if reason is not None:
             raise validate.KernelInputError(
-                f"path='persistent_tma' cannot run here: {reason}. Expected row-contiguous "
-                "tensors with 16-byte aligned rows on a Hopper GPU or the interpreter. "
-                "Fix: path='grouped', or a.contiguous() with a K that is a multiple of 8."
+                f"path='persistent_tma' cannot run here: {reason}. Expected tensors whose rows "
+                "are contiguous and 16-byte aligned, on a Hopper GPU or the interpreter. "
+                "Fix: path='grouped', or make K and N multiples of 8 (float16) or 4 (float32)."
             )
-        fallback = MEDIUM_TMA if path == "persistent_tma" else GROUPED
-        chosen = Plan(path, fallback if tmm_course.BACKEND == GPU else chosen.config, "asked for")
+        on_gpu = {"persistent_tma": LARGE_TMA, "grouped": LARGE_GROUPED}[path]
+        chosen = Plan(path, on_gpu if tmm_course.BACKEND == GPU else INTERPRETER, "asked for")
     config = config or chosen.config
     check_blocks((config.block_m, config.block_n, config.block_k))
     if a.shape[0] == 0 or b.shape[1] == 0:
