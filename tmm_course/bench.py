@@ -223,7 +223,8 @@ def suite_goals(rounds: int) -> list[dict]:
         row["plan"] = str(fast.plan(a, b))
         rows.append(row)
         print(f"{problem.label:28s} ratio {row['ratio_to_torch']['matmul_fast']:.3f} "
-              f"(goal {target:.2f})  {row['plan']}", flush=True)  # fmt: skip
+              f"(goal {target:.2f}) host {row['host_us']['matmul_fast']:.0f} us "
+              f"vs {row['host_us']['torch.matmul']:.0f} us  {row['plan']}", flush=True)  # fmt: skip
     return rows
 
 
@@ -264,6 +265,84 @@ def suite_sweep(rounds: int) -> list[dict]:
     return rows
 
 
+# problem -> contenders raced interleaved: the sweep's front runners
+FINALS = {
+    Problem(4096, 4096, 4096): {
+        "persistent_tma": _configs(
+            (128, 256, 64, 8, 3), (128, 256, 64, 8, 3, 8, 1, True),
+            (128, 256, 64, 8, 4, 8, 1, True), (128, 256, 64, 8, 3, 4),
+        ),
+        "grouped": _configs((128, 256, 32, 8, 5)),
+    },
+    Problem(1024, 1024, 1024): {"grouped": _configs(
+        (64, 64, 64, 4, 4, 4), (64, 64, 64, 4, 4, 8), (64, 128, 64, 4, 4), (64, 64, 128, 4, 3),
+        (128, 64, 64, 4, 4, 8, 2),
+    )},
+    Problem(16, 4096, 4096): {"grouped": _configs(
+        (64, 128, 128, 4, 4, 8, 4), (64, 64, 128, 4, 4, 8, 4), (64, 128, 128, 4, 4, 8, 8),
+        (64, 128, 256, 4, 3, 8, 4), (64, 256, 128, 8, 3, 8, 4),
+    )},
+    Problem(128, 4096, 4096): {"grouped": _configs(
+        (128, 128, 64, 8, 4, 8, 4), (64, 128, 128, 4, 3, 8, 2), (128, 128, 128, 8, 3, 8, 4),
+        (128, 64, 128, 4, 4, 8, 4), (128, 128, 64, 8, 4, 8, 2),
+    )},
+    Problem(4096, 4096, 4096, "float32"): {"persistent_tma": _configs(
+        (128, 256, 32, 8, 3, 8, 1, True), (256, 128, 32, 8, 3, 8, 1, True), (128, 128, 32, 8, 3),
+        (128, 256, 32, 8, 3, 4, 1, True),
+    )},
+}  # fmt: skip
+
+
+def suite_finals(rounds: int) -> list[dict]:
+    """The sweep's front runners per problem, raced interleaved against torch.matmul."""
+    rows = []
+    for problem, kernels in FINALS.items():
+        contenders = {
+            f"{name} {config}": (lambda a, b, name=name, config=config:
+                                 fast.matmul_fast(a, b, path=name, config=config))
+            for name, configs in kernels.items()
+            for config in configs
+        }  # fmt: skip
+        row = race(problem, contenders, rounds)
+        for name in contenders:
+            ratio = row["ratio_to_torch"].get(name, float("nan"))
+            print(f"{problem.label:24s} {ratio:.3f}  {name}", flush=True)
+        rows.append(row)
+    return rows
+
+
+def suite_host(rounds: int) -> list[dict]:
+    """Where a call's host microseconds go, float16 1024^3 (device time is about 10 us)."""
+    from tmm_course.kernels.matmul import check_operands, matmul
+
+    problem = Problem(1024, 1024, 1024)
+    a, b = problem.operands()
+    c = torch.empty(1024, 1024, dtype=a.dtype, device=a.device)
+    parts = {
+        "torch.matmul": lambda: torch.matmul(a, b),
+        "torch.empty for C": lambda: torch.empty(1024, 1024, dtype=a.dtype, device=a.device),
+        "input checks": lambda: check_operands(a, b, "tf32"),
+        "plan()": lambda: fast.plan(a, b, c),
+        "3 tensor descriptors": lambda: [
+            fast.TensorDescriptor.from_tensor(t, [64, 64]) for t in (a, b, c)
+        ],
+        "grouped kernel launch": lambda: fast.launch_grouped(a, b, c, fast.MEDIUM_GROUPED),
+        "grouped launch, split-K 4": lambda: fast.launch_grouped(
+            a, b, c, fast.Config(64, 64, 64, split_k=4)
+        ),
+        "persistent kernel launch": lambda: fast.launch_persistent_tma(a, b, c, fast.LARGE_TMA),
+        "lesson 4 matmul()": lambda: matmul(a, b),
+        "matmul_fast()": lambda: fast.matmul_fast(a, b),
+    }
+    for fn in parts.values():
+        fn()
+    host = {name: statistics.median(host_microseconds(fn) for _ in range(rounds))
+            for name, fn in parts.items()}  # fmt: skip
+    for name, us in host.items():
+        print(f"host {name:28s} {us:6.1f} us")
+    return [{"problem": {**asdict(problem), "label": problem.label}, "host_us": host}]
+
+
 def add_peak_fractions(rows: list[dict]) -> dict[str, float]:
     """The best torch.matmul TFLOP/s per dtype stands for the measured peak; each row gets the
     fraction of it every contender reached."""
@@ -277,7 +356,13 @@ def add_peak_fractions(rows: list[dict]) -> dict[str, float]:
     return peaks
 
 
-SUITES = {"goals": suite_goals, "journey": suite_journey, "sweep": suite_sweep}
+SUITES = {
+    "goals": suite_goals,
+    "journey": suite_journey,
+    "sweep": suite_sweep,
+    "host": suite_host,
+    "finals": suite_finals,
+}
 
 
 def stored(name: str = "bench_h200.json") -> dict:

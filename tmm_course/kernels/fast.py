@@ -232,12 +232,14 @@ def tma_problem(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = Non
     for name, t in named:
         if min(t.shape) == 0:
             return f"{name} is empty {tuple(t.shape)}"
-    if reads_b_transposed(b):  # the kernel reads B^T: b's columns, or a contiguous copy
-        named[1] = ("B^T", b.t() if b.stride(0) == 1 else b.t().contiguous())
+    rows = {name: t.stride() for name, t in named}  # (row stride, column stride)
+    if reads_b_transposed(b):  # B^T: b's columns if b is column-major, else a dense copy
+        rows["b"] = (b.stride(1), 1) if b.stride(0) == 1 else (b.shape[0], 1)
     for name, t in named:
-        if t.stride(1) != 1:
+        row_stride, column_stride = rows[name]
+        if column_stride != 1:
             return f"{name}'s rows are not contiguous (strides {t.stride()})"
-        if problem := _misaligned(name, t.stride(0), t):
+        if problem := _misaligned(name, row_stride, t):
             return problem
     return None
 
@@ -258,11 +260,12 @@ PATHS = ("persistent_tma", "grouped")
 
 # Chosen from the sweep of results/bench_h200.json (python -m tmm_course.bench sweep)
 INTERPRETER = Config(32, 32, 32, group_m=4)
-LARGE_TMA = Config(128, 256, 64, num_warps=8, num_stages=3)
-FLOAT32_TMA = Config(128, 128, 32, num_warps=8, num_stages=3)
-LARGE_GROUPED = Config(128, 256, 64, num_warps=8, num_stages=3)
-MEDIUM_GROUPED = Config(64, 64, 64, num_warps=4, num_stages=4)
-FEW_ROWS = Config(64, 64, 128, num_warps=4, num_stages=4, split_k=4)
+LARGE_TMA = Config(128, 256, 64, num_warps=8, num_stages=3, subtile=True)
+FLOAT32_TMA = Config(128, 256, 32, num_warps=8, num_stages=3, subtile=True)
+LARGE_GROUPED = Config(128, 256, 64, num_warps=8, num_stages=4)
+MEDIUM_GROUPED = Config(64, 64, 64, num_warps=4, num_stages=4, group_m=4)
+FEW_ROWS = Config(64, 128, 128, num_warps=4, num_stages=4, split_k=4)
+SOME_ROWS = Config(128, 128, 64, num_warps=8, num_stages=4, split_k=4)
 
 
 def plan(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None) -> Plan:
@@ -273,8 +276,10 @@ def plan(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None) -> P
     why_not = tma_problem(a, b, out)
     if a.dtype == torch.float32 and why_not is None:
         return Plan("persistent_tma", FLOAT32_TMA, "float32: TF32 tensor cores read B^T by TMA")
-    if m <= 256 or n <= 256:
+    if min(m, n) <= 64:
         return Plan("grouped", FEW_ROWS, "few rows or columns: K is split to fill every SM")
+    if min(m, n) <= 256:
+        return Plan("grouped", SOME_ROWS, "a few hundred rows or columns: K is split in 4")
     if m * n < 2048 * 2048:
         return Plan("grouped", MEDIUM_GROUPED, "too few big tiles to fill every SM")
     if why_not is None:
