@@ -4,6 +4,7 @@ picks one of them and a tile configuration for the device, shape and dtype."""
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from dataclasses import dataclass
 
@@ -15,6 +16,7 @@ import tmm_course
 from tmm_course import validate
 from tmm_course.backend import GPU
 from tmm_course.kernels.matmul import check_blocks, check_operands, output_for
+from tmm_course.kernels.quick_launch import QuickLaunch
 
 try:  # host-side tensor descriptors arrived in triton 3.4
     from triton.tools.tensor_descriptor import TensorDescriptor
@@ -138,6 +140,10 @@ def _precision(a: torch.Tensor, precision: str) -> str | None:
     return precision if a.dtype == torch.float32 else None
 
 
+_grouped = QuickLaunch(grouped_matmul_kernel, tmm_course.BACKEND)
+_sum_slices = QuickLaunch(sum_slices_kernel, tmm_course.BACKEND)
+
+
 def launch_grouped(
     a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, config: Config, precision: str = "tf32"
 ) -> torch.Tensor:
@@ -153,17 +159,18 @@ def launch_grouped(
         target = torch.empty((split, m, n), dtype=torch.float32, device=out.device)
         strides = target.stride()
     grid = (triton.cdiv(m, config.block_m) * triton.cdiv(n, config.block_n), split)
-    grouped_matmul_kernel[grid](
-        a, b, target, m, n, k, *a.stride(), *b.stride(), *strides,
+    _grouped(
+        grid, (a, b, target, m, n, k, *a.stride(), *b.stride(), *strides),
         PRECISION=_precision(a, precision), BLOCK_M=config.block_m, BLOCK_N=config.block_n,
         BLOCK_K=config.block_k, GROUP_M=config.group_m, SPLIT_K=split,
         num_warps=config.num_warps, num_stages=config.num_stages,
     )  # fmt: skip
     if split > 1:
         block = 1024
-        sum_slices_kernel[(triton.cdiv(m * n, block),)](
-            target, out, m, n, *out.stride(), SPLIT_K=split, BLOCK=block
-        )
+        _sum_slices(
+            (triton.cdiv(m * n, block),), (target, out, m, n, *out.stride()), SPLIT_K=split,
+            BLOCK=block,
+        )  # fmt: skip
     return out
 
 
@@ -270,11 +277,19 @@ SOME_ROWS = Config(128, 128, 64, num_warps=8, num_stages=4, split_k=4)
 
 def plan(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None) -> Plan:
     """Choose a kernel and a configuration for ``a @ b`` (into ``out``) on this backend."""
+    chosen = _plan_16_bit(a, b, out)
+    if a.dtype == torch.float32 and chosen.path == "grouped" and tmm_course.BACKEND == GPU:
+        # float32 tiles take twice the shared memory per stage: halve BLOCK_K
+        half_k = dataclasses.replace(chosen.config, block_k=max(16, chosen.config.block_k // 2))
+        return Plan("grouped", half_k, chosen.reason + "; float32: BLOCK_K halved")
+    return chosen
+
+
+def _plan_16_bit(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None) -> Plan:
     m, n = a.shape[0], b.shape[1]
     if tmm_course.BACKEND != GPU:
         return Plan("grouped", INTERPRETER, "the interpreter: small tiles run fastest")
-    why_not = tma_problem(a, b, out)
-    if a.dtype == torch.float32 and why_not is None:
+    if a.dtype == torch.float32 and (why_not := tma_problem(a, b, out)) is None:
         return Plan("persistent_tma", FLOAT32_TMA, "float32: TF32 tensor cores read B^T by TMA")
     if min(m, n) <= 64:
         return Plan("grouped", FEW_ROWS, "few rows or columns: K is split to fill every SM")
@@ -282,7 +297,7 @@ def plan(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None) -> P
         return Plan("grouped", SOME_ROWS, "a few hundred rows or columns: K is split in 4")
     if m * n < 2048 * 2048:
         return Plan("grouped", MEDIUM_GROUPED, "too few big tiles to fill every SM")
-    if why_not is None:
+    if (why_not := tma_problem(a, b, out)) is None:
         return Plan("persistent_tma", LARGE_TMA, "large, with 16-byte aligned rows")
     return Plan("grouped", LARGE_GROUPED, f"large, but no tensor descriptors: {why_not}")
 

@@ -1,0 +1,163 @@
+"""Lesson 6: matmul_fast and both of its kernels pass lesson 4's battery; the plan picks a
+path that can run; split-K, B^T reads and the halved epilogue compute the same product;
+quick launches reuse compiled kernels only when Triton would."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from test_matmul import DTYPES, SHAPES, operands, poisoned
+
+import tmm_course
+from tmm_course.check import check_matmul
+from tmm_course.kernels import fast
+from tmm_course.kernels.fast import Config, matmul_fast, plan, tma_problem
+from tmm_course.numerics import error, tolerance
+from tmm_course.validate import KernelInputError
+
+PATHS = ["grouped", "persistent_tma"]
+ALIGNED = {"square": (64, 64, 64), "ragged M": (65, 64, 64), "ragged K": (64, 64, 72),
+           "tall": (300, 8, 40), "all ragged": (100, 72, 88)}  # fmt: skip
+
+
+@pytest.mark.parametrize(("dtype", "precision"), DTYPES)
+@pytest.mark.parametrize("shape", list(SHAPES.values()), ids=list(SHAPES))
+def test_planned_path_matches_float64_reference(shape, dtype, precision):
+    m, n, k = shape
+    a, b = operands(m, n, k, dtype)
+    c = matmul_fast(a, b, precision=precision, out=poisoned(m, n, dtype))
+    assert error(c, a, b) <= tolerance(dtype, tmm_course.BACKEND, precision)
+
+
+@pytest.mark.parametrize(("dtype", "precision"), DTYPES)
+@pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize("shape", list(ALIGNED.values()), ids=list(ALIGNED))
+def test_each_path_matches_float64_reference(shape, path, dtype, precision):
+    if path == "persistent_tma" and fast.TensorDescriptor is None:
+        pytest.skip("this triton has no tensor descriptors")
+    a, b = operands(*shape[:1], shape[1], shape[2], dtype)
+    out = poisoned(shape[0], shape[1], dtype)
+    if tma_problem(a, b, out) and path == "persistent_tma":
+        pytest.skip(tma_problem(a, b, out))
+    c = matmul_fast(a, b, precision=precision, out=out, path=path)
+    assert error(c, a, b) <= tolerance(dtype, tmm_course.BACKEND, precision)
+
+
+@pytest.mark.parametrize("layout", ["transposed", "sliced"])
+def test_any_strides(layout):
+    a, b = operands(70, 50, 45, torch.float16, layout)
+    c = matmul_fast(a, b, out=poisoned(70, 50, torch.float16))
+    assert error(c, a, b) <= tolerance(torch.float16, tmm_course.BACKEND)
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.float32])
+def test_column_major_b_is_read_through_its_transpose(dtype):
+    if fast.TensorDescriptor is None or (
+        tmm_course.BACKEND == "gpu" and torch.cuda.get_device_capability()[0] < 9
+    ):
+        pytest.skip("needs tensor descriptors")
+    a = torch.randn(64, 48, device=tmm_course.DEVICE).to(dtype)
+    b = torch.randn(80, 48, device=tmm_course.DEVICE).to(dtype).t()  # 48 x 80, column-major
+    assert fast.reads_b_transposed(b)
+    c = matmul_fast(a, b, path="persistent_tma")
+    assert error(c, a, b) <= tolerance(dtype, tmm_course.BACKEND)
+
+
+@pytest.mark.parametrize("split_k", [2, 3, 8])
+def test_split_k_sums_every_slice_once(split_k):
+    a, b = operands(40, 24, 200, torch.float32)
+    config = Config(16, 16, 16, split_k=split_k)
+    c = matmul_fast(
+        a, b, precision="ieee", path="grouped", config=config, out=poisoned(40, 24, torch.float32)
+    )
+    assert error(c, a, b) <= tolerance(torch.float32, tmm_course.BACKEND, "ieee")
+
+
+def test_split_k_with_more_slices_than_slabs():
+    a, b = operands(16, 16, 20, torch.float32)  # 2 slabs of 16, 4 slices: two slices are empty
+    c = matmul_fast(a, b, precision="ieee", path="grouped", config=Config(16, 16, 16, split_k=4))
+    assert error(c, a, b) <= tolerance(torch.float32, tmm_course.BACKEND, "ieee")
+
+
+def test_halved_epilogue_stores_both_halves():
+    if fast.TensorDescriptor is None:
+        pytest.skip("this triton has no tensor descriptors")
+    a, b = operands(64, 96, 32, torch.float16)
+    config = Config(32, 64, 16, subtile=True)
+    c = matmul_fast(a, b, path="persistent_tma", config=config, out=poisoned(64, 96, torch.float16))
+    assert error(c, a, b) <= tolerance(torch.float16, tmm_course.BACKEND)
+
+
+def test_passes_the_lesson_4_check():
+    result = check_matmul(lambda a, b, c: matmul_fast(a, b, out=c))
+    assert result.passed, result.codes
+
+
+def test_the_check_sees_a_broken_fast_kernel():
+    def drops_the_last_slice(a, b, c):
+        matmul_fast(a[:, : max(1, a.shape[1] // 2)], b[: max(1, a.shape[1] // 2)], out=c)
+
+    result = check_matmul(drops_the_last_slice)
+    assert not result.passed
+
+
+def test_plan_explains_unaligned_rows_on_a_gpu():
+    a, b = (
+        operands(4096, 4096, 4093, torch.float16) if tmm_course.BACKEND == "gpu" else (None, None)
+    )
+    if a is None:
+        pytest.skip("the interpreter always plans small grouped tiles")
+    chosen = plan(a, b)
+    assert chosen.path == "grouped" and "16-byte" in chosen.reason
+
+
+def test_plan_on_the_interpreter_uses_small_tiles():
+    if tmm_course.BACKEND != "interpreter":
+        pytest.skip("interpreter only")
+    a, b = operands(64, 64, 64, torch.float16)
+    assert plan(a, b) == fast.Plan("grouped", fast.INTERPRETER, plan(a, b).reason)
+
+
+@pytest.mark.parametrize(
+    ("shape", "path", "message"),
+    [
+        ((64, 64, 63), "persistent_tma", r"path='persistent_tma' cannot run here: .*16-byte"),
+        ((64, 64, 64), "tiles", r"path='tiles': expected one of persistent_tma, grouped"),
+    ],
+)
+def test_bad_paths_are_explained(shape, path, message):
+    a, b = operands(*shape, torch.float16)
+    with pytest.raises(KernelInputError, match=message):
+        matmul_fast(a, b, path=path)
+
+
+def test_bad_config_is_explained():
+    a, b = operands(32, 32, 32, torch.float16)
+    with pytest.raises(KernelInputError, match=r"block_k=24 is not a power of two"):
+        matmul_fast(a, b, config=Config(32, 32, 24))
+
+
+def test_tma_problem_names_the_offending_tensor():
+    a, b = operands(64, 64, 64, torch.float16)
+    assert tma_problem(a, b) is None or tmm_course.BACKEND == "gpu"
+    assert "rows are not contiguous" in tma_problem(a.t().contiguous().t(), b)
+    assert "is empty" in tma_problem(a[:, :0], b[:0])
+
+
+def test_quick_launch_reuses_only_matching_specializations():
+    from tmm_course.kernels.quick_launch import _traits
+
+    x = torch.zeros(8, device=tmm_course.DEVICE)
+    assert _traits(16) != _traits(17) and _traits(1) != _traits(17) and _traits(17) == _traits(19)
+    assert _traits(2**31) != _traits(17)
+    assert _traits(x) != _traits(x[1:])  # 16-byte aligned vs not
+    assert _traits(x) != _traits(x.half())
+
+
+def test_repeated_calls_give_the_same_result_through_quick_launches():
+    a, b = operands(96, 80, 64, torch.float16)
+    first = matmul_fast(a, b).clone()
+    for _ in range(3):
+        assert torch.equal(matmul_fast(a, b), first)
+    a2, b2 = operands(97, 81, 65, torch.float16)  # new specialization: ragged, unaligned
+    assert error(matmul_fast(a2, b2), a2, b2) <= tolerance(torch.float16, tmm_course.BACKEND)

@@ -1,0 +1,63 @@
+"""Low-overhead kernel launches: after the first call, go straight to the compiled binary.
+
+``kernel[grid](*args)`` binds and specializes every argument in Python on each call, tens of
+microseconds on a slow host: more than a small matmul takes on the GPU. ``QuickLaunch`` keys
+the compiled kernel by what Triton specializes on (dtypes, 16-byte alignment, ints equal to 1
+or divisible by 16, 32- or 64-bit ints) and launches it directly. Anything unusual (the
+interpreter, launch hooks, an unknown Triton) takes Triton's own path.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+
+from tmm_course.backend import GPU
+
+
+def _traits(arg: object) -> object:
+    if isinstance(arg, torch.Tensor):
+        return (arg.dtype, arg.data_ptr() % 16 == 0)
+    if isinstance(arg, bool) or arg is None:
+        return arg
+    if isinstance(arg, int):
+        return (arg == 1, arg % 16 == 0, -(2**31) <= arg < 2**31)
+    return type(arg)  # anything else: never seen by the kernels that use this
+
+
+class QuickLaunch:
+    """Launch ``kernel`` as ``QuickLaunch(kernel)(grid, args, **constexprs)``."""
+
+    def __init__(self, kernel: object, backend: str) -> None:
+        self.kernel = kernel
+        self.enabled = backend == GPU
+        self.compiled: dict[tuple, tuple[object, tuple]] = {}
+
+    def __call__(self, grid: Sequence[int], args: Sequence[object], **constexprs: object) -> None:
+        if not self.enabled:
+            self.kernel[tuple(grid)](*args, **constexprs)
+            return
+        from triton import knobs
+        from triton.runtime import driver
+
+        if knobs.runtime.launch_enter_hook or knobs.runtime.launch_exit_hook:
+            self.kernel[tuple(grid)](*args, **constexprs)  # a profiler is listening
+            return
+        key = (tuple(constexprs.items()), tuple(_traits(a) for a in args))
+        hit = self.compiled.get(key)
+        if hit is None:
+            compiled = self.kernel[tuple(grid)](*args, **constexprs)
+            options = {"num_warps", "num_stages", "num_ctas", "maxnreg"}
+            values = tuple(v for k, v in constexprs.items() if k not in options)
+            self.compiled[key] = (compiled, values)
+            return
+        compiled, values = hit
+        g = (*grid, 1, 1)
+        stream = driver.active.get_current_stream(driver.active.get_current_device())
+        try:
+            compiled.run(g[0], g[1], g[2], stream, compiled.function, compiled.packed_metadata,
+                         None, None, None, *args, *values)  # fmt: skip
+        except (AttributeError, TypeError):  # a Triton whose launcher differs: stop trying
+            self.enabled = False
+            self.kernel[tuple(grid)](*args, **constexprs)
