@@ -279,10 +279,13 @@ def plan(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None) -> P
     """Choose a kernel and a configuration for ``a @ b`` (into ``out``) on this backend."""
     chosen = _plan_16_bit(a, b, out)
     if a.dtype == torch.float32 and chosen.path == "grouped" and tmm_course.BACKEND == GPU:
-        # float32 tiles take twice the shared memory per stage: halve BLOCK_K
-        half_k = dataclasses.replace(chosen.config, block_k=max(16, chosen.config.block_k // 2))
-        return Plan("grouped", half_k, chosen.reason + "; float32: BLOCK_K halved")
+        return Plan("grouped", _for_float32(chosen.config), chosen.reason + "; BLOCK_K halved")
     return chosen
+
+
+def _for_float32(config: Config) -> Config:
+    """float32 tiles take twice the shared memory per pipeline stage: halve BLOCK_K."""
+    return dataclasses.replace(config, block_k=max(16, config.block_k // 2))
 
 
 def _plan_16_bit(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None) -> Plan:
@@ -330,6 +333,8 @@ def matmul_fast(
                 "Fix: path='grouped', or make K and N multiples of 8 (float16) or 4 (float32)."
             )
         on_gpu = {"persistent_tma": LARGE_TMA, "grouped": LARGE_GROUPED}[path]
+        if a.dtype == torch.float32:
+            on_gpu = FLOAT32_TMA if path == "persistent_tma" else _for_float32(on_gpu)
         chosen = Plan(path, on_gpu if tmm_course.BACKEND == GPU else INTERPRETER, "asked for")
     config = config or chosen.config
     check_blocks((config.block_m, config.block_n, config.block_k))

@@ -41,9 +41,6 @@ class QuickLaunch:
         from triton import knobs
         from triton.runtime import driver
 
-        if knobs.runtime.launch_enter_hook or knobs.runtime.launch_exit_hook:
-            self.kernel[tuple(grid)](*args, **constexprs)  # a profiler is listening
-            return
         key = (tuple(constexprs.items()), tuple(_traits(a) for a in args))
         hit = self.compiled.get(key)
         if hit is None:
@@ -53,11 +50,14 @@ class QuickLaunch:
             self.compiled[key] = (compiled, values)
             return
         compiled, values = hit
-        g = (*grid, 1, 1)
+        g = (*grid, 1, 1)[:3]
         stream = driver.active.get_current_stream(driver.active.get_current_device())
+        hooks = knobs.runtime  # profilers' launch hooks see these launches too
         try:
+            metadata = compiled.launch_metadata(g, stream, *args, *values)
             compiled.run(g[0], g[1], g[2], stream, compiled.function, compiled.packed_metadata,
-                         None, None, None, *args, *values)  # fmt: skip
+                         metadata, hooks.launch_enter_hook, hooks.launch_exit_hook,
+                         *args, *values)  # fmt: skip
         except (AttributeError, TypeError):  # a Triton whose launcher differs: stop trying
             self.enabled = False
             self.kernel[tuple(grid)](*args, **constexprs)
