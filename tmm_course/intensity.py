@@ -25,3 +25,14 @@ def tile_intensity(block_m: int, block_n: int, element_bytes: int = 4) -> float:
     """FLOP per byte a BLOCK_M x BLOCK_N tile does per K-slab it loads:
     2*BM*BN*BK / (bytes*(BM*BK + BK*BN)); BLOCK_K cancels. For float32, BM*BN / (2*(BM+BN))."""
     return 2 * block_m * block_n / (element_bytes * (block_m + block_n))
+
+
+def tiled_traffic_bytes(
+    m: int, n: int, k: int, block_m: int, block_n: int, element_bytes: int
+) -> int:
+    """Logical bytes a tiled kernel's loads and stores ask for: every program reads a
+    BLOCK_M x K strip of A and a K x BLOCK_N strip of B and writes its tile once. Caches
+    (L2) make the bytes that actually cross the memory bus fewer; only a profiler measures
+    those."""
+    programs = -(-m // block_m) * -(-n // block_n)
+    return programs * (block_m + block_n) * k * element_bytes + m * n * element_bytes

@@ -21,6 +21,7 @@ class Step:
     name: str
     change: str
     run: Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
+    tile: tuple[int, int]  # BLOCK_M, BLOCK_N at 4096^3 float16 (matmul_fast: its plan's)
 
 
 def lesson4_launcher(config: Config) -> Callable[[torch.Tensor, torch.Tensor], torch.Tensor]:
@@ -66,16 +67,17 @@ DEEP = Config(128, 128, 64, num_warps=8, num_stages=4)
 
 STEPS = (
     Step("lesson 4", "the kernel of lesson 4: 64x64x32 tiles, 2-D grid",
-         lesson4_launcher(Config(64, 64, 32, num_warps=4, num_stages=2))),
-    Step("bigger tiles", "128x128 tiles: twice the FLOPs per byte loaded", lesson4_launcher(BIG)),
+         lesson4_launcher(Config(64, 64, 32, num_warps=4, num_stages=2)), (64, 64)),
+    Step("bigger tiles", "128x128 tiles: twice the FLOPs per byte loaded", lesson4_launcher(BIG),
+         (128, 128)),
     Step("pipelined", "BLOCK_K 64, 8 warps, num_stages=4: loads run ahead of tl.dot",
-         lesson4_launcher(DEEP)),
+         lesson4_launcher(DEEP), (128, 128)),
     Step("grouped order", "1-D grid taken in groups of 8 rows: A and B tiles reused in L2",
-         grouped_launcher(DEEP)),
+         grouped_launcher(DEEP), (128, 128)),
     Step("autotuned", "the best of a sweep of configurations for this shape",
-         grouped_launcher(fast.LARGE_GROUPED)),
+         grouped_launcher(fast.LARGE_GROUPED), (128, 256)),
     Step("persistent + TMA", "one program per SM; tiles loaded by the TMA unit (Hopper)",
-         persistent_tma_launcher(fast.LARGE_TMA)),
+         persistent_tma_launcher(fast.LARGE_TMA), (128, 256)),
     Step("matmul_fast", "the capstone: picks kernel and configuration per shape",
-         fast.matmul_fast),
+         fast.matmul_fast, (128, 256)),
 )  # fmt: skip

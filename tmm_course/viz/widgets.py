@@ -63,3 +63,27 @@ def kloop_player(a: object, b: object, frames: KLoopFrames) -> widgets.VBox:
     widgets.jslink((play, "value"), (step, "value"))
     out = _figure_output({"step": step}, lambda step: frame_figure(a, b, frames, step))
     return widgets.VBox([widgets.HBox([play, step]), out])
+
+
+def roofline_lab(intensity: float = 8.0, bandwidth: float = 80.0) -> widgets.VBox:
+    """Sliders for intensity and bandwidth under the lab's 1,000 GFLOP/s ceiling."""
+    from tmm_course import roofline
+    from tmm_course.viz.performance import roofline_figure
+
+    controls = {
+        "intensity": widgets.FloatLogSlider(value=intensity, base=2, min=-2, max=7, step=0.25,
+                                            description="FLOP/byte"),
+        "bandwidth": widgets.FloatSlider(value=bandwidth, min=10, max=400, step=10,
+                                         description="GB/s"),
+    }  # fmt: skip
+    for c in controls.values():
+        c.continuous_update = False
+
+    def draw(intensity: float, bandwidth: float) -> object:
+        rate = roofline.attainable(intensity, bandwidth)
+        label = f"{rate:.0f} GFLOP/s ({roofline.bound(intensity, bandwidth)} bound)"
+        return roofline_figure(
+            roofline.SYNTHETIC_PEAK_GFLOPS, bandwidth, {label: (intensity, rate)}
+        )
+
+    return _redraw_on_change(controls, draw)

@@ -1,0 +1,115 @@
+"""Lesson 6 pictures: the roofline, launch order, and benchmark results as ratios to torch."""
+
+from __future__ import annotations
+
+import numpy as np
+from matplotlib.figure import Figure
+
+from tmm_course import roofline
+from tmm_course.viz.draw import new_figure
+
+
+def where_measured(data: dict) -> str:
+    """'NVIDIA H200, 2026-11-30, torch 2.11, triton 3.6' from a results file's provenance."""
+    v = data["versions"]
+    return f"{data['device']}, {data['date']}, torch {v['torch']}, triton {v['triton']}"
+
+
+def roofline_figure(
+    peak: float,
+    bandwidth: float,
+    points: dict[str, tuple[float, float]] | None = None,
+    unit: str = "GFLOP/s",
+    title: str = "",
+) -> Figure:
+    """The attainable line min(peak, I x B) on log axes, its ridge, and ``points``
+    (name -> (intensity FLOP/byte, achieved FLOP rate in ``unit``))."""
+    fig, (ax,) = new_figure(6.4, 3.8)
+    ridge = roofline.ridge(bandwidth, peak)
+    xs = np.geomspace(min(0.5, ridge / 16), max(ridge * 16, 64), 200)
+    ax.loglog(xs, [roofline.attainable(x, bandwidth, peak) for x in xs], color="black")
+    ax.axvline(ridge, color="grey", ls=":")
+    ax.annotate(f"ridge {ridge:.3g} FLOP/B", (ridge, peak), textcoords="offset points",
+                xytext=(4, -14), fontsize=8, color="grey")  # fmt: skip
+    for name, (intensity, rate) in (points or {}).items():
+        ax.plot([intensity], [rate], "o")
+        ax.annotate(name, (intensity, rate), textcoords="offset points", xytext=(5, 3), fontsize=8)
+    ax.set_xlabel("arithmetic intensity (FLOP / byte)")
+    ax.set_ylabel(unit)
+    ax.set_title(title or f"compute ceiling {peak:g} {unit}, bandwidth {bandwidth:g} GB/s",
+                 fontsize=10)  # fmt: skip
+    return fig
+
+
+def launch_order_figure(
+    orders: dict[str, np.ndarray], in_flight: int, fetched: dict[str, tuple[int, int]]
+) -> Figure:
+    """Each order as a grid of program ids; the first ``in_flight`` programs (one wave) are
+    outlined, and the title counts the A and B tiles fetched over all waves."""
+    fig, axes = new_figure(4.2 * len(orders), 4.2, ncols=len(orders))
+    for ax, (name, order) in zip(axes, orders.items(), strict=True):
+        ax.imshow(order, cmap="viridis")
+        for (i, j), pid in np.ndenumerate(order):
+            first_wave = pid < in_flight
+            ax.text(j, i, str(pid), ha="center", va="center", fontsize=6,
+                    color="white" if not first_wave else "red",
+                    fontweight="bold" if first_wave else "normal")  # fmt: skip
+        a_tiles, b_tiles = fetched[name]
+        ax.set_title(f"{name}\nA tiles fetched {a_tiles}, B tiles {b_tiles}", fontsize=9)
+        ax.set_xlabel("pid_n")
+        ax.set_ylabel("pid_m")
+    fig.suptitle(f"program ids; red: the first {in_flight} programs in flight", fontsize=10)
+    return fig
+
+
+def ratio_figure(
+    ratios: dict[str, float], where: str, goals: dict[str, float] | None = None, title: str = ""
+) -> Figure:
+    """Horizontal bars: each contender's speed as torch.matmul time / its time (1 = parity)."""
+    names = list(ratios)
+    fig, (ax,) = new_figure(6.4, 0.42 * len(names) + 1.2)
+    values = [ratios[n] for n in names]
+    goals = goals or {}
+    colors = ["tab:green" if ratios[n] >= goals.get(n, 1.0) else "tab:orange" for n in names]
+    ax.barh(names, values, color=colors)
+    for y, v in enumerate(values):
+        ax.text(v, y, f" {v:.2f}", va="center", fontsize=8)
+    for y, n in enumerate(names):
+        if n in goals:
+            ax.plot([goals[n]] * 2, [y - 0.4, y + 0.4], color="black", lw=2)
+    ax.axvline(1.0, color="grey", ls=":")
+    ax.invert_yaxis()
+    ax.set_xlabel("speed relative to torch.matmul (torch time / our time)")
+    ax.set_title(f"{title}\nmeasured on {where}" if title else f"measured on {where}", fontsize=9)
+    return fig
+
+
+def sweep_figure(row: dict, where: str) -> Figure:
+    """One point per configuration tried: its speed relative to torch.matmul."""
+    fig, (ax,) = new_figure(6.4, 3.6)
+    torch_ms = row["torch_ms"]
+    for kernel, trials in row["kernels"].items():
+        timed = [t for t in trials if t["ms"]]
+        labels = [f"{t['block_m']}x{t['block_n']}x{t['block_k']} s{t['num_stages']}" for t in timed]
+        ax.scatter(range(len(timed)), [torch_ms / t["ms"] for t in timed], label=kernel)
+        for x, (t, label) in enumerate(zip(timed, labels, strict=True)):
+            ax.annotate(label, (x, torch_ms / t["ms"]), fontsize=6, rotation=30)
+    ax.axhline(1.0, color="grey", ls=":")
+    ax.set_xlabel("configuration (in the order tried)")
+    ax.set_ylabel("torch time / kernel time")
+    ax.legend(fontsize=8)
+    ax.set_title(f"{row['problem']['label']}: every configuration tried\n{where}", fontsize=9)
+    return fig
+
+
+def host_time_figure(host_us: dict[str, float], where: str) -> Figure:
+    """Microseconds of Python work per call, before the GPU sees anything."""
+    names = list(host_us)
+    fig, (ax,) = new_figure(6.4, 0.38 * len(names) + 1.2)
+    ax.barh(names, [host_us[n] for n in names], color="tab:purple")
+    for y, n in enumerate(names):
+        ax.text(host_us[n], y, f" {host_us[n]:.0f} us", va="center", fontsize=8)
+    ax.invert_yaxis()
+    ax.set_xlabel("host microseconds per call")
+    ax.set_title(f"where a call's host time goes\n{where}", fontsize=9)
+    return fig
