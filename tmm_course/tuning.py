@@ -41,12 +41,15 @@ def sweep(
     b: torch.Tensor,
     tolerance: float,
     progress: bool = True,
-    rep_ms: int = 25,
+    timer: Callable[[Callable[[], object]], float] | None = None,
 ) -> list[Trial]:
-    """Time ``launcher(config)(a, b)`` for every config with do_bench, after checking its
-    result against float64 (a wrong or failing configuration is recorded, never timed)."""
+    """Time ``launcher(config)(a, b)`` for every config (with ``timer``, by default
+    triton.testing.do_bench), after checking its result against float64; a wrong or failing
+    configuration is recorded, never timed."""
     from tqdm.auto import tqdm
     from triton.testing import do_bench
+
+    timer = timer or (lambda fn: do_bench(fn, rep=25))
 
     trials = []
     for config in tqdm(list(configs), desc="configurations", disable=not progress):
@@ -59,7 +62,7 @@ def sweep(
         if not err <= tolerance:
             trials.append(Trial(config, None, err, "wrong result"))
             continue
-        trials.append(Trial(config, do_bench(lambda run=run: run(a, b), rep=rep_ms), err))
+        trials.append(Trial(config, timer(lambda run=run: run(a, b)), err))
     return trials
 
 

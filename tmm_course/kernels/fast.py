@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 
 import torch
@@ -145,10 +146,16 @@ _sum_slices = QuickLaunch(sum_slices_kernel, tmm_course.BACKEND)
 
 
 def launch_grouped(
-    a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, config: Config, precision: str = "tf32"
+    a: torch.Tensor,
+    b: torch.Tensor,
+    out: torch.Tensor,
+    config: Config,
+    precision: str = "tf32",
+    traits: Hashable = None,
 ) -> torch.Tensor:
     """Run :func:`grouped_matmul_kernel` with ``config`` into ``out`` (no input checks); with
-    split-K, into float32 partials that :func:`sum_slices_kernel` adds up into ``out``."""
+    split-K, into float32 partials that :func:`sum_slices_kernel` adds up into ``out``.
+    ``traits``: a key that fixes the shapes, strides, dtypes and alignments of a, b and out."""
     (m, k), n = a.shape, b.shape[1]
     if m == 0 or n == 0:
         return out
@@ -161,6 +168,7 @@ def launch_grouped(
     grid = (triton.cdiv(m, config.block_m) * triton.cdiv(n, config.block_n), split)
     _grouped(
         grid, (a, b, target, m, n, k, *a.stride(), *b.stride(), *strides),
+        None if traits is None else (traits, "partials" if split > 1 else "out"),
         PRECISION=_precision(a, precision), BLOCK_M=config.block_m, BLOCK_N=config.block_n,
         BLOCK_K=config.block_k, GROUP_M=config.group_m, SPLIT_K=split,
         num_warps=config.num_warps, num_stages=config.num_stages,
@@ -168,8 +176,8 @@ def launch_grouped(
     if split > 1:
         block = 1024
         _sum_slices(
-            (triton.cdiv(m * n, block),), (target, out, m, n, *out.stride()), SPLIT_K=split,
-            BLOCK=block,
+            (triton.cdiv(m * n, block),), (target, out, m, n, *out.stride()), traits,
+            SPLIT_K=split, BLOCK=block,
         )  # fmt: skip
     return out
 
@@ -194,7 +202,12 @@ def reads_b_transposed(b: torch.Tensor) -> bool:
 
 
 def launch_persistent_tma(
-    a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, config: Config, precision: str = "tf32"
+    a: torch.Tensor,
+    b: torch.Tensor,
+    out: torch.Tensor,
+    config: Config,
+    precision: str = "tf32",
+    traits: Hashable = None,
 ) -> torch.Tensor:
     """Run :func:`persistent_tma_matmul_kernel` with ``config`` into ``out``; the tensors must
     pass :func:`tma_problem` (no input checks here)."""
@@ -305,6 +318,14 @@ def _plan_16_bit(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None) -> 
     return Plan("grouped", LARGE_GROUPED, f"large, but no tensor descriptors: {why_not}")
 
 
+Launcher = Callable[..., torch.Tensor]
+_READY: dict[tuple, tuple[Launcher, Config]] = {}  # call signature -> checked launch
+
+
+def _signature(t: torch.Tensor) -> tuple:
+    return (t.shape, t.stride(), t.dtype, t.device, t.data_ptr() % 16)
+
+
 def matmul_fast(
     a: torch.Tensor,
     b: torch.Tensor,
@@ -316,7 +337,39 @@ def matmul_fast(
 ) -> torch.Tensor:
     """C = A @ B the fastest way this course knows for the device, shape and dtype (see
     :func:`plan`). ``path`` ("persistent_tma" or "grouped") and ``config`` override the
-    choice; the other arguments are lesson 4's :func:`~tmm_course.kernels.matmul`'s."""
+    choice; the other arguments are lesson 4's :func:`~tmm_course.kernels.matmul`'s.
+
+    A call shaped like an earlier one (same shapes, strides, dtypes, devices and alignment)
+    skips the checks and the planning it already passed: a small product is over in a few
+    microseconds on a GPU, and Python time would otherwise dominate it."""
+    try:
+        call = (_signature(a), _signature(b), out is None or _signature(out), precision, path,
+                config)  # fmt: skip
+    except (AttributeError, TypeError):  # not tensors: the checks below say what is wrong
+        call = None
+    ready = _READY.get(call) if call is not None else None
+    if ready is not None:
+        launch, chosen_config = ready
+        if out is None:
+            out = torch.empty((a.shape[0], b.shape[1]), dtype=a.dtype, device=a.device)
+        return launch(a, b, out, chosen_config, precision, call)
+    launch, chosen_config = _prepare(a, b, out, precision, path, config)
+    if out is None:
+        out = torch.empty((a.shape[0], b.shape[1]), dtype=a.dtype, device=a.device)
+    if call is not None and len(_READY) < 4096:
+        _READY[call] = (launch, chosen_config)
+    return launch(a, b, out, chosen_config, precision, call)
+
+
+def _prepare(
+    a: torch.Tensor,
+    b: torch.Tensor,
+    out: torch.Tensor | None,
+    precision: str,
+    path: str | None,
+    config: Config | None,
+) -> tuple[Launcher, Config]:
+    """Check the operands, choose the kernel and configuration: what matmul_fast will run."""
     check_operands(a, b, precision)
     out = output_for(a, b, out)
     chosen = plan(a, b, out)
@@ -339,8 +392,17 @@ def matmul_fast(
     config = config or chosen.config
     check_blocks((config.block_m, config.block_n, config.block_k))
     if a.shape[0] == 0 or b.shape[1] == 0:
-        return out
+        return _nothing_to_do, config
     if a.shape[1] == 0:
-        return out.zero_()
-    launch = launch_persistent_tma if chosen.path == "persistent_tma" else launch_grouped
-    return launch(a, b, out, config, precision)
+        return _zeros, config
+    if chosen.path == "persistent_tma":
+        return launch_persistent_tma, config
+    return launch_grouped, config
+
+
+def _nothing_to_do(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, *_: object) -> torch.Tensor:
+    return out
+
+
+def _zeros(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, *_: object) -> torch.Tensor:
+    return out.zero_()  # K = 0: every sum is empty

@@ -9,7 +9,7 @@ interpreter, launch hooks, an unknown Triton) takes Triton's own path.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 
 import torch
 
@@ -34,14 +34,24 @@ class QuickLaunch:
         self.enabled = backend == GPU
         self.compiled: dict[tuple, tuple[object, tuple]] = {}
 
-    def __call__(self, grid: Sequence[int], args: Sequence[object], **constexprs: object) -> None:
+    def __call__(
+        self,
+        grid: Sequence[int],
+        args: Sequence[object],
+        traits: Hashable = None,
+        **constexprs: object,
+    ) -> None:
+        """Launch on ``grid``. ``traits``, if given, must stand for everything Triton specializes
+        on in ``args`` (a caller that already knows it saves computing it here)."""
         if not self.enabled:
             self.kernel[tuple(grid)](*args, **constexprs)
             return
         from triton import knobs
         from triton.runtime import driver
 
-        key = (tuple(constexprs.items()), tuple(_traits(a) for a in args))
+        if traits is None:
+            traits = tuple(_traits(a) for a in args)
+        key = (tuple(constexprs.items()), traits)
         hit = self.compiled.get(key)
         if hit is None:
             compiled = self.kernel[tuple(grid)](*args, **constexprs)
