@@ -40,13 +40,15 @@ class Config:
     group_m: int = 8
     split_k: int = 1
     subtile: bool = False
+    flatten: bool = True  # persistent kernel: let the compiler pipeline across tiles
 
     def __str__(self) -> str:
         text = f"{self.block_m}x{self.block_n}x{self.block_k} w{self.num_warps} s{self.num_stages}"
         text += f" g{self.group_m}"
         if self.split_k > 1:
             text += f" split-K {self.split_k}"
-        return text + (" subtiled" if self.subtile else "")
+        text += " subtiled" if self.subtile else ""
+        return text + ("" if self.flatten else " unflattened")
 
 
 @triton.jit
@@ -112,13 +114,15 @@ def persistent_tma_matmul_kernel(a_desc, b_desc, c_desc, M, N, K,
                                  PRECISION: tl.constexpr, BLOCK_M: tl.constexpr,
                                  BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
                                  GROUP_M: tl.constexpr, NUM_PROGRAMS: tl.constexpr,
-                                 B_TRANSPOSED: tl.constexpr, SUBTILE: tl.constexpr):
+                                 B_TRANSPOSED: tl.constexpr, SUBTILE: tl.constexpr,
+                                 FLATTEN: tl.constexpr):
     # one program per SM, each walking tiles NUM_PROGRAMS apart; the descriptors know the
     # shapes, so the hardware (TMA) fills tiles past an edge with zeros and clips stores.
     # B_TRANSPOSED: b_desc describes B^T (N x K), the layout TF32 tensor cores read
     grid_m = tl.cdiv(M, BLOCK_M)
     grid_n = tl.cdiv(N, BLOCK_N)
-    for tile_id in tl.range(tl.program_id(axis=0), grid_m * grid_n, NUM_PROGRAMS, flatten=True):
+    for tile_id in tl.range(tl.program_id(axis=0), grid_m * grid_n, NUM_PROGRAMS,
+                            flatten=FLATTEN):
         pid_m, pid_n = _tile_of(tile_id, grid_m, grid_n, GROUP_M)
         acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
         for k in range(0, tl.cdiv(K, BLOCK_K)):
@@ -225,7 +229,8 @@ def launch_persistent_tma(
         TensorDescriptor.from_tensor(out, c_block), m, n, k,
         PRECISION=_precision(a, precision), BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk,
         GROUP_M=config.group_m, NUM_PROGRAMS=programs, B_TRANSPOSED=transposed,
-        SUBTILE=config.subtile, num_warps=config.num_warps, num_stages=config.num_stages,
+        SUBTILE=config.subtile, FLATTEN=config.flatten,
+        num_warps=config.num_warps, num_stages=config.num_stages,
     )  # fmt: skip
     return out
 
@@ -283,9 +288,10 @@ INTERPRETER = Config(32, 32, 32, group_m=4)
 LARGE_TMA = Config(128, 256, 64, num_warps=8, num_stages=3, subtile=True)
 FLOAT32_TMA = Config(128, 256, 32, num_warps=8, num_stages=3, subtile=True)
 LARGE_GROUPED = Config(128, 256, 64, num_warps=8, num_stages=4)
-MEDIUM_GROUPED = Config(64, 64, 64, num_warps=4, num_stages=4, group_m=4)
-FEW_ROWS = Config(64, 128, 128, num_warps=4, num_stages=4, split_k=4)
-SOME_ROWS = Config(128, 128, 64, num_warps=8, num_stages=4, split_k=4)
+MEDIUM_GROUPED = Config(64, 128, 64, num_warps=4, num_stages=4)
+FEW_ROWS = Config(16, 64, 128, num_warps=4, num_stages=4, split_k=4)
+FEW_COLUMNS = Config(64, 16, 128, num_warps=4, num_stages=4, split_k=4)
+SOME_ROWS = Config(64, 64, 128, num_warps=4, num_stages=4)
 
 
 def plan(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None) -> Plan:
@@ -307,10 +313,12 @@ def _plan_16_bit(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None) -> 
         return Plan("grouped", INTERPRETER, "the interpreter: small tiles run fastest")
     if a.dtype == torch.float32 and (why_not := tma_problem(a, b, out)) is None:
         return Plan("persistent_tma", FLOAT32_TMA, "float32: TF32 tensor cores read B^T by TMA")
-    if min(m, n) <= 64:
-        return Plan("grouped", FEW_ROWS, "few rows or columns: K is split to fill every SM")
+    if m <= 64:
+        return Plan("grouped", FEW_ROWS, f"{m} rows: thin tiles, K split in 4 to fill the SMs")
+    if n <= 64:
+        return Plan("grouped", FEW_COLUMNS, f"{n} columns: thin tiles, K split in 4")
     if min(m, n) <= 256:
-        return Plan("grouped", SOME_ROWS, "a few hundred rows or columns: K is split in 4")
+        return Plan("grouped", SOME_ROWS, "a few hundred rows or columns: small tiles")
     if m * n < 2048 * 2048:
         return Plan("grouped", MEDIUM_GROUPED, "too few big tiles to fill every SM")
     if (why_not := tma_problem(a, b, out)) is None:
