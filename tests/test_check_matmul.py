@@ -16,8 +16,9 @@ def launch_correct(grid, strides=None):
         m, k = a.shape
         n = b.shape[1]
         args = strides(a, b, c) if strides else (*a.stride(), *b.stride(), *c.stride())
-        pitfalls.correct_kernel[grid(m, n)](a, b, c, m, n, k, *args,
-                                            BLOCK_M=32, BLOCK_N=32, BLOCK_K=32)
+        pitfalls.correct_kernel[grid(m, n)](
+            a, b, c, m, n, k, *args, BLOCK_M=32, BLOCK_N=32, BLOCK_K=32
+        )
 
     return launch
 

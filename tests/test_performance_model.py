@@ -47,3 +47,14 @@ def test_grouped_order_walks_groups_of_rows_column_by_column():
 def test_grouping_fetches_fewer_tiles_per_wave():
     assert tiles_fetched(launch_order(16, 16), 16) == (16, 256)
     assert tiles_fetched(launch_order(16, 16, group_m=4), 16) == (64, 64)
+
+
+def test_tiled_traffic_counts_every_strip_each_program_reads():
+    from tmm_course.intensity import ideal_traffic_bytes, tiled_traffic_bytes
+
+    # 2 x 2 programs of 64 x 64, K = 128, float32: each reads 64x128 of A and 128x64 of B
+    assert tiled_traffic_bytes(128, 128, 128, 64, 64, 4) == 4 * (64 + 64) * 128 * 4 + 128 * 128 * 4
+    # one program covering everything reads each element once: the ideal
+    assert tiled_traffic_bytes(64, 64, 64, 64, 64, 2) == ideal_traffic_bytes(64, 64, 64, 2)
+    # ragged edges still cost whole strips
+    assert tiled_traffic_bytes(65, 64, 8, 64, 64, 2) == 2 * (64 + 64) * 8 * 2 + 65 * 64 * 2

@@ -31,9 +31,11 @@ def roofline_figure(
     ax.axvline(ridge, color="grey", ls=":")
     ax.annotate(f"ridge {ridge:.3g} FLOP/B", (ridge, peak), textcoords="offset points",
                 xytext=(4, -14), fontsize=8, color="grey")  # fmt: skip
-    for name, (intensity, rate) in (points or {}).items():
-        ax.plot([intensity], [rate], "o")
-        ax.annotate(name, (intensity, rate), textcoords="offset points", xytext=(5, 3), fontsize=8)
+    markers = "osD^v<>P*X"
+    for i, (name, (intensity, rate)) in enumerate((points or {}).items()):
+        ax.plot([intensity], [rate], markers[i % len(markers)], label=name, alpha=0.8)
+    if points:
+        ax.legend(fontsize=7, loc="lower right")
     ax.set_xlabel("arithmetic intensity (FLOP / byte)")
     ax.set_ylabel(unit)
     ax.set_title(title or f"compute ceiling {peak:g} {unit}, bandwidth {bandwidth:g} GB/s",
@@ -84,21 +86,33 @@ def ratio_figure(
     return fig
 
 
-def sweep_figure(row: dict, where: str) -> Figure:
-    """One point per configuration tried: its speed relative to torch.matmul."""
-    fig, (ax,) = new_figure(6.4, 3.6)
-    torch_ms = row["torch_ms"]
-    for kernel, trials in row["kernels"].items():
-        timed = [t for t in trials if t["ms"]]
-        labels = [f"{t['block_m']}x{t['block_n']}x{t['block_k']} s{t['num_stages']}" for t in timed]
-        ax.scatter(range(len(timed)), [torch_ms / t["ms"] for t in timed], label=kernel)
-        for x, (t, label) in enumerate(zip(timed, labels, strict=True)):
-            ax.annotate(label, (x, torch_ms / t["ms"]), fontsize=6, rotation=30)
-    ax.axhline(1.0, color="grey", ls=":")
-    ax.set_xlabel("configuration (in the order tried)")
-    ax.set_ylabel("torch time / kernel time")
-    ax.legend(fontsize=8)
-    ax.set_title(f"{row['problem']['label']}: every configuration tried\n{where}", fontsize=9)
+def sweep_figure(row: dict, where: str, top: int = 14) -> Figure:
+    """The ``top`` configurations tried for one problem, fastest first, as speed relative to
+    torch.matmul (both timed the same way); failed ones are listed in the title's count."""
+    timed = [(kernel, t) for kernel, trials in row["kernels"].items() for t in trials if t["ms"]]
+    failed = sum(1 for trials in row["kernels"].values() for t in trials if not t["ms"])
+    timed.sort(key=lambda kt: kt[1]["ms"])
+    tried = len(timed) + failed
+    timed = timed[:top]
+    fig, (ax,) = new_figure(6.4, 0.3 * len(timed) + 1.4)
+    colors = {"persistent_tma": "tab:blue", "grouped": "tab:orange"}
+    labels, values = [], []
+    for kernel, t in timed:
+        extra = (f" split-K {t['split_k']}" if t.get("split_k", 1) > 1 else "") + (
+            " subtiled" if t.get("subtile") else ""
+        )
+        labels.append(f"{kernel} {t['block_m']}x{t['block_n']}x{t['block_k']} "
+                      f"w{t['num_warps']} s{t['num_stages']} g{t['group_m']}{extra}")  # fmt: skip
+        values.append(row["torch_ms"] / t["ms"])
+    ax.barh(labels, values, color=[colors.get(k, "grey") for k, _ in timed])
+    for y, v in enumerate(values):
+        ax.text(v, y, f" {v:.2f}", va="center", fontsize=7)
+    ax.tick_params(axis="y", labelsize=7)
+    ax.axvline(1.0, color="grey", ls=":")
+    ax.invert_yaxis()
+    ax.set_xlabel("torch.matmul time / kernel time")
+    ax.set_title(f"{row['problem']['label']}: the fastest of {tried} configurations tried "
+                 f"({failed} failed)\ndevice time, {where}", fontsize=9)  # fmt: skip
     return fig
 
 

@@ -1,0 +1,69 @@
+"""Autotuning by hand keeps the fastest correct configuration; every journey step computes
+the product."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import tmm_course
+from tmm_course import journey, tuning
+from tmm_course.kernels.fast import Config
+from tmm_course.numerics import error, tolerance
+
+
+def operands(m=48, n=40, k=36):
+    a = torch.randn(m, k, device=tmm_course.DEVICE).half()
+    return a, torch.randn(k, n, device=tmm_course.DEVICE).half()
+
+
+def fake_timer(times):
+    """Stands in for do_bench on the CPU: runs the candidate, returns the next made-up time."""
+    it = iter(times)
+
+    def timer(fn):
+        fn()
+        return next(it)
+
+    return timer
+
+
+def test_sweep_times_correct_configs_and_records_wrong_and_failing_ones():
+    a, b = operands()
+    good, bad, broken = Config(16, 16, 16), Config(32, 32, 32), Config(64, 64, 64)
+
+    def launcher(config):
+        if config == broken:
+            return lambda a, b: (_ for _ in ()).throw(RuntimeError("out of resource"))
+        if config == bad:
+            return lambda a, b: torch.zeros(a.shape[0], b.shape[1], device=a.device).half()
+        return journey.grouped_launcher(config)
+
+    trials = tuning.sweep(launcher, [good, bad, broken], a, b, 1e-3, False, fake_timer([0.5]))
+    assert [t.ms for t in trials] == [0.5, None, None]
+    assert trials[1].failure == "wrong result" and trials[1].error > 1e-3
+    assert trials[2].failure.startswith("RuntimeError: out of resource")
+    assert tuning.fastest(trials).config == good
+
+
+def test_fastest_refuses_when_nothing_ran():
+    with pytest.raises(ValueError, match="no configuration ran correctly"):
+        tuning.fastest([tuning.Trial(Config(16, 16, 16), None, None, "boom")])
+
+
+def test_fastest_picks_the_lowest_time():
+    slow, quick = Config(16, 16, 16), Config(32, 32, 32)
+    trials = [tuning.Trial(slow, 2.0, 0.0), tuning.Trial(quick, 1.0, 0.0)]
+    assert tuning.fastest(trials).config == quick
+
+
+@pytest.mark.parametrize("step", journey.STEPS, ids=[s.name for s in journey.STEPS])
+def test_every_journey_step_computes_the_product(step):
+    a, b = operands(72, 64, 40)
+    assert error(step.run(a, b), a, b) <= tolerance(torch.float16, tmm_course.BACKEND)
+
+
+def test_journey_steps_have_distinct_names_and_say_what_changed():
+    names = [s.name for s in journey.STEPS]
+    assert len(set(names)) == len(names) and names[0] == "lesson 4" and names[-1] == "matmul_fast"
+    assert all(s.change for s in journey.STEPS)
