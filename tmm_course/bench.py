@@ -3,8 +3,8 @@ and precision, correctness checked first, timed interleaved, reported as ratios.
 
 On a GPU::
 
-    python -m tmm_course.bench --out results/bench_h200.json           # everything
-    python -m tmm_course.bench goals journey --out results/mine.json   # some suites
+    python -m tmm_course.bench --out results/bench_h200.json          # goals, journey, host
+    python -m tmm_course.bench sweep --out results/sweep_h200.json    # every configuration
 
 writes TFLOP/s, ratios to torch, the fraction of the measured peak, host launch time, GPU
 clocks, and where, when and how it was measured. The notebooks read the committed files.
@@ -379,6 +379,9 @@ SUITES = {
 }
 
 
+DEFAULT = ("goals", "journey", "host")
+
+
 def stored(name: str = "bench_h200.json") -> dict:
     """A committed benchmark file."""
     return json.loads((RESULTS / name).read_text(encoding="utf-8"))
@@ -386,7 +389,9 @@ def stored(name: str = "bench_h200.json") -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Race the course's kernels against torch.matmul.")
-    parser.add_argument("suites", nargs="*", help=f"any of {', '.join(SUITES)} (default: all)")
+    parser.add_argument(
+        "suites", nargs="*", help=f"any of {', '.join(SUITES)} (default: {' '.join(DEFAULT)})"
+    )
     parser.add_argument("--out", type=Path, required=True, help="JSON file to write")
     parser.add_argument("--rounds", type=int, default=5, help="interleaved rounds per problem")
     args = parser.parse_args(argv)
@@ -401,7 +406,7 @@ def main(argv: list[str] | None = None) -> int:
     data = provenance("tmm_course.bench", argv)
     data["clocks_before"] = gpu_clocks()
     data["copy_bandwidth_gbs"] = copy_bandwidth_gbs()
-    for suite in args.suites or list(SUITES):
+    for suite in args.suites or DEFAULT:
         data[suite] = SUITES[suite](args.rounds)
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
