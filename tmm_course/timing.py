@@ -1,5 +1,7 @@
 """Side-by-side GPU timing: candidates measured in turn (A, B, A, B, ...) with
-triton.testing.do_bench, so clock and power drift hit them alike; compare the medians as ratios."""
+triton.testing.do_bench, so clock and power drift hit them alike; compare the medians as ratios.
+Medians throughout (of each do_bench's repetitions, then of the rounds): a stray pause of the
+host, such as Python's garbage collector, moves a mean but not a median."""
 
 from __future__ import annotations
 
@@ -18,5 +20,5 @@ def interleaved(
         fn()  # compile and warm up before any timing
     for _ in range(rounds):
         for name, fn in candidates.items():
-            times[name].append(do_bench(fn, rep=rep_ms))
+            times[name].append(do_bench(fn, rep=rep_ms, return_mode="median"))
     return {name: statistics.median(ms) for name, ms in times.items()}
