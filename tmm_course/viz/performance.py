@@ -26,7 +26,8 @@ def roofline_figure(
     (name -> (intensity FLOP/byte, achieved FLOP rate in ``unit``))."""
     fig, (ax,) = new_figure(6.4, 3.8)
     ridge = roofline.ridge(bandwidth, peak)
-    xs = np.geomspace(min(0.5, ridge / 16), max(ridge * 16, 64), 200)
+    xs_of_points = [x for x, _ in (points or {}).values()]
+    xs = np.geomspace(min([ridge / 32, *xs_of_points]), max([ridge * 16, *xs_of_points]), 200)
     ax.loglog(xs, [roofline.attainable(x, bandwidth, peak) for x in xs], color="black")
     ax.axvline(ridge, color="grey", ls=":")
     ax.annotate(f"ridge {ridge:.3g} FLOP/B", (ridge, peak), textcoords="offset points",
