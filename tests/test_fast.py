@@ -137,6 +137,21 @@ def test_bad_config_is_explained():
         matmul_fast(a, b, config=Config(32, 32, 24))
 
 
+def test_config_of_the_wrong_type_is_explained():
+    a, b = operands(32, 32, 32, torch.float16)
+    with pytest.raises(KernelInputError, match=r"config is a dict; expected a Config"):
+        matmul_fast(a, b, config={"block_m": 64})
+
+
+def test_a_remembered_call_signature_still_needs_the_same_shapes():
+    a, b = operands(32, 48, 40, torch.float16)
+    matmul_fast(a, b)
+    with pytest.raises(KernelInputError, match=r"Inner dimensions differ"):
+        matmul_fast(a, b[:32])
+    c = matmul_fast(a[:, :32], b[:32])  # a new signature is checked and planned afresh
+    assert error(c, a[:, :32], b[:32]) <= tolerance(torch.float16, tmm_course.BACKEND)
+
+
 def test_tma_problem_names_the_offending_tensor():
     a, b = operands(64, 64, 64, torch.float16)
     assert tma_problem(a, b) is None or tmm_course.BACKEND == "gpu"

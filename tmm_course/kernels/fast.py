@@ -353,9 +353,9 @@ def matmul_fast(
     try:
         call = (_signature(a), _signature(b), out is None or _signature(out), precision, path,
                 config)  # fmt: skip
-    except (AttributeError, TypeError):  # not tensors: the checks below say what is wrong
-        call = None
-    ready = _READY.get(call) if call is not None else None
+        ready = _READY.get(call)
+    except (AttributeError, TypeError):  # not tensors, say: the checks below say what is wrong
+        call = ready = None
     if ready is not None:
         launch, chosen_config = ready
         if out is None:
@@ -397,6 +397,11 @@ def _prepare(
         if a.dtype == torch.float32:
             on_gpu = FLOAT32_TMA if path == "persistent_tma" else _for_float32(on_gpu)
         chosen = Plan(path, on_gpu if tmm_course.BACKEND == GPU else INTERPRETER, "asked for")
+    if config is not None and not isinstance(config, Config):
+        raise validate.KernelInputError(
+            f"config is a {type(config).__name__}; expected a Config. Fix: "
+            "config=tmm_course.kernels.fast.Config(block_m=64, block_n=64, block_k=32)."
+        )
     config = config or chosen.config
     check_blocks((config.block_m, config.block_n, config.block_k))
     if a.shape[0] == 0 or b.shape[1] == 0:
