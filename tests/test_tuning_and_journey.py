@@ -67,3 +67,12 @@ def test_journey_steps_have_distinct_names_and_say_what_changed():
     names = [s.name for s in journey.STEPS]
     assert len(set(names)) == len(names) and names[0] == "lesson 4" and names[-1] == "matmul_fast"
     assert all(s.change for s in journey.STEPS)
+
+
+def test_the_tma_step_is_left_out_where_descriptors_cannot_read_the_rows():
+    a, b = operands(64, 60, 40)  # 60 float16 columns: rows of b are 120 bytes apart
+    names = [s.name for s in journey.runnable(a, b)]
+    assert "persistent + TMA" not in names and "matmul_fast" in names
+    a, b = operands(64, 64, 40)
+    aligned = [s.name for s in journey.runnable(a, b)]
+    assert ("persistent + TMA" in aligned) == (journey.fast.tma_problem(a, b) is None)

@@ -250,10 +250,11 @@ def suite_goals(rounds: int) -> list[dict]:
 
 
 def suite_journey(rounds: int) -> list[dict]:
-    row = race(JOURNEY_PROBLEM, {s.name: s.run for s in journey.STEPS}, rounds)
-    for step in journey.STEPS:
+    steps = journey.runnable(*JOURNEY_PROBLEM.operands())
+    row = race(JOURNEY_PROBLEM, {s.name: s.run for s in steps}, rounds)
+    for step in steps:
         print(f"{step.name:18s} ratio {row['ratio_to_torch'].get(step.name, float('nan')):.3f}")
-    row["steps"] = [{"name": s.name, "change": s.change} for s in journey.STEPS]
+    row["steps"] = [{"name": s.name, "change": s.change} for s in steps]
     return [row]
 
 

@@ -22,6 +22,7 @@ class Step:
     change: str
     run: Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
     tile: tuple[int, int]  # BLOCK_M, BLOCK_N at 4096^3 float16 (matmul_fast: its plan's)
+    needs_tma: bool = False  # Hopper or newer (or the interpreter), 16-byte aligned rows
 
 
 def lesson4_launcher(config: Config) -> Callable[[torch.Tensor, torch.Tensor], torch.Tensor]:
@@ -77,7 +78,14 @@ STEPS = (
     Step("autotuned", "the best of a sweep of configurations for this shape",
          grouped_launcher(fast.LARGE_GROUPED), (128, 256)),
     Step("persistent + TMA", "one program per SM; tiles loaded by the TMA unit (Hopper)",
-         persistent_tma_launcher(fast.LARGE_TMA), (128, 256)),
+         persistent_tma_launcher(fast.LARGE_TMA), (128, 256), needs_tma=True),
     Step("matmul_fast", "the capstone: picks kernel and configuration per shape",
          fast.matmul_fast, (128, 256)),
 )  # fmt: skip
+
+
+def runnable(a: torch.Tensor, b: torch.Tensor) -> tuple[Step, ...]:
+    """The steps that can run on ``a @ b`` here: the TMA step only where tensor descriptors
+    work (a Hopper GPU or the interpreter, 16-byte aligned rows)."""
+    tma = fast.tma_problem(a, b) is None
+    return tuple(step for step in STEPS if tma or not step.needs_tma)
