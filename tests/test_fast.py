@@ -176,3 +176,49 @@ def test_repeated_calls_give_the_same_result_through_quick_launches():
         assert torch.equal(matmul_fast(a, b), first)
     a2, b2 = operands(97, 81, 65, torch.float16)  # new specialization: ragged, unaligned
     assert error(matmul_fast(a2, b2), a2, b2) <= tolerance(torch.float16, tmm_course.BACKEND)
+
+
+def test_smaller_configs_shed_stages_then_depth_then_tile_size():
+    chain = [Config(128, 64, 64, num_stages=3)]
+    while (nxt := fast.smaller(chain[-1])) is not None:
+        chain.append(nxt)
+    assert [(c.block_m, c.block_n, c.block_k, c.num_stages) for c in chain[:5]] == [
+        (128, 64, 64, 3), (128, 64, 64, 2), (128, 64, 32, 2), (64, 64, 32, 2), (32, 64, 32, 2)
+    ]  # fmt: skip
+    assert (chain[-1].block_m, chain[-1].block_n) == (16, 16)
+
+
+def out_of_shared_memory_above(stages, real):
+    from triton.runtime.errors import OutOfResources
+
+    tried = []
+
+    def launch(a, b, out, config, *rest):
+        tried.append(config)
+        if config.num_stages > stages:
+            raise OutOfResources(300_000, 232_448, "shared memory")
+        return real(a, b, out, config, *rest)
+
+    return launch, tried
+
+
+def test_a_planned_config_too_big_for_the_gpu_is_shrunk_and_remembered(monkeypatch):
+    launch, tried = out_of_shared_memory_above(2, fast.launch_grouped)
+    monkeypatch.setattr(fast, "_READY", {})  # forget calls other tests made
+    monkeypatch.setattr(fast, "launch_grouped", launch)
+    monkeypatch.setattr(fast, "INTERPRETER", Config(32, 32, 32, num_stages=4))
+    a, b = operands(40, 36, 24, torch.float16)
+    c = matmul_fast(a, b)
+    assert [t.num_stages for t in tried] == [4, 3, 2]
+    assert error(c, a, b) <= tolerance(torch.float16, tmm_course.BACKEND)
+    matmul_fast(a, b)  # the same call again starts from the config that fitted
+    assert [t.num_stages for t in tried] == [4, 3, 2, 2]
+
+
+def test_an_explicit_config_too_big_for_the_gpu_is_explained(monkeypatch):
+    launch, _ = out_of_shared_memory_above(2, fast.launch_grouped)
+    monkeypatch.setattr(fast, "_READY", {})
+    monkeypatch.setattr(fast, "launch_grouped", launch)
+    a, b = operands(40, 36, 24, torch.float16)
+    with pytest.raises(KernelInputError, match=r"needs more shared memory than this GPU has"):
+        matmul_fast(a, b, path="grouped", config=Config(32, 32, 32, num_stages=3))

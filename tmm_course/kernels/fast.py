@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import torch
 import triton
 import triton.language as tl
+from triton.runtime.errors import OutOfResources
 
 import tmm_course
 from tmm_course import validate
@@ -326,6 +327,20 @@ def _plan_16_bit(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None) -> 
     return Plan("grouped", LARGE_GROUPED, f"large, but no tensor descriptors: {why_not}")
 
 
+def smaller(config: Config) -> Config | None:
+    """The next configuration to try when ``config`` needs more shared memory than the GPU
+    has: one pipeline stage fewer, then half the K depth, then half the larger tile side."""
+    if config.num_stages > 2:
+        return dataclasses.replace(config, num_stages=config.num_stages - 1)
+    if config.block_k > 32:
+        return dataclasses.replace(config, block_k=config.block_k // 2)
+    if max(config.block_m, config.block_n) <= 16:  # tl.dot's smallest tile
+        return None
+    if config.block_m >= config.block_n:
+        return dataclasses.replace(config, block_m=config.block_m // 2)
+    return dataclasses.replace(config, block_n=config.block_n // 2)
+
+
 Launcher = Callable[..., torch.Tensor]
 _READY: dict[tuple, tuple[Launcher, Config]] = {}  # call signature -> checked launch
 
@@ -364,9 +379,23 @@ def matmul_fast(
     launch, chosen_config = _prepare(a, b, out, precision, path, config)
     if out is None:
         out = torch.empty((a.shape[0], b.shape[1]), dtype=a.dtype, device=a.device)
+    while True:  # a GPU with less shared memory than the plan assumed gets a smaller config
+        try:
+            launch(a, b, out, chosen_config, precision, call)
+            break
+        except OutOfResources as exc:
+            if config is not None:
+                raise validate.KernelInputError(
+                    f"config={config} needs more shared memory than this GPU has ({exc}). "
+                    "Fix: fewer num_stages, a smaller block_k, or config=None to let plan() "
+                    "choose."
+                ) from exc
+            chosen_config = smaller(chosen_config)
+            if chosen_config is None:
+                raise
     if call is not None and len(_READY) < 4096:
         _READY[call] = (launch, chosen_config)
-    return launch(a, b, out, chosen_config, precision, call)
+    return out
 
 
 def _prepare(
