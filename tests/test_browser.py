@@ -1,5 +1,6 @@
 """The course as a learner meets it: JupyterLab in headless Chromium, every cell run, the
-pictures and widgets on screen, and a slider or the K-loop player redrawing the figure.
+pictures and widgets on screen, and a slider or the K-loop player redrawing the figure
+(lessons 1, 4 and 6).
 
 Needs Debian's chromium and Playwright (installed by `make test`); skipped without them, except
 where TMM_REQUIRE_BROWSER=1 (CI) makes their absence a failure. Screenshots go to
@@ -157,6 +158,25 @@ def test_lesson_4_player_steps_the_k_loop(browser, tmp_path):
             press_slider(page, player.locator(".widget-slider").first, times=1)
             wait_for_new_figure(page, player, before)
             page.screenshot(path=str(SCREENSHOTS / "04_kloop_player_step_1.png"))
+        finally:
+            page.close()
+
+
+def test_lesson_6_roofline_lab_and_stored_results_render(browser, tmp_path):
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    with jupyterlab(tmp_path) as base:
+        page = open_and_run(browser, base, "06_performance.ipynb")
+        try:
+            assert_no_errors(page)
+            images = page.locator(".jp-OutputArea-output img")
+            assert images.count() >= 7, f"only {images.count()} figures rendered"
+            lab = cell_with(page, "roofline_lab(")
+            sliders = lab.locator(".widget-slider")
+            assert sliders.count() == 2, "the intensity and bandwidth sliders are not rendered"
+            before = figure_src(lab)
+            press_slider(page, sliders.first)
+            wait_for_new_figure(page, lab, before)
+            page.screenshot(path=str(SCREENSHOTS / "06_roofline_lab_after_slider.png"))
         finally:
             page.close()
 
