@@ -137,6 +137,15 @@ def test_bad_config_is_explained():
         matmul_fast(a, b, config=Config(32, 32, 24))
 
 
+def test_the_launchers_are_importable_from_the_kernels_package():
+    import tmm_course.kernels as kernels
+    from tmm_course.kernels.matmul import matmul
+
+    assert kernels.matmul_fast is matmul_fast and kernels.matmul is matmul
+    a, b = operands(20, 24, 16, torch.float16)
+    assert error(kernels.matmul(a, b), a, b) <= tolerance(torch.float16, tmm_course.BACKEND)
+
+
 def test_config_of_the_wrong_type_is_explained():
     a, b = operands(32, 32, 32, torch.float16)
     with pytest.raises(KernelInputError, match=r"config is a dict; expected a Config"):

@@ -26,12 +26,23 @@ def _traits(arg: object) -> object:
     return type(arg)  # anything else: never seen by the kernels that use this
 
 
+def _launch_hooks_known() -> bool:
+    """Triton 3.4 and later keep the launch hooks in ``triton.knobs``; older ones differ."""
+    try:
+        from triton import knobs
+    except ImportError:
+        return False
+    return hasattr(knobs, "runtime")
+
+
 class QuickLaunch:
-    """Launch ``kernel`` as ``QuickLaunch(kernel)(grid, args, **constexprs)``."""
+    """Launch ``kernel`` as ``QuickLaunch(kernel, backend)(grid, args, **constexprs)``: ``args``
+    are its runtime arguments in order, and the constexprs follow them in the signature and
+    are passed in that order (the compiled launcher takes them positionally)."""
 
     def __init__(self, kernel: object, backend: str) -> None:
         self.kernel = kernel
-        self.enabled = backend == GPU
+        self.enabled = backend == GPU and _launch_hooks_known()
         self.compiled: dict[tuple, tuple[object, tuple]] = {}
 
     def __call__(
