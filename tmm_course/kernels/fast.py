@@ -284,7 +284,7 @@ class Plan:
 
 PATHS = ("persistent_tma", "grouped")
 
-# Chosen from the sweep of results/bench_h200.json (python -m tmm_course.bench sweep)
+# Chosen from the H200 sweep in results/sweep_h200.json (python -m tmm_course.bench sweep)
 INTERPRETER = Config(32, 32, 32, group_m=4)
 LARGE_TMA = Config(128, 256, 64, num_warps=8, num_stages=3, subtile=True)
 FLOAT32_TMA = Config(128, 256, 32, num_warps=8, num_stages=3, subtile=True)
@@ -297,7 +297,7 @@ SOME_ROWS = Config(64, 64, 128, num_warps=4, num_stages=4)
 
 def plan(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None) -> Plan:
     """Choose a kernel and a configuration for ``a @ b`` (into ``out``) on this backend."""
-    chosen = _plan_16_bit(a, b, out)
+    chosen = _plan_by_shape(a, b, out)
     if a.dtype == torch.float32 and chosen.path == "grouped" and tmm_course.BACKEND == GPU:
         return Plan("grouped", _for_float32(chosen.config), chosen.reason + "; BLOCK_K halved")
     return chosen
@@ -308,7 +308,7 @@ def _for_float32(config: Config) -> Config:
     return dataclasses.replace(config, block_k=max(16, config.block_k // 2))
 
 
-def _plan_16_bit(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None) -> Plan:
+def _plan_by_shape(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None) -> Plan:
     m, n = a.shape[0], b.shape[1]
     if tmm_course.BACKEND != GPU:
         return Plan("grouped", INTERPRETER, "the interpreter: small tiles run fastest")
@@ -376,9 +376,9 @@ def matmul_fast(
         if out is None:
             out = torch.empty((a.shape[0], b.shape[1]), dtype=a.dtype, device=a.device)
         return launch(a, b, out, chosen_config, precision, call)
-    launch, chosen_config = _prepare(a, b, out, precision, path, config)
-    if out is None:
-        out = torch.empty((a.shape[0], b.shape[1]), dtype=a.dtype, device=a.device)
+    check_operands(a, b, precision)
+    out = output_for(a, b, out)
+    launch, chosen_config = _prepare(a, b, out, path, config)
     while True:  # a GPU with less shared memory than the plan assumed gets a smaller config
         try:
             launch(a, b, out, chosen_config, precision, call)
@@ -401,14 +401,11 @@ def matmul_fast(
 def _prepare(
     a: torch.Tensor,
     b: torch.Tensor,
-    out: torch.Tensor | None,
-    precision: str,
+    out: torch.Tensor,
     path: str | None,
     config: Config | None,
 ) -> tuple[Launcher, Config]:
-    """Check the operands, choose the kernel and configuration: what matmul_fast will run."""
-    check_operands(a, b, precision)
-    out = output_for(a, b, out)
+    """Choose the kernel and configuration for checked operands: what matmul_fast will run."""
     chosen = plan(a, b, out)
     if path is not None and path != chosen.path:
         if path not in PATHS:
