@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import statistics
 import subprocess
 import sys
@@ -26,12 +25,10 @@ from pathlib import Path
 import torch
 
 import tmm_course
-from tmm_course import intensity, journey, tuning
+from tmm_course import intensity, journey, results, tuning
 from tmm_course.kernels import fast
 from tmm_course.numerics import error, tolerance
-from tmm_course.provenance import provenance
 
-RESULTS = Path(__file__).resolve().parents[1] / "results"
 Matmul = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
 
 
@@ -385,7 +382,7 @@ DEFAULT = ("goals", "journey", "host")
 
 def stored(name: str = "bench_h200.json") -> dict:
     """A committed benchmark file."""
-    return json.loads((RESULTS / name).read_text(encoding="utf-8"))
+    return results.stored(name)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -404,17 +401,16 @@ def main(argv: list[str] | None = None) -> int:
               "The committed results are in results/.", file=sys.stderr)  # fmt: skip
         return 2
     torch.manual_seed(0)
-    data = provenance("tmm_course.bench", argv)
+    data = results.provenance("tmm_course.bench", argv)
     data["clocks_before"] = gpu_clocks()
     data["copy_bandwidth_gbs"] = copy_bandwidth_gbs()
     for suite in args.suites or DEFAULT:
         data[suite] = SUITES[suite](args.rounds)
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+        results.write(args.out, data)  # after each suite: a long run keeps what it measured
     if "goals" in data:
         data["peak_tflops"] = add_peak_fractions(data["goals"])
     data["clocks_after"] = gpu_clocks()
-    args.out.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+    results.write(args.out, data)
     return 0
 
 

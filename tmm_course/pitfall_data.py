@@ -15,12 +15,10 @@ from pathlib import Path
 import torch
 
 import tmm_course
+from tmm_course import results
 from tmm_course.kernels import pitfalls
 from tmm_course.kernels.matmul import matmul, matmul_kernel
 from tmm_course.numerics import error, relative_rms
-from tmm_course.provenance import provenance
-
-RESULTS = Path(__file__).resolve().parents[1] / "results"
 
 
 def accumulator_error_curve(ks: list[int], size: int = 64) -> dict[str, list[float]]:
@@ -77,7 +75,7 @@ def gpu_measurements() -> dict:
     """Every GPU figure of the lab, with where, when and how it was measured."""
     torch.manual_seed(0)
     return {
-        **provenance("tmm_course.pitfall_data"),
+        **results.provenance("tmm_course.pitfall_data"),
         "precision_errors_512": precision_errors(512),
         "accumulator_error_curve": accumulator_error_curve([16, 64, 256, 1024, 4096]),
         "loop_bound_timing": loop_bound_timing(4096),
@@ -86,7 +84,7 @@ def gpu_measurements() -> dict:
 
 def stored(name: str = "pitfalls_h200.json") -> dict:
     """The committed GPU measurements."""
-    return json.loads((RESULTS / name).read_text(encoding="utf-8"))
+    return results.stored(name)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -97,8 +95,7 @@ def main(argv: list[str] | None = None) -> int:
         print("error: these figures need compiled Triton on a GPU", file=sys.stderr)
         return 2
     data = gpu_measurements()
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+    results.write(args.out, data)
     print(json.dumps(data, indent=2))
     return 0
 
