@@ -48,6 +48,13 @@ class Problem:
         kind = f"float32 ({self.precision})" if self.dtype == "float32" else self.dtype
         return f"{shape} {kind}"
 
+    def as_dict(self) -> dict:
+        return {**asdict(self), "label": self.label}
+
+    def tolerance(self) -> float:
+        """The error bound its results must meet on this backend."""
+        return tolerance(getattr(torch, self.dtype), tmm_course.BACKEND, self.precision)
+
     def operands(self, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
         gen = torch.Generator(device=tmm_course.DEVICE).manual_seed(seed)
         dtype = getattr(torch, self.dtype)
@@ -178,12 +185,18 @@ def device_ms(fn: Callable[[], object]) -> float | None:
         return None
 
 
-def race(problem: Problem, contenders: dict[str, Matmul], rounds: int = 5) -> dict:
-    """Check every contender's result, then time it against torch.matmul interleaved."""
+def race(
+    problem: Problem,
+    contenders: dict[str, Matmul],
+    rounds: int = 5,
+    operands: tuple[torch.Tensor, torch.Tensor] | None = None,
+) -> dict:
+    """Check every contender's result, then time it against torch.matmul interleaved, on
+    ``operands`` (by default, the problem's own)."""
     from tmm_course.timing import interleaved
 
-    a, b = problem.operands()
-    limit = tolerance(getattr(torch, problem.dtype), tmm_course.BACKEND, problem.precision)
+    a, b = operands or problem.operands()
+    limit = problem.tolerance()
     with torch_precision(problem):
         everyone = {"torch.matmul": torch.matmul, **contenders}
         errors = {name: error(fn(a, b), a, b) for name, fn in everyone.items()}
@@ -194,7 +207,7 @@ def race(problem: Problem, contenders: dict[str, Matmul], rounds: int = 5) -> di
         device = {n: device_ms(lambda fn=fn: fn(a, b)) for n, fn in timed.items()}
     work = intensity.flops(problem.m, problem.n, problem.k)
     return {
-        "problem": {**asdict(problem), "label": problem.label},
+        "problem": problem.as_dict(),
         "tolerance": limit,
         "error": errors,
         "wrong": wrong,
@@ -236,7 +249,7 @@ def suite_goals(rounds: int) -> list[dict]:
     rows = []
     for problem, target in GOALS:
         a, b = problem.operands()
-        row = race(problem, {"matmul_fast": fast.matmul_fast}, rounds)
+        row = race(problem, {"matmul_fast": fast.matmul_fast}, rounds, (a, b))
         row["target"] = target
         row["plan"] = str(fast.plan(a, b))
         rows.append(row)
@@ -247,8 +260,9 @@ def suite_goals(rounds: int) -> list[dict]:
 
 
 def suite_journey(rounds: int) -> list[dict]:
-    steps = journey.runnable(*JOURNEY_PROBLEM.operands())
-    row = race(JOURNEY_PROBLEM, {s.name: s.run for s in steps}, rounds)
+    a, b = JOURNEY_PROBLEM.operands()
+    steps = journey.runnable(a, b)
+    row = race(JOURNEY_PROBLEM, {s.name: s.run for s in steps}, rounds, (a, b))
     for step in steps:
         print(f"{step.name:18s} ratio {row['ratio_to_torch'].get(step.name, float('nan')):.3f}")
     row["steps"] = [{"name": s.name, "change": s.change} for s in steps]
@@ -265,13 +279,15 @@ def suite_sweep(rounds: int) -> list[dict]:
     rows = []
     for problem, kernels in SWEEPS.items():
         a, b = problem.operands()
-        limit = tolerance(getattr(torch, problem.dtype), tmm_course.BACKEND, problem.precision)
         reference = lambda a=a, b=b: torch.matmul(a, b)
-        row = {"problem": {**asdict(problem), "label": problem.label}, "kernels": {}}
+        row = {"problem": problem.as_dict(), "kernels": {}}
         with torch_precision(problem):
             torch_ms = [device_ms(reference)]
             for name, configs in kernels.items():
-                trials = tuning.sweep(launchers[name], configs, a, b, limit, False, device_ms)
+                trials = tuning.sweep(
+                    launchers[name], configs, a, b, problem.tolerance(), progress=False,
+                    timer=device_ms,
+                )  # fmt: skip
                 row["kernels"][name] = [t.as_dict() for t in trials]
                 torch_ms.append(device_ms(reference))
         row["torch_ms"] = statistics.median(torch_ms)
@@ -352,7 +368,7 @@ def suite_host(rounds: int) -> list[dict]:
             for name, fn in parts.items()}  # fmt: skip
     for name, us in host.items():
         print(f"host {name:28s} {us:6.1f} us")
-    return [{"problem": {**asdict(problem), "label": problem.label}, "host_us": host}]
+    return [{"problem": problem.as_dict(), "host_us": host}]
 
 
 def add_peak_fractions(rows: list[dict]) -> dict[str, float]:
