@@ -7,11 +7,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
-import triton
 
 from tmm_course.kernels import fast
 from tmm_course.kernels.fast import Config
-from tmm_course.kernels.matmul import matmul_kernel
+from tmm_course.kernels.matmul import matmul
 
 
 @dataclass(frozen=True)
@@ -29,16 +28,10 @@ def lesson4_launcher(config: Config) -> Callable[[torch.Tensor, torch.Tensor], t
     """Lesson 4's kernel on its 2-D row-major grid, launched with ``config``."""
 
     def run(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-        (m, k), n = a.shape, b.shape[1]
-        c = torch.empty((m, n), dtype=a.dtype, device=a.device)
-        grid = (triton.cdiv(m, config.block_m), triton.cdiv(n, config.block_n))
-        matmul_kernel[grid](
-            a, b, c, m, n, k, *a.stride(), *b.stride(), *c.stride(),
-            PRECISION="tf32" if a.dtype == torch.float32 else None,
-            BLOCK_M=config.block_m, BLOCK_N=config.block_n, BLOCK_K=config.block_k,
+        return matmul(
+            a, b, block_m=config.block_m, block_n=config.block_n, block_k=config.block_k,
             num_warps=config.num_warps, num_stages=config.num_stages,
         )  # fmt: skip
-        return c
 
     return run
 

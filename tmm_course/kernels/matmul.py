@@ -140,11 +140,14 @@ def matmul(
     block_n: int = 64,
     block_k: int = 32,
     out: torch.Tensor | None = None,
+    num_warps: int = 4,
+    num_stages: int = 3,
 ) -> torch.Tensor:
     """C = A @ B with :func:`matmul_kernel`, for any strides, in float16, bfloat16 (GPU) or
     float32. ``precision`` sets how float32 products are formed on a GPU ("tf32", Triton's
     default, or "ieee"); the interpreter always computes exact float32. ``out``, if given,
-    receives C (any strides)."""
+    receives C (any strides). ``num_warps`` and ``num_stages`` (Triton's defaults) matter on
+    a GPU only; lesson 6 tunes them."""
     check_operands(a, b, precision)
     check_blocks((block_m, block_n, block_k))
     (m, k), n = a.shape, b.shape[1]
@@ -166,6 +169,8 @@ def matmul(
         BLOCK_M=block_m,
         BLOCK_N=block_n,
         BLOCK_K=block_k,
+        num_warps=num_warps,
+        num_stages=num_stages,
     )
     return out
 
