@@ -9,6 +9,7 @@ artifacts/screenshots/.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -82,6 +83,18 @@ def open_and_run(browser, base: str, notebook: str):
     return page
 
 
+@contextlib.contextmanager
+def lesson(browser, tmp_path, notebook: str, env: dict | None = None):
+    """A course server of our own with ``notebook`` open and run in it; closed afterwards."""
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    with jupyterlab(tmp_path, env) as base:
+        page = open_and_run(browser, base, notebook)
+        try:
+            yield page
+        finally:
+            page.close()
+
+
 def cell_with(page, text: str):
     """The code cell whose source contains ``text``."""
     cell = page.locator(".jp-CodeCell", has=page.locator(".jp-InputArea", has_text=text)).first
@@ -134,51 +147,36 @@ def check_tile_fill(page, shot: str):
 
 
 def test_lesson_1_sliders_redraw_the_ownership_heatmap(browser, tmp_path):
-    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    with jupyterlab(tmp_path) as base:
-        page = open_and_run(browser, base, "01_tile_fill.ipynb")
-        try:
-            check_tile_fill(page, "01_tile_fill_after_slider.png")
-        finally:
-            page.close()
+    with lesson(browser, tmp_path, "01_tile_fill.ipynb") as page:
+        check_tile_fill(page, "01_tile_fill_after_slider.png")
 
 
 def test_lesson_4_player_steps_the_k_loop(browser, tmp_path):
-    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    with jupyterlab(tmp_path) as base:
-        page = open_and_run(browser, base, "04_tiled_matmul.ipynb")
-        try:
-            assert_no_errors(page)
-            frames = cell_with(page, "frames_figure(a_small, b_small, frames)")
-            assert frames.locator(".jp-OutputArea-output img").count() == 1
-            player = cell_with(page, "kloop_player(")
-            assert player.locator(".widget-play").count() == 1, "the play widget is missing"
-            assert player.locator(".widget-play button").count() >= 3, "no play/pause/stop"
-            before = figure_src(player)
-            press_slider(page, player.locator(".widget-slider").first, times=1)
-            wait_for_new_figure(page, player, before)
-            page.screenshot(path=str(SCREENSHOTS / "04_kloop_player_step_1.png"))
-        finally:
-            page.close()
+    with lesson(browser, tmp_path, "04_tiled_matmul.ipynb") as page:
+        assert_no_errors(page)
+        frames = cell_with(page, "frames_figure(a_small, b_small, frames)")
+        assert frames.locator(".jp-OutputArea-output img").count() == 1
+        player = cell_with(page, "kloop_player(")
+        assert player.locator(".widget-play").count() == 1, "the play widget is missing"
+        assert player.locator(".widget-play button").count() >= 3, "no play/pause/stop"
+        before = figure_src(player)
+        press_slider(page, player.locator(".widget-slider").first, times=1)
+        wait_for_new_figure(page, player, before)
+        page.screenshot(path=str(SCREENSHOTS / "04_kloop_player_step_1.png"))
 
 
 def test_lesson_6_roofline_lab_and_stored_results_render(browser, tmp_path):
-    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    with jupyterlab(tmp_path) as base:
-        page = open_and_run(browser, base, "06_performance.ipynb")
-        try:
-            assert_no_errors(page)
-            images = page.locator(".jp-OutputArea-output img")
-            assert images.count() >= 7, f"only {images.count()} figures rendered"
-            lab = cell_with(page, "roofline_lab(")
-            sliders = lab.locator(".widget-slider")
-            assert sliders.count() == 2, "the intensity and bandwidth sliders are not rendered"
-            before = figure_src(lab)
-            press_slider(page, sliders.first)
-            wait_for_new_figure(page, lab, before)
-            page.screenshot(path=str(SCREENSHOTS / "06_roofline_lab_after_slider.png"))
-        finally:
-            page.close()
+    with lesson(browser, tmp_path, "06_performance.ipynb") as page:
+        assert_no_errors(page)
+        images = page.locator(".jp-OutputArea-output img")
+        assert images.count() >= 7, f"only {images.count()} figures rendered"
+        lab = cell_with(page, "roofline_lab(")
+        sliders = lab.locator(".widget-slider")
+        assert sliders.count() == 2, "the intensity and bandwidth sliders are not rendered"
+        before = figure_src(lab)
+        press_slider(page, sliders.first)
+        wait_for_new_figure(page, lab, before)
+        page.screenshot(path=str(SCREENSHOTS / "06_roofline_lab_after_slider.png"))
 
 
 def test_the_test_fails_when_widgets_are_broken(browser, tmp_path):
@@ -188,21 +186,16 @@ def test_the_test_fails_when_widgets_are_broken(browser, tmp_path):
     (config / "labconfig" / "page_config.json").write_text(
         json.dumps({"disabledExtensions": {"@jupyter-widgets/jupyterlab-manager": True}})
     )
-    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    with jupyterlab(tmp_path, {"JUPYTER_CONFIG_DIR": str(config)}) as base:
-        page = open_and_run(browser, base, "01_tile_fill.ipynb")
-        try:
-            with pytest.raises(AssertionError, match="sliders are not rendered"):
-                check_tile_fill(page, "01_tile_fill_broken_widgets.png")
-            page.screenshot(path=str(SCREENSHOTS / "01_tile_fill_broken_widgets.png"))
-        finally:
-            page.close()
+    with lesson(
+        browser, tmp_path, "01_tile_fill.ipynb", {"JUPYTER_CONFIG_DIR": str(config)}
+    ) as page:
+        with pytest.raises(AssertionError, match="sliders are not rendered"):
+            check_tile_fill(page, "01_tile_fill_broken_widgets.png")
+        page.screenshot(path=str(SCREENSHOTS / "01_tile_fill_broken_widgets.png"))
 
 
 def test_running_the_course_in_the_browser_leaves_the_notebooks_untouched(browser, tmp_path):
     before = (ROOT / "notebooks" / "02_broadcasting.ipynb").read_bytes()
-    with jupyterlab(tmp_path) as base:
-        page = open_and_run(browser, base, "02_broadcasting.ipynb")
+    with lesson(browser, tmp_path, "02_broadcasting.ipynb") as page:
         page.wait_for_timeout(3000)
-        page.close()
     assert (ROOT / "notebooks" / "02_broadcasting.ipynb").read_bytes() == before
