@@ -16,6 +16,11 @@ def test_goals_cover_every_shape_and_dtype_of_the_issue():
     assert "4096^3 float32 (tf32)" in labels
 
 
+def test_problem_kind_names_dtype_and_float32_precision():
+    assert bench.Problem(8, 8, 8, "bfloat16").kind == "bfloat16"
+    assert bench.Problem(8, 8, 8, "float32", "ieee").as_dict()["kind"] == "float32 (ieee)"
+
+
 def test_problem_operands_are_row_major_and_reproducible():
     problem = bench.Problem(8, 6, 4, "float16")
     a, b = problem.operands(seed=3)
@@ -35,9 +40,9 @@ def test_torch_precision_is_set_for_the_race_and_restored():
 
 def test_peak_fractions_are_relative_to_the_best_torch_rate_per_dtype():
     rows = [
-        {"problem": {"label": "a float16"}, "tflops": {"torch.matmul": 100.0, "ours": 50.0}},
-        {"problem": {"label": "b float16"}, "tflops": {"torch.matmul": 200.0, "ours": 220.0}},
-        {"problem": {"label": "a bfloat16"}, "tflops": {"torch.matmul": 10.0, "ours": 5.0}},
+        {"problem": {"kind": "float16"}, "tflops": {"torch.matmul": 100.0, "ours": 50.0}},
+        {"problem": {"kind": "float16"}, "tflops": {"torch.matmul": 200.0, "ours": 220.0}},
+        {"problem": {"kind": "bfloat16"}, "tflops": {"torch.matmul": 10.0, "ours": 5.0}},
     ]
     peaks = bench.add_peak_fractions(rows)
     assert peaks == {"float16": 200.0, "bfloat16": 10.0}

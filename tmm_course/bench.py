@@ -43,13 +43,17 @@ class Problem:
     precision: str = "tf32"  # how float32 products are formed, on both sides
 
     @property
+    def kind(self) -> str:
+        """The dtype, and for float32 how products are formed: "float32 (tf32)"."""
+        return f"float32 ({self.precision})" if self.dtype == "float32" else self.dtype
+
+    @property
     def label(self) -> str:
         shape = f"{self.m}^3" if self.m == self.n == self.k else f"{self.m}x{self.n}x{self.k}"
-        kind = f"float32 ({self.precision})" if self.dtype == "float32" else self.dtype
-        return f"{shape} {kind}"
+        return f"{shape} {self.kind}"
 
     def as_dict(self) -> dict:
-        return {**asdict(self), "label": self.label}
+        return {**asdict(self), "kind": self.kind, "label": self.label}
 
     def tolerance(self) -> float:
         """The error bound its results must meet on this backend."""
@@ -376,10 +380,10 @@ def add_peak_fractions(rows: list[dict]) -> dict[str, float]:
     fraction of it every contender reached."""
     peaks: dict[str, float] = {}
     for row in rows:
-        kind = row["problem"]["label"].split(" ", 1)[1]
+        kind = row["problem"]["kind"]
         peaks[kind] = max(peaks.get(kind, 0.0), row["tflops"]["torch.matmul"])
     for row in rows:
-        peak = peaks[row["problem"]["label"].split(" ", 1)[1]]
+        peak = peaks[row["problem"]["kind"]]
         row["fraction_of_peak"] = {n: t / peak for n, t in row["tflops"].items()}
     return peaks
 
