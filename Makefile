@@ -27,12 +27,12 @@ $(STAMP): pyproject.toml tools/setup-venv.sh
 
 # regenerate colab_links.md and the notebooks' Colab install cells
 colab-links: $(STAMP)
-	$(BIN)/python -m tmm_course.colab
+	$(BIN)/python -m tmm_course.teach.colab
 
 # the student copy: every notebook without its solutions (make student STUDENT=handout/)
 STUDENT ?= student
 student: $(STAMP)
-	$(BIN)/python -m tmm_course.release notebooks $(STUDENT)
+	$(BIN)/python -m tmm_course.teach.release notebooks $(STUDENT)
 
 # grade a folder of submitted homework notebooks into grades.csv
 # (make grade SUBMISSIONS=inbox/ TIMEOUT=300 JOBS=2)
@@ -40,7 +40,7 @@ SUBMISSIONS ?= submissions
 TIMEOUT ?= 300
 JOBS ?= 2
 grade: $(STAMP)
-	$(BIN)/python -m tmm_course.grade $(SUBMISSIONS) --out grades.csv --timeout $(TIMEOUT) --jobs $(JOBS)
+	$(BIN)/python -m tmm_course.teach.grade $(SUBMISSIONS) --out grades.csv --timeout $(TIMEOUT) --jobs $(JOBS)
 
 clean:
 	rm -rf $(VENV) *.egg-info .pytest_cache .ruff_cache

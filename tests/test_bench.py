@@ -6,23 +6,25 @@ import pytest
 import torch
 
 import tmm_course
-from tmm_course import bench
+from tmm_course.backend import GPU
+from tmm_course.perf import bench, measure
+from tmm_course.perf.problems import GOALS, Problem
 
 
 def test_goals_cover_every_shape_and_dtype_of_the_issue():
-    labels = {problem.label for problem, _ in bench.GOALS}
+    labels = {problem.label for problem, _ in GOALS}
     for shape in ["4096^3", "8192^3", "1024^3", "16x4096x4096", "128x4096x4096", "4096x4096x4093"]:
         assert {f"{shape} float16", f"{shape} bfloat16"} <= labels
     assert "4096^3 float32 (tf32)" in labels
 
 
 def test_problem_kind_names_dtype_and_float32_precision():
-    assert bench.Problem(8, 8, 8, "bfloat16").kind == "bfloat16"
-    assert bench.Problem(8, 8, 8, "float32", "ieee").as_dict()["kind"] == "float32 (ieee)"
+    assert Problem(8, 8, 8, "bfloat16").kind == "bfloat16"
+    assert Problem(8, 8, 8, "float32", "ieee").as_dict()["kind"] == "float32 (ieee)"
 
 
 def test_problem_operands_are_row_major_and_reproducible():
-    problem = bench.Problem(8, 6, 4, "float16")
+    problem = Problem(8, 6, 4, "float16")
     a, b = problem.operands(seed=3)
     a2, _ = problem.operands(seed=3)
     assert a.shape == (8, 4) and b.shape == (4, 6) and a.is_contiguous() and b.is_contiguous()
@@ -31,9 +33,9 @@ def test_problem_operands_are_row_major_and_reproducible():
 
 def test_torch_precision_is_set_for_the_race_and_restored():
     before = torch.get_float32_matmul_precision()
-    with bench.torch_precision(bench.Problem(8, 8, 8, "float32", "tf32")):
+    with measure.torch_precision(Problem(8, 8, 8, "float32", "tf32")):
         assert torch.get_float32_matmul_precision() == "high"
-    with bench.torch_precision(bench.Problem(8, 8, 8, "float32", "ieee")):
+    with measure.torch_precision(Problem(8, 8, 8, "float32", "ieee")):
         assert torch.get_float32_matmul_precision() == "highest"
     assert torch.get_float32_matmul_precision() == before
 
@@ -51,7 +53,7 @@ def test_peak_fractions_are_relative_to_the_best_torch_rate_per_dtype():
 
 
 def test_refuses_to_time_on_the_interpreter(tmp_path, capsys):
-    if tmm_course.BACKEND == "gpu":
+    if tmm_course.BACKEND == GPU:
         pytest.skip("on a GPU it would run the whole benchmark")
     assert bench.main(["goals", "--out", str(tmp_path / "x.json")]) == 2
     assert "need compiled Triton on a GPU" in capsys.readouterr().err
@@ -62,32 +64,3 @@ def test_unknown_suite_is_named(tmp_path, capsys):
     with pytest.raises(SystemExit):
         bench.main(["gools", "--out", str(tmp_path / "x.json")])
     assert "unknown suite(s) gools; expected any of goals" in capsys.readouterr().err
-
-
-@pytest.mark.parametrize("name", ["bench_h200.json", "sweep_h200.json"])
-def test_shipped_results_say_where_when_and_how(name):
-    data = bench.stored(name)
-    assert data["device"].startswith("NVIDIA") and data["date"].count("-") == 2
-    assert {"python", "torch", "triton"} <= set(data["versions"])
-    assert data["command"].startswith("python -m tmm_course.bench")
-    assert "--out results/" in data["command"]  # no machine paths
-    assert data["clocks_before"] and data["copy_bandwidth_gbs"] > 0
-
-
-def test_shipped_benchmark_holds_every_goal_checked_and_timed():
-    data = bench.stored("bench_h200.json")
-    rows = {row["problem"]["label"]: row for row in data["goals"]}
-    assert set(rows) == {problem.label for problem, _ in bench.GOALS}
-    for row in rows.values():
-        assert row["wrong"] == [] and row["error"]["matmul_fast"] <= row["tolerance"]
-        assert row["ms"]["matmul_fast"] > 0 and row["ms"]["torch.matmul"] > 0
-        ratio = row["ms"]["torch.matmul"] / row["ms"]["matmul_fast"]
-        assert row["ratio_to_torch"]["matmul_fast"] == pytest.approx(ratio)
-        assert row["plan"] and row["host_us"]["matmul_fast"] > 0
-
-
-def test_shipped_benchmark_has_the_journey_and_host_times():
-    data = bench.stored("bench_h200.json")
-    steps = data["journey"][0]["ratio_to_torch"]
-    assert {"lesson 4", "grouped order", "persistent + TMA", "matmul_fast"} <= set(steps)
-    assert "matmul_fast()" in data["host"][0]["host_us"]

@@ -6,8 +6,8 @@ import pytest
 import torch
 
 from tmm_course.kernels import broadcast, strides
+from tmm_course.kernels.strides import layouts, stride_picture
 from tmm_course.validate import KernelInputError
-from tmm_course.viz.strides import layouts, stride_picture
 
 
 @pytest.mark.parametrize(("m", "n"), [(1, 1), (4, 6), (33, 17), (70, 3)])

@@ -7,7 +7,7 @@ import triton
 import triton.language as tl
 
 from tmm_course.check import check_fill_column_major, check_outer_product, check_strided_copy
-from tmm_course.checking import CANARY, MESSAGES, guarded_output, padded_input
+from tmm_course.check.engine import CANARY, MESSAGES, guarded_output, padded_input
 from tmm_course.kernels.strides import strided_copy_kernel
 
 

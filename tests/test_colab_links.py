@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from conftest import NOTEBOOKS, ROOT
 
-from tmm_course import colab
+from tmm_course.teach import colab
 
 
 def test_colab_links_match_notebooks():
     stored = (ROOT / colab.LINKS_FILE).read_text(encoding="utf-8")
-    assert stored == colab.render_links(ROOT), "stale: run `python -m tmm_course.colab`"
+    assert stored == colab.render_links(ROOT), "stale: run `python -m tmm_course.teach.colab`"
 
 
 def test_every_notebook_has_a_badge():

@@ -10,8 +10,9 @@ from test_matmul import DTYPES, SHAPES, operands, poisoned
 
 import tmm_course
 from tmm_course.check import check_matmul
-from tmm_course.kernels import fast
-from tmm_course.kernels.fast import Config, matmul_fast, plan, tma_problem
+from tmm_course.kernels import dispatch, fast
+from tmm_course.kernels.dispatch import matmul_fast, plan
+from tmm_course.kernels.fast import Config, tma_problem
 from tmm_course.numerics import error, tolerance
 from tmm_course.validate import KernelInputError
 
@@ -115,7 +116,7 @@ def test_plan_on_the_interpreter_uses_small_tiles():
     if tmm_course.BACKEND != "interpreter":
         pytest.skip("interpreter only")
     a, b = operands(64, 64, 64, torch.float16)
-    assert plan(a, b) == fast.Plan("grouped", fast.INTERPRETER, plan(a, b).reason)
+    assert plan(a, b) == dispatch.Plan("grouped", dispatch.ON_INTERPRETER, plan(a, b).reason)
 
 
 @pytest.mark.parametrize(
@@ -189,7 +190,7 @@ def test_repeated_calls_give_the_same_result_through_quick_launches():
 
 def test_smaller_configs_shed_stages_then_depth_then_tile_size():
     chain = [Config(128, 64, 64, num_stages=3)]
-    while (nxt := fast.smaller(chain[-1])) is not None:
+    while (nxt := dispatch.smaller(chain[-1])) is not None:
         chain.append(nxt)
     assert [(c.block_m, c.block_n, c.block_k, c.num_stages) for c in chain[:5]] == [
         (128, 64, 64, 3), (128, 64, 64, 2), (128, 64, 32, 2), (64, 64, 32, 2), (32, 64, 32, 2)
@@ -213,9 +214,9 @@ def out_of_shared_memory_above(stages, real):
 
 def test_a_planned_config_too_big_for_the_gpu_is_shrunk_and_remembered(monkeypatch):
     launch, tried = out_of_shared_memory_above(2, fast.launch_grouped)
-    monkeypatch.setattr(fast, "_READY", {})  # forget calls other tests made
-    monkeypatch.setattr(fast, "launch_grouped", launch)
-    monkeypatch.setattr(fast, "INTERPRETER", Config(32, 32, 32, num_stages=4))
+    monkeypatch.setattr(dispatch, "_READY", {})  # forget calls other tests made
+    monkeypatch.setattr(dispatch, "launch_grouped", launch)
+    monkeypatch.setattr(dispatch, "ON_INTERPRETER", Config(32, 32, 32, num_stages=4))
     a, b = operands(40, 36, 24, torch.float16)
     c = matmul_fast(a, b)
     assert [t.num_stages for t in tried] == [4, 3, 2]
@@ -226,8 +227,8 @@ def test_a_planned_config_too_big_for_the_gpu_is_shrunk_and_remembered(monkeypat
 
 def test_an_explicit_config_too_big_for_the_gpu_is_explained(monkeypatch):
     launch, _ = out_of_shared_memory_above(2, fast.launch_grouped)
-    monkeypatch.setattr(fast, "_READY", {})
-    monkeypatch.setattr(fast, "launch_grouped", launch)
+    monkeypatch.setattr(dispatch, "_READY", {})
+    monkeypatch.setattr(dispatch, "launch_grouped", launch)
     a, b = operands(40, 36, 24, torch.float16)
     with pytest.raises(KernelInputError, match=r"needs more shared memory than this GPU has"):
         matmul_fast(a, b, path="grouped", config=Config(32, 32, 32, num_stages=3))

@@ -9,8 +9,8 @@ import time
 import pytest
 from conftest import ROOT
 
-from tmm_course.grade import exercises_of, main, rows_for
-from tmm_course.release import is_solution, student_notebook
+from tmm_course.teach.grade import exercises_of, main, rows_for
+from tmm_course.teach.release import is_solution, student_notebook
 
 HOMEWORK = ROOT / "notebooks" / "05_homework_transpose.ipynb"
 LIMIT = 30

@@ -8,7 +8,7 @@ import re
 import pytest
 from conftest import NOTEBOOKS
 
-from tmm_course.colab import INSTALL_TAG, install_cell_source
+from tmm_course.teach.colab import INSTALL_TAG, install_cell_source
 
 ids = [p.name for p in NOTEBOOKS]
 MACHINE_PATH = re.compile(r"(/home/|/root/|/work/|/Users/|/tmp/|[A-Z]:\\\\)")
@@ -47,7 +47,7 @@ def test_first_code_cell_is_the_current_colab_install_cell(path):
     first = code_cells(load(path))[0]
     assert INSTALL_TAG in first["metadata"].get("tags", [])
     assert "".join(first["source"]) == install_cell_source(), (
-        "install cell is stale: run `python -m tmm_course.colab`"
+        "install cell is stale: run `python -m tmm_course.teach.colab`"
     )
 
 

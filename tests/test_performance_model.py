@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tmm_course import intensity, roofline
 from tmm_course.kernels.launch_order import launch_order, tiles_fetched
+from tmm_course.perf import intensity, roofline
 
 
 def test_tile_intensity_for_float32_is_bm_bn_over_twice_their_sum():
@@ -50,7 +50,7 @@ def test_grouping_fetches_fewer_tiles_per_wave():
 
 
 def test_tiled_traffic_counts_every_strip_each_program_reads():
-    from tmm_course.intensity import ideal_traffic_bytes, tiled_traffic_bytes
+    from tmm_course.perf.intensity import ideal_traffic_bytes, tiled_traffic_bytes
 
     # 2 x 2 programs of 64 x 64, K = 128, float32: each reads 64x128 of A and 128x64 of B
     assert tiled_traffic_bytes(128, 128, 128, 64, 64, 4) == 4 * (64 + 64) * 128 * 4 + 128 * 128 * 4

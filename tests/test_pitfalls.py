@@ -9,9 +9,10 @@ from conftest import on_gpu
 import tmm_course
 from tmm_course.check import check_matmul
 from tmm_course.kernels import pitfalls
+from tmm_course.kernels.matmul import matmul_kernel
 from tmm_course.kernels.pitfalls import launcher
-from tmm_course.pitfall_data import accumulator_error_curve, loop_bound_timing, stored
-from tmm_course.source import diff
+from tmm_course.perf.pitfalls import accumulator_error_curve, loop_bound_timing
+from tmm_course.source import diff, source_of
 
 
 @pytest.mark.parametrize(
@@ -81,15 +82,6 @@ def test_missing_k_mask_reads_the_canary_past_k(device):
             assert torch.equal(c, torch.full_like(c, float(expected)))
 
 
-def test_stored_gpu_figures_say_where_and_how():
-    data = stored("pitfalls_h200.json")
-    assert data["device"] == "NVIDIA H200" and data["capability"] == [9, 0]
-    assert {"python", "torch", "triton"} <= set(data["versions"])
-    assert data["date"] and data["command"].startswith("python")
-    assert data["precision_errors_512"]["ieee"] < data["precision_errors_512"]["tf32"]
-    assert data["loop_bound_timing"]["runtime / constexpr"] > 0
-
-
 @on_gpu
 def test_loop_bound_timing_measures_both_kernels():
     timing = loop_bound_timing(1024)
@@ -99,7 +91,22 @@ def test_loop_bound_timing_measures_both_kernels():
 def test_interpreter_cannot_tell_tf32_from_ieee():
     if tmm_course.BACKEND != "interpreter":
         pytest.skip("on a GPU the two differ")
-    from tmm_course.pitfall_data import precision_errors
+    from tmm_course.perf.pitfalls import precision_errors
 
     errors = precision_errors(64)
     assert errors["tf32"] == errors["ieee"]
+
+
+def _code_lines(kernel) -> list[str]:
+    """The kernel's body without comments or blank lines, and without lesson 4's PRECISION."""
+    lines = []
+    for line in source_of(kernel).splitlines():
+        code = line.split("#")[0].rstrip().replace(", input_precision=PRECISION", "")
+        if code.strip():
+            lines.append(" ".join(code.split()))
+    body = next(i for i, line in enumerate(lines) if line.endswith("):")) + 1
+    return lines[body:]
+
+
+def test_the_fixed_twin_is_lesson_4s_kernel_line_for_line():
+    assert _code_lines(pitfalls.correct_kernel) == _code_lines(matmul_kernel)

@@ -10,7 +10,7 @@ import sys
 import pytest
 from conftest import NOTEBOOKS, ROOT
 
-from tmm_course.release import ReleaseError, is_solution, main, write_student_copy
+from tmm_course.teach.release import ReleaseError, is_solution, main, write_student_copy
 
 
 @pytest.fixture(scope="module")
@@ -80,7 +80,7 @@ def test_solution_outputs_and_attachments_go_with_the_cell():
         "nbformat": 4,
         "nbformat_minor": 5,
     }
-    from tmm_course.release import student_notebook
+    from tmm_course.teach.release import student_notebook
 
     text = json.dumps(student_notebook(notebook))
     assert "secret" not in text

@@ -7,9 +7,9 @@ import pytest
 import torch
 
 import tmm_course
-from tmm_course import journey, tuning
 from tmm_course.kernels.fast import Config
 from tmm_course.numerics import error, tolerance
+from tmm_course.perf import journey, tuning
 
 
 def operands(m=48, n=40, k=36):
@@ -48,12 +48,12 @@ def test_sweep_times_correct_configs_and_records_wrong_and_failing_ones():
 
 def test_fastest_refuses_when_nothing_ran():
     with pytest.raises(ValueError, match="no configuration ran correctly"):
-        tuning.fastest([tuning.Trial(Config(16, 16, 16), None, None, "boom")])
+        tuning.fastest([tuning.Timing(Config(16, 16, 16), None, None, "boom")])
 
 
 def test_fastest_picks_the_lowest_time():
     slow, quick = Config(16, 16, 16), Config(32, 32, 32)
-    trials = [tuning.Trial(slow, 2.0, 0.0), tuning.Trial(quick, 1.0, 0.0)]
+    trials = [tuning.Timing(slow, 2.0, 0.0), tuning.Timing(quick, 1.0, 0.0)]
     assert tuning.fastest(trials).config == quick
 
 

@@ -5,10 +5,13 @@ from __future__ import annotations
 import torch
 from matplotlib.figure import Figure
 
+from tmm_course.kernels.broadcast import broadcast_tiles, element_offsets
+from tmm_course.kernels.strides import layouts, stride_picture
+from tmm_course.kernels.tile_fill import run_tile_fill
 from tmm_course.viz import widgets
 from tmm_course.viz.broadcast import broadcast_figure, offsets_figure
-from tmm_course.viz.strides import layouts, stride_picture, strides_figure
-from tmm_course.viz.tiles import ownership_figure, run_tile_fill
+from tmm_course.viz.strides import strides_figure
+from tmm_course.viz.tiles import ownership_figure
 
 
 def test_tile_fill_data_comes_from_the_kernels():
@@ -33,9 +36,10 @@ def test_ownership_figure_skips_labels_on_big_grids():
 
 
 def test_broadcast_and_offsets_figures(device):
-    fig = broadcast_figure(torch.arange(3.0, device=device), torch.arange(4.0, device=device))
+    col, row = torch.arange(3.0, device=device), torch.arange(4.0, device=device)
+    fig = broadcast_figure(broadcast_tiles(col, row), col, row)
     assert len(fig.axes) == 3 and len(fig.axes[2].texts) == 12
-    assert len(offsets_figure(3, 4, 4, 1).axes[0].texts) == 12
+    assert len(offsets_figure(element_offsets(3, 4, 4, 1), 4, 1).axes[0].texts) == 12
 
 
 def test_strides_figure_titles_the_address_arithmetic():
@@ -73,7 +77,7 @@ def test_strides_explorer_offers_every_layout():
 def test_figures_display_as_png_in_ipython():
     from IPython.core.interactiveshell import InteractiveShell
 
-    from tmm_course.viz.draw import show_figures_inline
+    from tmm_course.ipython import show_figures_inline
 
     shell = InteractiveShell.instance()
     try:

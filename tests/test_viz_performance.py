@@ -5,23 +5,17 @@ from __future__ import annotations
 
 from matplotlib.figure import Figure
 
-from tmm_course import bench, roofline
 from tmm_course.kernels.launch_order import launch_order, tiles_fetched
+from tmm_course.perf import results, roofline
 from tmm_course.viz import performance, widgets
 
-H200 = bench.stored("bench_h200.json")
+H200 = results.bench()
 
 
 def texts(fig: Figure) -> str:
     return " ".join(t.get_text() for ax in fig.axes for t in [*ax.texts, ax.title]) + " ".join(
         t.get_text() for ax in fig.axes for t in ax.get_yticklabels()
     )
-
-
-def test_where_measured_names_device_date_and_versions():
-    where = performance.where_measured(H200)
-    assert H200["device"] in where and H200["date"] in where
-    assert H200["versions"]["triton"] in where
 
 
 def test_roofline_marks_the_ridge_and_each_point():
@@ -54,17 +48,15 @@ def test_ratio_figure_colours_met_and_missed_goals():
 
 
 def test_sweep_figure_ranks_the_stored_configurations():
-    row = bench.stored("sweep_h200.json")["sweep"][0]
+    row = results.sweep().rows[0]
     fig = performance.sweep_figure(row, "H200", top=5)
     widths = [b.get_width() for b in fig.axes[0].patches]
     assert len(widths) == 5 and widths == sorted(widths, reverse=True)
-    assert widths[0] == max(
-        row["torch_ms"] / t["ms"] for ts in row["kernels"].values() for t in ts if t["ms"]
-    )
+    assert widths[0] == max(row.torch_ms / t.ms for t in row.trials if t.ms)
 
 
 def test_host_time_figure_has_a_bar_per_part():
-    host = H200["host"][0]["host_us"]
+    host = H200.host_us
     fig = performance.host_time_figure(host, "H200")
     assert len(fig.axes[0].patches) == len(host)
 

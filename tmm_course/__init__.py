@@ -22,6 +22,7 @@ DEVICE: torch.device = torch.device(_backend.device_for(BACKEND))
 
 from tmm_course import environment as _environment  # noqa: E402
 from tmm_course import hints as _hints  # noqa: E402
+from tmm_course import ipython as _ipython  # noqa: E402
 from tmm_course import sizes as _sizes  # noqa: E402
 
 __all__ = ["BACKEND", "DEVICE", "EnvironmentWarning", "environment", "per_backend", "report"]
@@ -59,3 +60,4 @@ def _warn_known_problems() -> None:
 
 _warn_known_problems()
 _hints.install_ipython_hint(BACKEND)
+_ipython.show_figures_inline()

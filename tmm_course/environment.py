@@ -12,7 +12,7 @@ TRITON_MIN_CAPABILITY = (8, 0)
 
 
 @dataclass(frozen=True)
-class Problem:
+class KnownIssue:
     """A known-bad combination: what is wrong, and the one-line fix."""
 
     code: str
@@ -36,7 +36,7 @@ class Environment:
     torch: str
     triton: str
     numpy: str
-    problems: tuple[Problem, ...] = field(default=())
+    problems: tuple[KnownIssue, ...] = field(default=())
 
     def lines(self) -> list[str]:
         """The report as lines of text."""
@@ -80,13 +80,13 @@ def find_problems(
     numpy: str,
     capability: tuple[int, int] | None,
     gpu_name: str | None = None,
-) -> list[Problem]:
+) -> list[KnownIssue]:
     """The known-bad combinations among these facts (a pure function, easy to test)."""
     problems = []
     if backend == INTERPRETER:
         if version_tuple(triton) < (3, 7) and version_tuple(numpy) >= (2, 4):
             problems.append(
-                Problem(
+                KnownIssue(
                     "interpreter_numpy",
                     f"Triton {triton}'s interpreter fails with numpy {numpy} as soon as a loop "
                     "bound is a runtime integer ('TypeError: only 0-dimensional arrays can be "
@@ -96,7 +96,7 @@ def find_problems(
                 )
             )
         problems.append(
-            Problem(
+            KnownIssue(
                 "interpreter_bf16",
                 "bfloat16 is not supported on the interpreter: its tl.dot multiplies the raw "
                 "bit patterns and returns wrong numbers.",
@@ -107,7 +107,7 @@ def find_problems(
     if capability is not None and tuple(capability) < TRITON_MIN_CAPABILITY:
         name = gpu_name or "This GPU"
         problems.append(
-            Problem(
+            KnownIssue(
                 "old_gpu",
                 f"{name} has compute capability {capability[0]}.{capability[1]}, below "
                 f"Triton's stated minimum of {TRITON_MIN_CAPABILITY[0]}.{TRITON_MIN_CAPABILITY[1]}"

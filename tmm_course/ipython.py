@@ -12,3 +12,15 @@ def current_shell() -> Any | None:
     except ImportError:
         return None
     return get_ipython()
+
+
+def show_figures_inline() -> bool:
+    """In IPython/Jupyter, display a returned matplotlib Figure as a PNG image (our figures are
+    built without pyplot, so its inline backend never registers them). False outside IPython."""
+    shell = current_shell()
+    if shell is None:
+        return False
+    from IPython.core.pylabtools import select_figure_formats
+
+    select_figure_formats(shell, {"png"}, bbox_inches="tight")
+    return True

@@ -5,7 +5,7 @@ The launchers learners call most are importable from here: ``vector_add`` (lesso
 ``matmul`` (lesson 4) and ``matmul_fast`` (lesson 6)."""
 
 import tmm_course  # noqa: F401  (backend first)
-from tmm_course.kernels.fast import matmul_fast
+from tmm_course.kernels.dispatch import matmul_fast
 from tmm_course.kernels.matmul import matmul
 from tmm_course.kernels.vector_add import vector_add
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import torch
 import triton
 import triton.language as tl
@@ -87,3 +88,12 @@ def element_offsets(
     grid = (triton.cdiv(m, block_m), triton.cdiv(n, block_n))
     offsets_kernel[grid](out, m, n, stride_0, stride_1, BLOCK_M=block_m, BLOCK_N=block_n)
     return out
+
+
+def broadcast_tiles(col: torch.Tensor, row: torch.Tensor) -> dict[str, np.ndarray]:
+    """The three tiles the kernel builds: column stretched, row stretched, and their sum."""
+    return {
+        "col[:, None]": broadcast(col, row, COLUMN).cpu().numpy(),
+        "row[None, :]": broadcast(col, row, ROW).cpu().numpy(),
+        "col[:, None] + row[None, :]": broadcast(col, row, SUM).cpu().numpy(),
+    }

@@ -9,18 +9,13 @@ import triton.language as tl
 
 import tmm_course
 from tmm_course import validate
+from tmm_course.kernels.fast import grouped_tile
 
 
 @triton.jit
 def launch_order_kernel(order_ptr, grid_m, grid_n, GROUP_M: tl.constexpr):
     pid = tl.program_id(axis=0)  # a 1-D launch: programs start roughly in pid order
-    # grouped ordering: GROUP_M rows of tiles are walked column by column, then the next group
-    programs_per_group = GROUP_M * grid_n
-    group = pid // programs_per_group
-    first_m = group * GROUP_M
-    rows_here = tl.minimum(grid_m - first_m, GROUP_M)  # the last group may be shorter
-    pid_m = first_m + (pid % programs_per_group) % rows_here
-    pid_n = (pid % programs_per_group) // rows_here
+    pid_m, pid_n = grouped_tile(pid, grid_m, grid_n, GROUP_M)  # the fast kernel's own order
     tl.store(order_ptr + pid_m * grid_n + pid_n, pid)  # which program took tile (pid_m, pid_n)
 
 

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
+import numpy as np
 import torch
 import triton
 import triton.language as tl
@@ -83,3 +86,41 @@ def lane_mask(m: int, n: int, block_m: int = 16, block_n: int = 16) -> torch.Ten
     out = torch.full((gm * block_m, gn * block_n), -1, dtype=torch.int32, device=tmm_course.DEVICE)
     lane_mask_kernel[(gm, gn)](out, m, n, BLOCK_M=block_m, BLOCK_N=block_n)
     return out
+
+
+@dataclass(frozen=True)
+class TileFill:
+    """What the three lesson-1 kernels wrote for one launch configuration."""
+
+    m: int
+    n: int
+    block_m: int
+    block_n: int
+    index: np.ndarray  # (m, n): i*n + j as stored by fill_index_kernel (-1: never stored)
+    owner: np.ndarray  # (m, n): program number that stored the cell (-1: never stored)
+    lanes: np.ndarray  # (grid_m*block_m, grid_n*block_n): 1 stored lane, 0 masked off
+
+    @property
+    def grid(self) -> tuple[int, int]:
+        return grid_shape(self.m, self.n, self.block_m, self.block_n)
+
+    @property
+    def masked_lanes(self) -> int:
+        return int((self.lanes == 0).sum())
+
+
+def run_tile_fill(m: int, n: int, block_m: int, block_n: int) -> TileFill:
+    """Launch the three kernels on the current backend and collect what they stored."""
+
+    def host(t):
+        return t.cpu().numpy()
+
+    return TileFill(
+        m,
+        n,
+        block_m,
+        block_n,
+        index=host(fill_index(m, n, block_m, block_n)),
+        owner=host(fill_owner(m, n, block_m, block_n)),
+        lanes=host(lane_mask(m, n, block_m, block_n)),
+    )

@@ -1,4 +1,5 @@
-"""Lesson 2: a column plus a row makes a tile, drawn from the broadcast kernel's own output."""
+"""Lesson 2: a column plus a row makes a tile, drawn from what the broadcast kernel stored
+(:func:`tmm_course.kernels.broadcast.broadcast_tiles`)."""
 
 from __future__ import annotations
 
@@ -6,22 +7,12 @@ import numpy as np
 import torch
 from matplotlib.figure import Figure
 
-from tmm_course.kernels.broadcast import COLUMN, ROW, SUM, broadcast, element_offsets
 from tmm_course.viz.draw import label_cells, new_figure
 
 
-def broadcast_tiles(col: torch.Tensor, row: torch.Tensor) -> dict[str, np.ndarray]:
-    """The three tiles the kernel builds: column stretched, row stretched, and their sum."""
-    return {
-        "col[:, None]": broadcast(col, row, COLUMN).cpu().numpy(),
-        "row[None, :]": broadcast(col, row, ROW).cpu().numpy(),
-        "col[:, None] + row[None, :]": broadcast(col, row, SUM).cpu().numpy(),
-    }
-
-
-def broadcast_figure(col: torch.Tensor, row: torch.Tensor) -> Figure:
-    """Three panels, each a tile the kernel stored, with the input vectors on the margins."""
-    tiles = broadcast_tiles(col, row)
+def broadcast_figure(tiles: dict[str, np.ndarray], col: torch.Tensor, row: torch.Tensor) -> Figure:
+    """Three panels, each a tile the kernel stored (:func:`broadcast_tiles`), with the input
+    vectors on the margins."""
     m, n = len(col), len(row)
     fig, axes = new_figure(3.2 * 3, 0.9 + 0.45 * m, ncols=3)
     vmax = float(max(np.abs(t).max() for t in tiles.values())) or 1.0
@@ -36,9 +27,11 @@ def broadcast_figure(col: torch.Tensor, row: torch.Tensor) -> Figure:
     return fig
 
 
-def offsets_figure(m: int, n: int, stride_0: int, stride_1: int) -> Figure:
-    """The tile of element offsets ``i*stride_0 + j*stride_1`` the kernel built."""
-    offsets = element_offsets(m, n, stride_0, stride_1).cpu().numpy()
+def offsets_figure(offsets: torch.Tensor, stride_0: int, stride_1: int) -> Figure:
+    """The tile of element offsets ``i*stride_0 + j*stride_1`` the kernel built
+    (:func:`element_offsets`)."""
+    offsets = offsets.cpu().numpy()
+    m, n = offsets.shape
     fig, (ax,) = new_figure(1.5 + 0.5 * n, 1.2 + 0.45 * m)
     ax.imshow(offsets, cmap="cividis")
     label_cells(ax, offsets, "{:d}")

@@ -6,24 +6,7 @@ import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-from tmm_course.ipython import current_shell
-
 MAX_LABELLED_CELLS = 24 * 24
-
-
-def show_figures_inline() -> bool:
-    """In IPython/Jupyter, display a returned matplotlib Figure as a PNG image (our figures are
-    built without pyplot, so its inline backend never registers them). False outside IPython."""
-    shell = current_shell()
-    if shell is None:
-        return False
-    from IPython.core.pylabtools import select_figure_formats
-
-    select_figure_formats(shell, {"png"}, bbox_inches="tight")
-    return True
-
-
-show_figures_inline()
 
 
 def new_figure(width: float, height: float, ncols: int = 1) -> tuple[Figure, list[Axes]]:

@@ -5,14 +5,9 @@ from __future__ import annotations
 import numpy as np
 from matplotlib.figure import Figure
 
-from tmm_course import roofline
+from tmm_course.perf import roofline
+from tmm_course.perf.results import SweepRow
 from tmm_course.viz.draw import new_figure
-
-
-def where_measured(data: dict) -> str:
-    """'NVIDIA H200, 2026-11-30, torch 2.11, triton 3.6' from a results file's provenance."""
-    v = data["versions"]
-    return f"{data['device']}, {data['date']}, torch {v['torch']}, triton {v['triton']}"
 
 
 def roofline_figure(
@@ -87,32 +82,24 @@ def ratio_figure(
     return fig
 
 
-def sweep_figure(row: dict, where: str, top: int = 14) -> Figure:
+def sweep_figure(row: SweepRow, where: str, top: int = 14) -> Figure:
     """The ``top`` configurations tried for one problem, fastest first, as speed relative to
     torch.matmul (both timed the same way); failed ones are listed in the title's count."""
-    timed = [(kernel, t) for kernel, trials in row["kernels"].items() for t in trials if t["ms"]]
-    failed = sum(1 for trials in row["kernels"].values() for t in trials if not t["ms"])
-    timed.sort(key=lambda kt: kt[1]["ms"])
-    tried = len(timed) + failed
+    timed = sorted((t for t in row.trials if t.ms), key=lambda t: t.ms)
+    failed = len(row.trials) - len(timed)
     timed = timed[:top]
     fig, (ax,) = new_figure(6.4, 0.3 * len(timed) + 1.4)
     colors = {"persistent_tma": "tab:blue", "grouped": "tab:orange"}
-    labels, values = [], []
-    for kernel, t in timed:
-        extra = (f" split-K {t['split_k']}" if t.get("split_k", 1) > 1 else "") + (
-            " subtiled" if t.get("subtile") else ""
-        )
-        labels.append(f"{kernel} {t['block_m']}x{t['block_n']}x{t['block_k']} "
-                      f"w{t['num_warps']} s{t['num_stages']} g{t['group_m']}{extra}")  # fmt: skip
-        values.append(row["torch_ms"] / t["ms"])
-    ax.barh(labels, values, color=[colors.get(k, "grey") for k, _ in timed])
+    labels = [f"{t.kernel} {t.config}" for t in timed]
+    values = [row.torch_ms / t.ms for t in timed]
+    ax.barh(labels, values, color=[colors.get(t.kernel, "grey") for t in timed])
     for y, v in enumerate(values):
         ax.text(v, y, f" {v:.2f}", va="center", fontsize=7)
     ax.tick_params(axis="y", labelsize=7)
     ax.axvline(1.0, color="grey", ls=":")
     ax.invert_yaxis()
     ax.set_xlabel("torch.matmul time / kernel time")
-    ax.set_title(f"{row['problem']['label']}: the fastest of {tried} configurations tried "
+    ax.set_title(f"{row.problem.label}: the fastest of {len(row.trials)} configurations tried "
                  f"({failed} failed)\ndevice time, {where}", fontsize=9)  # fmt: skip
     return fig
 

@@ -6,55 +6,12 @@ the view through its strides, and what it returns is the address of every (i, j)
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
-import torch
 from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
-import tmm_course
-from tmm_course.kernels.strides import strided_copy
+from tmm_course.kernels.strides import StridePicture
 from tmm_course.viz.draw import label_cells
-
-
-def layouts(m: int, n: int) -> dict[str, torch.Tensor]:
-    """``m x n`` views whose storage holds its own addresses 0, 1, 2, ..."""
-
-    def strip(size: int) -> torch.Tensor:
-        return torch.arange(size, dtype=torch.float32, device=tmm_course.DEVICE)
-
-    return {
-        "row-major": strip(m * n).view(m, n),
-        "column-major": strip(m * n).view(n, m).t(),
-        "transposed view": strip(n * m).view(n, m).t(),
-        "sliced view x[1::2, 1:]": strip(2 * m * (n + 1)).view(2 * m, n + 1)[1::2, 1:],
-    }
-
-
-@dataclass(frozen=True)
-class StridePicture:
-    """A view, the addresses the kernel read for each (i, j), and the storage strip."""
-
-    name: str
-    shape: tuple[int, int]
-    strides: tuple[int, int]
-    offset: int
-    addresses: np.ndarray  # (m, n): what the kernel loaded = where (i, j) lives
-    storage_size: int
-
-
-def stride_picture(name: str, view: torch.Tensor) -> StridePicture:
-    """Run the strided copy over ``view`` and keep the addresses it read."""
-    addresses = strided_copy(view).cpu().numpy().astype(np.int64)
-    return StridePicture(
-        name,
-        tuple(view.shape),
-        tuple(view.stride()),
-        view.storage_offset(),
-        addresses,
-        view.untyped_storage().nbytes() // view.element_size(),
-    )
 
 
 def strides_figure(pic: StridePicture, i: int, j: int) -> Figure:

@@ -1,54 +1,15 @@
-"""Lesson 1: who owns each cell of the output, drawn from the tile-fill kernels' own output."""
+"""Lesson 1: who owns each cell of the output, drawn from what the tile-fill kernels stored
+(:func:`tmm_course.kernels.tile_fill.run_tile_fill`)."""
 
 from __future__ import annotations
-
-from dataclasses import dataclass
 
 import numpy as np
 from matplotlib.colors import ListedColormap
 from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
-from tmm_course.kernels import tile_fill
+from tmm_course.kernels.tile_fill import TileFill
 from tmm_course.viz.draw import grid_lines, label_cells, matrix_axes, new_figure
-
-
-@dataclass(frozen=True)
-class TileFill:
-    """What the three lesson-1 kernels wrote for one launch configuration."""
-
-    m: int
-    n: int
-    block_m: int
-    block_n: int
-    index: np.ndarray  # (m, n): i*n + j as stored by fill_index_kernel (-1: never stored)
-    owner: np.ndarray  # (m, n): program number that stored the cell (-1: never stored)
-    lanes: np.ndarray  # (grid_m*block_m, grid_n*block_n): 1 stored lane, 0 masked off
-
-    @property
-    def grid(self) -> tuple[int, int]:
-        return tile_fill.grid_shape(self.m, self.n, self.block_m, self.block_n)
-
-    @property
-    def masked_lanes(self) -> int:
-        return int((self.lanes == 0).sum())
-
-
-def run_tile_fill(m: int, n: int, block_m: int, block_n: int) -> TileFill:
-    """Launch the three kernels on the current backend and collect what they stored."""
-
-    def host(t):
-        return t.cpu().numpy()
-
-    return TileFill(
-        m,
-        n,
-        block_m,
-        block_n,
-        index=host(tile_fill.fill_index(m, n, block_m, block_n)),
-        owner=host(tile_fill.fill_owner(m, n, block_m, block_n)),
-        lanes=host(tile_fill.lane_mask(m, n, block_m, block_n)),
-    )
 
 
 def _owner_colours(count: int) -> ListedColormap:

@@ -8,9 +8,11 @@ import ipywidgets as widgets
 from IPython.display import display
 
 from tmm_course.kernels.matmul import KLoopFrames
+from tmm_course.kernels.strides import layouts, stride_picture
+from tmm_course.kernels.tile_fill import run_tile_fill
 from tmm_course.viz.kloop import frame_figure
-from tmm_course.viz.strides import layouts, stride_picture, strides_figure
-from tmm_course.viz.tiles import ownership_figure, run_tile_fill
+from tmm_course.viz.strides import strides_figure
+from tmm_course.viz.tiles import ownership_figure
 
 POWERS_OF_TWO = [1, 2, 4, 8, 16, 32, 64]
 
@@ -67,7 +69,7 @@ def kloop_player(a: object, b: object, frames: KLoopFrames) -> widgets.VBox:
 
 def roofline_lab(intensity: float = 8.0, bandwidth: float = 80.0) -> widgets.VBox:
     """Sliders for intensity and bandwidth under the lab's 1,000 GFLOP/s ceiling."""
-    from tmm_course import roofline
+    from tmm_course.perf import roofline
     from tmm_course.viz.performance import roofline_figure
 
     controls = {

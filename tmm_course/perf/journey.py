@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import torch
 
-from tmm_course.kernels import fast
+from tmm_course.kernels import dispatch, fast
 from tmm_course.kernels.fast import Config
 from tmm_course.kernels.matmul import matmul
 
@@ -69,11 +69,11 @@ STEPS = (
     Step("grouped order", "1-D grid taken in groups of 8 rows: A and B tiles reused in L2",
          grouped_launcher(DEEP), (128, 128)),
     Step("autotuned", "the best of a sweep of configurations for this shape",
-         grouped_launcher(fast.LARGE_GROUPED), (128, 256)),
+         grouped_launcher(dispatch.LARGE_GROUPED), (128, 256)),
     Step("persistent + TMA", "one program per SM; tiles loaded by the TMA unit (Hopper)",
-         persistent_tma_launcher(fast.LARGE_TMA), (128, 256), needs_tma=True),
+         persistent_tma_launcher(dispatch.LARGE_TMA), (128, 256), needs_tma=True),
     Step("matmul_fast", "the capstone: picks kernel and configuration per shape",
-         fast.matmul_fast, (128, 256)),
+         dispatch.matmul_fast, (128, 256)),
 )  # fmt: skip
 
 

@@ -1,6 +1,6 @@
 """Measurements for the pitfalls lab, from the kernels on the current backend.
 
-On a GPU, ``python -m tmm_course.pitfall_data --out results/pitfalls_<gpu>.json`` records the
+On a GPU, ``python -m tmm_course.perf.pitfalls --out pitfalls_<gpu>.json`` records the
 GPU-only figures (TF32 against IEEE float32, the cost of a runtime loop bound) with the device,
 versions, date and command, for the notebook to show on machines without a GPU.
 """
@@ -15,10 +15,11 @@ from pathlib import Path
 import torch
 
 import tmm_course
-from tmm_course import results
+from tmm_course.backend import GPU
 from tmm_course.kernels import pitfalls
 from tmm_course.kernels.matmul import matmul, matmul_kernel
 from tmm_course.numerics import error, relative_rms
+from tmm_course.perf import results
 
 
 def accumulator_error_curve(ks: list[int], size: int = 64) -> dict[str, list[float]]:
@@ -50,7 +51,7 @@ def precision_errors(size: int = 512) -> dict[str, float]:
 def loop_bound_timing(size: int = 4096) -> dict[str, float]:
     """GPU only: lesson 4's kernel (K a runtime argument) against the same kernel with K a
     compile-time constant, float16, ``size`` cubed, interleaved; medians in ms and the ratio."""
-    from tmm_course.timing import interleaved
+    from tmm_course.perf.measure import interleaved
 
     a = torch.randn(size, size, device="cuda").half()
     b = torch.randn(size, size, device="cuda").half()
@@ -75,23 +76,18 @@ def gpu_measurements() -> dict:
     """Every GPU figure of the lab, with where, when and how it was measured."""
     torch.manual_seed(0)
     return {
-        **results.provenance("tmm_course.pitfall_data"),
+        **results.provenance("tmm_course.perf.pitfalls"),
         "precision_errors_512": precision_errors(512),
         "accumulator_error_curve": accumulator_error_curve([16, 64, 256, 1024, 4096]),
         "loop_bound_timing": loop_bound_timing(4096),
     }
 
 
-def stored(name: str = "pitfalls_h200.json") -> dict:
-    """The committed GPU measurements."""
-    return results.stored(name)
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Measure the pitfalls lab's GPU figures.")
     parser.add_argument("--out", type=Path, required=True, help="JSON file to write")
     args = parser.parse_args(argv)
-    if tmm_course.BACKEND != "gpu":
+    if tmm_course.BACKEND != GPU:
         print("error: these figures need compiled Triton on a GPU", file=sys.stderr)
         return 2
     data = gpu_measurements()

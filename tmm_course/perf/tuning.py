@@ -22,7 +22,7 @@ LARGE_CANDIDATES = (
 
 
 @dataclass(frozen=True)
-class Trial:
+class Timing:
     """One configuration's outcome: milliseconds (None if it failed) and its error."""
 
     config: Config
@@ -42,7 +42,7 @@ def sweep(
     tolerance: float,
     progress: bool = True,
     timer: Callable[[Callable[[], object]], float] | None = None,
-) -> list[Trial]:
+) -> list[Timing]:
     """Time ``launcher(config)(a, b)`` for every config (with ``timer``, by default
     triton.testing.do_bench), after checking its result against float64; a wrong or failing
     configuration is recorded, never timed."""
@@ -57,16 +57,16 @@ def sweep(
         try:
             err = error(run(a, b), a, b)
         except Exception as exc:  # e.g. too much shared memory for this tile
-            trials.append(Trial(config, None, None, f"{type(exc).__name__}: {exc}"[:200]))
+            trials.append(Timing(config, None, None, f"{type(exc).__name__}: {exc}"[:200]))
             continue
         if not err <= tolerance:
-            trials.append(Trial(config, None, err, "wrong result"))
+            trials.append(Timing(config, None, err, "wrong result"))
             continue
-        trials.append(Trial(config, timer(lambda run=run: run(a, b)), err))
+        trials.append(Timing(config, timer(lambda run=run: run(a, b)), err))
     return trials
 
 
-def fastest(trials: list[Trial]) -> Trial:
+def fastest(trials: list[Timing]) -> Timing:
     """The quickest trial that ran and was right."""
     timed = [t for t in trials if t.ms is not None]
     if not timed:

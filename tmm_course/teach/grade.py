@@ -1,6 +1,6 @@
 """Grade a folder of submitted notebooks into a CSV, one row per submission and exercise.
 
-    python -m tmm_course.grade submissions/ --out grades.csv --timeout 300 --jobs 2
+    python -m tmm_course.teach.grade submissions/ --out grades.csv --timeout 300 --jobs 2
 
 Each submission runs in its own process and Jupyter kernel, several at once, each under a
 time limit. The exercises are the reference notebook's check cells (tagged ``check:NAME``); a
@@ -23,7 +23,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from tmm_course.checking import RESULT_MIMETYPE
+from tmm_course.check.engine import RESULT_MIMETYPE, CheckResult
 
 CHECK_TAG = "check:"
 DEFAULT_REFERENCE = Path("notebooks/05_homework_transpose.ipynb")
@@ -78,17 +78,17 @@ def rows_for(submission: str, exercises: list[str], outcome: dict) -> list[Row]:
                 )
             )
             continue
-        codes = result["codes"]
+        check = CheckResult.from_dict(result)
         verdict = (
             "pass"
-            if result["passed"]
-            else ("not_implemented" if codes == ["not_implemented"] else "fail")
+            if check.passed
+            else ("not_implemented" if check.codes == ["not_implemented"] else "fail")
         )
-        failed = [c for c in result["cases"] if not c["passed"]]
-        detail = f"{len(result['cases']) - len(failed)}/{len(result['cases'])} cases passed"
+        failed = [c for c in check.cases if not c.passed]
+        detail = f"{len(check.cases) - len(failed)}/{len(check.cases)} cases passed"
         if failed:
-            detail += f"; first failure: {failed[0]['label']}: {failed[0]['problem']}"
-        rows.append(Row(submission, name, verdict, " ".join(codes), detail))
+            detail += f"; first failure: {failed[0].label}: {failed[0].problem}"
+        rows.append(Row(submission, name, verdict, " ".join(check.codes), detail))
     return rows
 
 
@@ -125,7 +125,7 @@ def grade_one(path: Path, limit: float) -> dict:
         [
             sys.executable,
             "-m",
-            "tmm_course.grade",
+            "tmm_course.teach.grade",
             "--execute-one",
             str(path),
             "--timeout",

@@ -1,5 +1,5 @@
 """Checks for the exercises. Each takes the learner's launcher and returns a
-:class:`~tmm_course.checking.CheckResult`: a verdict, the cases tried and diagnoses.
+:class:`~tmm_course.check.engine.CheckResult`: a verdict, the cases tried and diagnoses.
 
 Every call draws fresh random inputs over several shapes (1x1, aligned, ragged, tall, skinny,
 and non-contiguous where strides matter).
@@ -12,7 +12,7 @@ from collections.abc import Callable
 import torch
 
 import tmm_course
-from tmm_course.checking import (
+from tmm_course.check.engine import (
     Case,
     CheckResult,
     Trial,

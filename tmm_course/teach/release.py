@@ -1,6 +1,6 @@
 """Write the student copy of the course: every notebook with its solution cells removed.
 
-    python -m tmm_course.release notebooks/ student/
+    python -m tmm_course.teach.release notebooks/ student/
 
 A solution cell is one tagged ``solution`` (or a hidden ``# @title Solution`` form cell). It goes
 whole: source, outputs, metadata and attachments. Every other cell keeps its source and loses

@@ -16,7 +16,8 @@ from dataclasses import dataclass, field
 import torch
 
 import tmm_course
-from tmm_course.memory_guard import OutOfBoundsAccess, only_these_tensors
+from tmm_course.backend import INTERPRETER
+from tmm_course.check.memory_guard import OutOfBoundsAccess, only_these_tensors
 
 CANARY = 12345.0  # written around every output; a store that lands outside changes it
 
@@ -118,6 +119,15 @@ class CheckResult:
             ],
         }
 
+    @classmethod
+    def from_dict(cls, data: dict) -> CheckResult:
+        """The inverse of :meth:`as_dict` (diagnosis messages are looked up by code)."""
+        cases = [
+            Case(c["label"], (), passed=c["passed"], problem=c["problem"]) for c in data["cases"]
+        ]
+        diagnoses = [Diagnosis(code, MESSAGES.get(code, "")) for code in data["codes"]]
+        return cls(data["exercise"], data["passed"], cases, diagnoses)
+
     def _repr_mimebundle_(self, include=None, exclude=None) -> dict:
         return {
             "text/plain": str(self),
@@ -207,7 +217,7 @@ def _gpu_context_lost(error: BaseException) -> bool:
 def _memory_guard(tensors: list[torch.Tensor]):
     """Bounds-check every load and store on the interpreter (a wild pointer there would crash
     the notebook); on a GPU the canaries and poison do the catching."""
-    if tmm_course.BACKEND == "interpreter":
+    if tmm_course.BACKEND == INTERPRETER:
         return only_these_tensors(tensors)
     return contextlib.nullcontext()
 

@@ -1,0 +1,78 @@
+"""The GPU results the package ships: read from the installed package, typed, and complete."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tmm_course.perf import results
+from tmm_course.perf.problems import GOALS
+
+
+@pytest.mark.parametrize("read", [results.bench, results.sweep, results.pitfalls])
+def test_shipped_results_say_where_when_and_how(read):
+    provenance = read().provenance
+    assert provenance.device.startswith("NVIDIA") and provenance.date.count("-") == 2
+    assert {"python", "torch", "triton"} <= set(provenance.versions)
+    assert provenance.command.startswith("python")
+    assert "/root" not in provenance.command and "/home" not in provenance.command
+    assert provenance.device in provenance.where and provenance.date in provenance.where
+
+
+def test_every_shipped_file_has_a_reader():
+    assert results.shipped() == ["bench_h200.json", "pitfalls_h200.json", "sweep_h200.json"]
+
+
+def test_shipped_benchmark_holds_every_goal_checked_and_timed():
+    h200 = results.bench()
+    assert {race.label for race in h200.goals} == {problem.label for problem, _ in GOALS}
+    for race in h200.goals:
+        assert race.wrong == [] and race.error["matmul_fast"] <= race.tolerance
+        assert race.ms["matmul_fast"] > 0 and race.ms["torch.matmul"] > 0
+        ratio = race.ms["torch.matmul"] / race.ms["matmul_fast"]
+        assert race.ratio_to_torch["matmul_fast"] == pytest.approx(ratio)
+        assert race.plan and race.host_us["matmul_fast"] > 0 and race.target
+
+
+def test_shipped_benchmark_has_the_journey_and_host_times():
+    h200 = results.bench()
+    assert {"lesson 4", "grouped order", "persistent + TMA", "matmul_fast"} <= set(
+        h200.journey.contenders
+    )
+    assert "torch.matmul" not in h200.journey.contenders
+    assert "matmul_fast()" in h200.host_us and h200.copy_bandwidth_gbs > 0
+
+
+def test_a_goal_is_found_by_label_and_a_wrong_label_is_named():
+    assert results.bench().goal("1024^3 float16").problem.m == 1024
+    with pytest.raises(KeyError, match="expected one of: 4096"):
+        results.bench().goal("1000^3 float16")
+
+
+def test_sweep_trials_are_configs():
+    row = results.sweep().rows[0]
+    assert row.torch_ms > 0 and all(t.config.block_m >= 16 for t in row.trials)
+
+
+def test_stored_pitfall_figures():
+    lab = results.pitfalls()
+    assert lab.precision_errors["ieee"] < lab.precision_errors["tf32"]
+    assert lab.loop_bound_timing["runtime / constexpr"] > 0
+
+
+def test_a_race_survives_a_round_trip_through_json():
+    race = results.bench().journey
+    again = results.Race.from_dict(json.loads(json.dumps(race.as_dict())))
+    assert again == race
+
+
+def test_a_measured_file_is_read_by_path(tmp_path):
+    path = tmp_path / "bench_mine.json"
+    path.write_text(json.dumps({**results.bench().provenance.as_dict(), "copy_bandwidth_gbs": 1.0}))
+    assert results.bench(path).copy_bandwidth_gbs == 1.0
+
+
+def test_an_unknown_name_says_what_ships():
+    with pytest.raises(FileNotFoundError, match=r"bench_h200\.json"):
+        results.bench("bench_mine.json")

@@ -1,0 +1,200 @@
+"""Lesson 6's capstone, ``matmul_fast``: plan which fast kernel and configuration suit the
+device, shape and dtype, check the call once, and launch it with as little Python as possible."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import torch
+from triton.runtime.errors import OutOfResources
+
+import tmm_course
+from tmm_course import validate
+from tmm_course.backend import GPU
+from tmm_course.kernels.fast import (
+    Config,
+    launch_grouped,
+    launch_persistent_tma,
+    tma_problem,
+)
+from tmm_course.kernels.matmul import check_blocks, check_operands, output_for
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What :func:`matmul_fast` will run, and why."""
+
+    path: str  # "persistent_tma" or "grouped"
+    config: Config
+    reason: str
+
+    def __str__(self) -> str:
+        return f"{self.path} kernel, {self.config}: {self.reason}"
+
+
+PATHS = ("persistent_tma", "grouped")
+
+# Chosen from the H200 sweep, tmm_course/perf/data/sweep_h200.json
+# (python -m tmm_course.perf.bench sweep)
+ON_INTERPRETER = Config(32, 32, 32, group_m=4)
+LARGE_TMA = Config(128, 256, 64, num_warps=8, num_stages=3, subtile=True)
+FLOAT32_TMA = Config(128, 256, 32, num_warps=8, num_stages=3, subtile=True)
+LARGE_GROUPED = Config(128, 256, 64, num_warps=8, num_stages=4)
+MEDIUM_GROUPED = Config(64, 128, 64, num_warps=4, num_stages=4)
+FEW_ROWS = Config(16, 64, 128, num_warps=4, num_stages=4, split_k=4)
+FEW_COLUMNS = Config(64, 16, 128, num_warps=4, num_stages=4, split_k=4)
+SOME_ROWS = Config(64, 64, 128, num_warps=4, num_stages=4)
+
+
+def plan(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None) -> Plan:
+    """Choose a kernel and a configuration for ``a @ b`` (into ``out``) on this backend."""
+    chosen = _plan_by_shape(a, b, out)
+    if a.dtype == torch.float32 and chosen.path == "grouped" and tmm_course.BACKEND == GPU:
+        return Plan("grouped", _for_float32(chosen.config), chosen.reason + "; BLOCK_K halved")
+    return chosen
+
+
+def _for_float32(config: Config) -> Config:
+    """float32 tiles take twice the shared memory per pipeline stage: halve BLOCK_K."""
+    return dataclasses.replace(config, block_k=max(16, config.block_k // 2))
+
+
+def _plan_by_shape(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None) -> Plan:
+    m, n = a.shape[0], b.shape[1]
+    if tmm_course.BACKEND != GPU:
+        return Plan("grouped", ON_INTERPRETER, "the interpreter: small tiles run fastest")
+    if a.dtype == torch.float32 and (why_not := tma_problem(a, b, out)) is None:
+        return Plan("persistent_tma", FLOAT32_TMA, "float32: TF32 tensor cores read B^T by TMA")
+    if m <= 64:
+        return Plan("grouped", FEW_ROWS, f"{m} rows: thin tiles, K split in 4 to fill the SMs")
+    if n <= 64:
+        return Plan("grouped", FEW_COLUMNS, f"{n} columns: thin tiles, K split in 4")
+    if min(m, n) <= 256:
+        return Plan("grouped", SOME_ROWS, "a few hundred rows or columns: small tiles")
+    if m * n < 2048 * 2048:
+        return Plan("grouped", MEDIUM_GROUPED, "too few big tiles to fill every SM")
+    if (why_not := tma_problem(a, b, out)) is None:
+        return Plan("persistent_tma", LARGE_TMA, "large, with 16-byte aligned rows")
+    return Plan("grouped", LARGE_GROUPED, f"large, but no tensor descriptors: {why_not}")
+
+
+def smaller(config: Config) -> Config | None:
+    """The next configuration to try when ``config`` needs more shared memory than the GPU
+    has: one pipeline stage fewer, then half the K depth, then half the larger tile side."""
+    if config.num_stages > 2:
+        return dataclasses.replace(config, num_stages=config.num_stages - 1)
+    if config.block_k > 32:
+        return dataclasses.replace(config, block_k=config.block_k // 2)
+    if max(config.block_m, config.block_n) <= 16:  # tl.dot's smallest tile
+        return None
+    if config.block_m >= config.block_n:
+        return dataclasses.replace(config, block_m=config.block_m // 2)
+    return dataclasses.replace(config, block_n=config.block_n // 2)
+
+
+Launcher = Callable[..., torch.Tensor]
+_READY: dict[tuple, tuple[Launcher, Config]] = {}  # call signature -> checked launch
+
+
+def _signature(t: torch.Tensor) -> tuple:
+    return (t.shape, t.stride(), t.dtype, t.device, t.data_ptr() % 16)
+
+
+def matmul_fast(
+    a: torch.Tensor,
+    b: torch.Tensor,
+    *,
+    precision: str = "tf32",
+    out: torch.Tensor | None = None,
+    path: str | None = None,
+    config: Config | None = None,
+) -> torch.Tensor:
+    """C = A @ B the fastest way this course knows for the device, shape and dtype (see
+    :func:`plan`). ``path`` ("persistent_tma" or "grouped") and ``config`` override the
+    choice; the other arguments are lesson 4's :func:`~tmm_course.kernels.matmul`'s.
+
+    A call shaped like an earlier one (same shapes, strides, dtypes, devices and alignment)
+    skips the checks and the planning it already passed: a small product is over in a few
+    microseconds on a GPU, and Python time would otherwise dominate it."""
+    try:
+        call = (_signature(a), _signature(b), out is None or _signature(out), precision, path,
+                config)  # fmt: skip
+        ready = _READY.get(call)
+    except (AttributeError, TypeError):  # not tensors, say: the checks below say what is wrong
+        call = ready = None
+    if ready is not None:
+        launch, chosen_config = ready
+        if out is None:
+            out = torch.empty((a.shape[0], b.shape[1]), dtype=a.dtype, device=a.device)
+        return launch(a, b, out, chosen_config, precision, call)
+    check_operands(a, b, precision)
+    out = output_for(a, b, out)
+    launch, chosen_config = _prepare(a, b, out, path, config)
+    while True:  # a GPU with less shared memory than the plan assumed gets a smaller config
+        try:
+            launch(a, b, out, chosen_config, precision, call)
+            break
+        except OutOfResources as exc:
+            if config is not None:
+                raise validate.KernelInputError(
+                    f"config={config} needs more shared memory than this GPU has ({exc}). "
+                    "Fix: fewer num_stages, a smaller block_k, or config=None to let plan() "
+                    "choose."
+                ) from exc
+            chosen_config = smaller(chosen_config)
+            if chosen_config is None:
+                raise
+    if call is not None and len(_READY) < 4096:
+        _READY[call] = (launch, chosen_config)
+    return out
+
+
+def _prepare(
+    a: torch.Tensor,
+    b: torch.Tensor,
+    out: torch.Tensor,
+    path: str | None,
+    config: Config | None,
+) -> tuple[Launcher, Config]:
+    """Choose the kernel and configuration for checked operands: what matmul_fast will run."""
+    chosen = plan(a, b, out)
+    if path is not None and path != chosen.path:
+        if path not in PATHS:
+            raise validate.KernelInputError(
+                f"path={path!r}: expected one of {', '.join(PATHS)}, or None to let plan() choose."
+            )
+        reason = tma_problem(a, b, out) if path == "persistent_tma" else None
+        if reason is not None:
+            raise validate.KernelInputError(
+                f"path='persistent_tma' cannot run here: {reason}. Expected tensors whose rows "
+                "are contiguous and 16-byte aligned, on a Hopper GPU or the interpreter. "
+                "Fix: path='grouped', or make K and N multiples of 8 (float16) or 4 (float32)."
+            )
+        on_gpu = {"persistent_tma": LARGE_TMA, "grouped": LARGE_GROUPED}[path]
+        if a.dtype == torch.float32:
+            on_gpu = FLOAT32_TMA if path == "persistent_tma" else _for_float32(on_gpu)
+        chosen = Plan(path, on_gpu if tmm_course.BACKEND == GPU else ON_INTERPRETER, "asked for")
+    if config is not None and not isinstance(config, Config):
+        raise validate.KernelInputError(
+            f"config is a {type(config).__name__}; expected a Config. Fix: "
+            "config=tmm_course.kernels.fast.Config(block_m=64, block_n=64, block_k=32)."
+        )
+    config = config or chosen.config
+    check_blocks((config.block_m, config.block_n, config.block_k))
+    if a.shape[0] == 0 or b.shape[1] == 0:
+        return _nothing_to_do, config
+    if a.shape[1] == 0:
+        return _zeros, config
+    if chosen.path == "persistent_tma":
+        return launch_persistent_tma, config
+    return launch_grouped, config
+
+
+def _nothing_to_do(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, *_: object) -> torch.Tensor:
+    return out
+
+
+def _zeros(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, *_: object) -> torch.Tensor:
+    return out.zero_()  # K = 0: every sum is empty

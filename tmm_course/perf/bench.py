@@ -1,0 +1,199 @@
+"""The benchmark command: our kernels against ``torch.matmul`` (cuBLAS), same dtype, shape,
+layout and precision, correctness checked first, timed interleaved, reported as ratios.
+
+On a GPU::
+
+    python -m tmm_course.perf.bench --out bench_mine.json               # goals, journey, host
+    python -m tmm_course.perf.bench sweep --out sweep_mine.json         # every configuration
+
+writes TFLOP/s, ratios to torch, the fraction of the measured peak, host launch time, GPU
+clocks, and where, when and how it was measured. The committed H200 files live in
+``tmm_course/perf/data`` (read them with :mod:`tmm_course.perf.results`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import statistics
+import sys
+from pathlib import Path
+
+import torch
+
+import tmm_course
+from tmm_course.backend import GPU
+from tmm_course.kernels import dispatch, fast
+from tmm_course.perf import journey, results, tuning
+from tmm_course.perf.measure import (
+    copy_bandwidth_gbs,
+    device_ms,
+    gpu_clocks,
+    host_microseconds,
+    race,
+    torch_precision,
+)
+from tmm_course.perf.problems import FINALS, GOALS, JOURNEY_PROBLEM, SWEEPS, Problem
+
+
+def suite_goals(rounds: int) -> list[dict]:
+    rows = []
+    for problem, target in GOALS:
+        a, b = problem.operands()
+        row = race(problem, {"matmul_fast": dispatch.matmul_fast}, rounds, (a, b))
+        row = dataclasses.replace(row, target=target, plan=str(dispatch.plan(a, b)))
+        rows.append(row.as_dict())
+        print(f"{problem.label:28s} ratio {row.ratio_to_torch['matmul_fast']:.3f} "
+              f"(goal {target:.2f}) host {row.host_us['matmul_fast']:.0f} us "
+              f"vs {row.host_us['torch.matmul']:.0f} us  {row.plan}", flush=True)  # fmt: skip
+    return rows
+
+
+def suite_journey(rounds: int) -> list[dict]:
+    a, b = JOURNEY_PROBLEM.operands()
+    steps = journey.runnable(a, b)
+    row = race(JOURNEY_PROBLEM, {s.name: s.run for s in steps}, rounds, (a, b))
+    for step in steps:
+        print(f"{step.name:18s} ratio {row.ratio_to_torch.get(step.name, float('nan')):.3f}")
+    row = dataclasses.replace(row, steps=[{"name": s.name, "change": s.change} for s in steps])
+    return [row.as_dict()]
+
+
+def suite_sweep(rounds: int) -> list[dict]:
+    """Every configuration of SWEEPS, timed by CUDA-graph replays (device time alone, so the
+    ranking is not blurred by Python overheads); torch.matmul timed the same way."""
+    launchers = {
+        "grouped": journey.grouped_launcher,
+        "persistent_tma": journey.persistent_tma_launcher,
+    }
+    rows = []
+    for problem, kernels in SWEEPS.items():
+        a, b = problem.operands()
+        reference = lambda a=a, b=b: torch.matmul(a, b)
+        row = {"problem": problem.as_dict(), "kernels": {}}
+        with torch_precision(problem):
+            torch_ms = [device_ms(reference)]
+            for name, configs in kernels.items():
+                trials = tuning.sweep(
+                    launchers[name], configs, a, b, problem.tolerance(), progress=False,
+                    timer=device_ms,
+                )  # fmt: skip
+                row["kernels"][name] = [t.as_dict() for t in trials]
+                torch_ms.append(device_ms(reference))
+        row["torch_ms"] = statistics.median(torch_ms)
+        for name, trials in row["kernels"].items():
+            for t in sorted((t for t in trials if t["ms"]), key=lambda t: t["ms"])[:3]:
+                print(f"{problem.label:28s} {name:15s} {row['torch_ms'] / t['ms']:.3f}x {t}")
+            for t in (t for t in trials if not t["ms"]):
+                print(f"{problem.label:28s} {name:15s} failed {t}", flush=True)
+        rows.append(row)
+    return rows
+
+
+def suite_finals(rounds: int) -> list[dict]:
+    """The sweep's front runners per problem, raced interleaved against torch.matmul."""
+    rows = []
+    for problem, kernels in FINALS.items():
+        contenders = {
+            f"{name} {config}": (lambda a, b, name=name, config=config:
+                                 dispatch.matmul_fast(a, b, path=name, config=config))
+            for name, configs in kernels.items()
+            for config in configs
+        }  # fmt: skip
+        row = race(problem, contenders, rounds)
+        for name in contenders:
+            ratio = row.ratio_to_torch.get(name, float("nan"))
+            print(f"{problem.label:24s} {ratio:.3f}  {name}", flush=True)
+        rows.append(row.as_dict())
+    return rows
+
+
+def suite_host(rounds: int) -> list[dict]:
+    """Where a call's host microseconds go, float16 1024^3 (device time is about 10 us)."""
+    from tmm_course.kernels.matmul import check_operands, matmul
+
+    problem = Problem(1024, 1024, 1024)
+    a, b = problem.operands()
+    c = torch.empty(1024, 1024, dtype=a.dtype, device=a.device)
+    parts = {
+        "torch.matmul": lambda: torch.matmul(a, b),
+        "torch.empty for C": lambda: torch.empty(1024, 1024, dtype=a.dtype, device=a.device),
+        "input checks": lambda: check_operands(a, b, "tf32"),
+        "plan()": lambda: dispatch.plan(a, b, c),
+        "3 tensor descriptors": lambda: [
+            fast.TensorDescriptor.from_tensor(t, [64, 64]) for t in (a, b, c)
+        ],
+        "grouped kernel launch": lambda: fast.launch_grouped(a, b, c, dispatch.MEDIUM_GROUPED),
+        "grouped launch, split-K 4": lambda: fast.launch_grouped(
+            a, b, c, fast.Config(64, 64, 64, split_k=4)
+        ),
+        "persistent kernel launch": lambda: fast.launch_persistent_tma(a, b, c, dispatch.LARGE_TMA),
+        "lesson 4 matmul()": lambda: matmul(a, b),
+        "matmul_fast()": lambda: dispatch.matmul_fast(a, b),
+    }
+    for fn in parts.values():
+        fn()
+    host = {name: statistics.median(host_microseconds(fn) for _ in range(rounds))
+            for name, fn in parts.items()}  # fmt: skip
+    for name, us in host.items():
+        print(f"host {name:28s} {us:6.1f} us")
+    return [{"problem": problem.as_dict(), "host_us": host}]
+
+
+def add_peak_fractions(rows: list[dict]) -> dict[str, float]:
+    """The best torch.matmul TFLOP/s per dtype stands for the measured peak; each row gets the
+    fraction of it every contender reached."""
+    peaks: dict[str, float] = {}
+    for row in rows:
+        kind = row["problem"]["kind"]
+        peaks[kind] = max(peaks.get(kind, 0.0), row["tflops"]["torch.matmul"])
+    for row in rows:
+        peak = peaks[row["problem"]["kind"]]
+        row["fraction_of_peak"] = {n: t / peak for n, t in row["tflops"].items()}
+    return peaks
+
+
+SUITES = {
+    "goals": suite_goals,
+    "journey": suite_journey,
+    "sweep": suite_sweep,
+    "host": suite_host,
+    "finals": suite_finals,
+}
+
+
+DEFAULT = ("goals", "journey", "host")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="Race the course's kernels against torch.matmul.")
+    parser.add_argument(
+        "suites", nargs="*", help=f"any of {', '.join(SUITES)} (default: {' '.join(DEFAULT)})"
+    )
+    parser.add_argument("--out", type=Path, required=True, help="JSON file to write")
+    parser.add_argument("--rounds", type=int, default=5, help="interleaved rounds per problem")
+    args = parser.parse_args(argv)
+    unknown = sorted(set(args.suites) - set(SUITES))
+    if unknown:
+        parser.error(f"unknown suite(s) {', '.join(unknown)}; expected any of {', '.join(SUITES)}")
+    if tmm_course.BACKEND != GPU:
+        print("error: timings need compiled Triton on a GPU; the interpreter's are meaningless. "
+              "The committed H200 results ship in tmm_course/perf/data.",
+              file=sys.stderr)  # fmt: skip
+        return 2
+    torch.manual_seed(0)
+    data = results.provenance("tmm_course.perf.bench", argv)
+    data["clocks_before"] = gpu_clocks()
+    data["copy_bandwidth_gbs"] = copy_bandwidth_gbs()
+    for suite in args.suites or DEFAULT:
+        data[suite] = SUITES[suite](args.rounds)
+        results.write(args.out, data)  # after each suite: a long run keeps what it measured
+    if "goals" in data:
+        data["peak_tflops"] = add_peak_fractions(data["goals"])
+    data["clocks_after"] = gpu_clocks()
+    results.write(args.out, data)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

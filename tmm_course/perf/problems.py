@@ -1,0 +1,165 @@
+"""The problems the benchmark races and the configurations its sweeps try, as data.
+
+A :class:`Problem` is one product C = A @ B; ``GOALS`` are ``matmul_fast``'s targets on an H200,
+``SWEEPS`` the tile configurations tried per problem and kernel, ``FINALS`` the sweep's front
+runners raced once more.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+import torch
+
+import tmm_course
+from tmm_course.kernels.fast import Config
+from tmm_course.numerics import tolerance
+
+
+@dataclass(frozen=True)
+class Problem:
+    """C = A @ B with A (m, k), B (k, n), both row-major, in ``dtype``."""
+
+    m: int
+    n: int
+    k: int
+    dtype: str = "float16"
+    precision: str = "tf32"  # how float32 products are formed, on both sides
+
+    @property
+    def kind(self) -> str:
+        """The dtype, and for float32 how products are formed: "float32 (tf32)"."""
+        return f"float32 ({self.precision})" if self.dtype == "float32" else self.dtype
+
+    @property
+    def label(self) -> str:
+        shape = f"{self.m}^3" if self.m == self.n == self.k else f"{self.m}x{self.n}x{self.k}"
+        return f"{shape} {self.kind}"
+
+    def as_dict(self) -> dict:
+        return {**asdict(self), "kind": self.kind, "label": self.label}
+
+    def tolerance(self) -> float:
+        """The error bound its results must meet on this backend."""
+        return tolerance(getattr(torch, self.dtype), tmm_course.BACKEND, self.precision)
+
+    def operands(self, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
+        gen = torch.Generator(device=tmm_course.DEVICE).manual_seed(seed)
+        dtype = getattr(torch, self.dtype)
+        new = lambda r, c: torch.randn(r, c, device=tmm_course.DEVICE, generator=gen).to(dtype)
+        return new(self.m, self.k), new(self.k, self.n)
+
+
+# The goals on an H200: problem -> lowest acceptable ratio torch time / our time
+GOALS = (
+    *(
+        (Problem(m, n, k, dtype), target)
+        for (m, n, k, target) in [
+            (4096, 4096, 4096, 1.0), (8192, 8192, 8192, 1.0), (1024, 1024, 1024, 0.8),
+            (16, 4096, 4096, 0.8), (128, 4096, 4096, 0.8), (4096, 4096, 4093, 1.0),
+        ]
+        for dtype in ("float16", "bfloat16")
+    ),
+    (Problem(4096, 4096, 4096, "float32", "tf32"), 0.8),
+)  # fmt: skip
+JOURNEY_PROBLEM = Problem(4096, 4096, 4096)
+
+
+_LARGE_TMA = (
+    Config(128, 256, 64, num_warps=8, num_stages=3),
+    Config(128, 256, 64, num_warps=8, num_stages=3, group_m=4),
+    Config(128, 256, 64, num_warps=8, num_stages=3, group_m=16),
+    Config(128, 256, 64, num_warps=8, num_stages=3, subtile=True),
+    Config(128, 256, 64, num_warps=8, num_stages=4, subtile=True),
+    Config(256, 128, 64, num_warps=8, num_stages=3),
+    Config(256, 128, 64, num_warps=8, num_stages=4, subtile=True),
+    Config(128, 256, 32, num_warps=8, num_stages=6, subtile=True),
+)
+_LARGE_GROUPED = (
+    Config(128, 256, 64, num_warps=8, num_stages=3),
+    Config(128, 256, 64, num_warps=8, num_stages=4),
+    Config(128, 256, 32, num_warps=8, num_stages=5),
+    Config(256, 128, 64, num_warps=8, num_stages=3),
+    Config(128, 128, 32, num_warps=4, num_stages=4),
+)
+_FEW_ROWS = (
+    Config(64, 64, 128, num_warps=4, num_stages=4),
+    Config(64, 64, 128, num_warps=4, num_stages=4, split_k=2),
+    Config(64, 128, 128, num_warps=4, num_stages=4, split_k=4),
+    Config(16, 64, 128, num_warps=4, num_stages=4, split_k=4),
+    Config(32, 128, 128, num_warps=4, num_stages=4, split_k=4),
+    Config(64, 128, 64, num_warps=4, num_stages=5, split_k=4),
+    Config(64, 64, 256, num_warps=4, num_stages=3, split_k=4),
+    Config(16, 32, 256, num_warps=4, num_stages=3),
+    Config(32, 64, 256, num_warps=4, num_stages=3, split_k=2),
+    Config(128, 128, 64, num_warps=8, num_stages=4, split_k=4),
+    Config(64, 128, 128, num_warps=4, num_stages=3, split_k=2),
+    Config(128, 64, 128, num_warps=4, num_stages=4, split_k=4),
+    Config(128, 128, 64, num_warps=8, num_stages=4, split_k=2),
+    Config(64, 64, 128, num_warps=4, num_stages=4, split_k=4),
+    Config(128, 256, 64, num_warps=8, num_stages=3, split_k=4),
+    Config(64, 128, 64, num_warps=4, num_stages=4, split_k=4),
+    Config(128, 64, 64, num_warps=4, num_stages=4, split_k=8),
+)
+_MEDIUM = (
+    Config(64, 64, 64, num_warps=4, num_stages=4, group_m=4),
+    Config(128, 64, 64, num_warps=4, num_stages=4),
+    Config(64, 128, 64, num_warps=4, num_stages=4),
+    Config(128, 128, 64, num_warps=8, num_stages=4, split_k=2),
+    Config(64, 64, 128, num_warps=4, num_stages=3),
+    Config(128, 64, 64, num_warps=4, num_stages=3, split_k=2),
+    Config(64, 64, 64, num_warps=4, num_stages=4, split_k=2),
+    Config(128, 128, 64, num_warps=4, num_stages=3),
+    Config(64, 128, 64, num_warps=4, num_stages=4, split_k=2),
+    Config(128, 128, 32, num_warps=4, num_stages=4, split_k=2),
+)
+_FLOAT32_TMA = (
+    Config(128, 128, 32, num_warps=8, num_stages=3),
+    Config(128, 128, 32, num_warps=8, num_stages=4),
+    Config(128, 256, 32, num_warps=8, num_stages=3, subtile=True),
+    Config(128, 64, 32, num_warps=4, num_stages=4),
+    Config(256, 128, 32, num_warps=8, num_stages=3, subtile=True),
+    Config(128, 128, 32, num_warps=4, num_stages=4),
+    Config(128, 256, 16, num_warps=8, num_stages=4, subtile=True),
+    Config(128, 128, 64, num_warps=8, num_stages=2),
+)
+# problem -> kernel -> configurations tried (python -m tmm_course.perf.bench sweep)
+SWEEPS = {
+    Problem(4096, 4096, 4096): {"persistent_tma": _LARGE_TMA, "grouped": _LARGE_GROUPED},
+    Problem(8192, 8192, 8192): {"persistent_tma": _LARGE_TMA, "grouped": _LARGE_GROUPED[:2]},
+    Problem(1024, 1024, 1024): {"grouped": _MEDIUM, "persistent_tma": _MEDIUM[:4]},
+    Problem(16, 4096, 4096): {"grouped": _FEW_ROWS},
+    Problem(128, 4096, 4096): {"grouped": _FEW_ROWS},
+    Problem(4096, 4096, 4093): {"grouped": _LARGE_GROUPED},
+    Problem(4096, 4096, 4096, "float32"): {"persistent_tma": _FLOAT32_TMA},
+}  # fmt: skip
+
+
+
+# problem -> contenders raced interleaved: the sweep's front runners
+FINALS = {
+    Problem(4096, 4096, 4096): {"persistent_tma": (
+        Config(128, 256, 64, num_warps=8, num_stages=3, subtile=True),
+        Config(128, 256, 64, num_warps=8, num_stages=3, subtile=True, flatten=False),
+        Config(128, 256, 64, num_warps=8, num_stages=3, group_m=16, subtile=True),
+        Config(128, 256, 64, num_warps=8, num_stages=3, group_m=16),
+        Config(128, 256, 64, num_warps=8, num_stages=4, subtile=True),
+    )},
+    Problem(1024, 1024, 1024): {"grouped": (
+        Config(64, 128, 64, num_warps=4, num_stages=4),
+        Config(64, 64, 64, num_warps=4, num_stages=4, group_m=4),
+        Config(128, 64, 64, num_warps=4, num_stages=4),
+    ), "persistent_tma": (Config(64, 128, 64, num_warps=4, num_stages=4),)},
+    Problem(128, 4096, 4096): {"grouped": (
+        Config(64, 64, 128, num_warps=4, num_stages=4),
+        Config(64, 128, 64, num_warps=4, num_stages=4, split_k=4),
+        Config(64, 64, 128, num_warps=4, num_stages=3),
+        Config(64, 128, 128, num_warps=4, num_stages=3),
+        Config(32, 128, 128, num_warps=4, num_stages=4),
+    )},
+    Problem(4096, 4096, 4096, "float32"): {"persistent_tma": (
+        Config(128, 256, 32, num_warps=8, num_stages=3, subtile=True),
+        Config(128, 256, 32, num_warps=8, num_stages=3, group_m=16, subtile=True),
+        Config(128, 256, 32, num_warps=8, num_stages=3, subtile=True, flatten=False),
+    )},
+}  # fmt: skip

@@ -1,0 +1,262 @@
+"""GPU measurements as typed records: the files the package ships (``tmm_course/perf/data``,
+read with :mod:`importlib.resources`, so they work from an installed wheel) and the files the
+benchmark commands write, each carrying where, when and how it was measured.
+
+    from tmm_course.perf import results
+    h200 = results.bench()                   # the committed H200 benchmark
+    h200.journey.ratio_to_torch["matmul_fast"], h200.provenance.where
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import json
+import platform
+import sys
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+
+import torch
+
+from tmm_course.kernels.fast import Config
+from tmm_course.perf.problems import Problem
+
+DATA_PACKAGE = "tmm_course.perf"
+DATA_FOLDER = "data"
+REFERENCE = "torch.matmul"
+
+
+@dataclass(frozen=True)
+class Provenance:
+    """Where, when and how a results file was measured."""
+
+    device: str
+    capability: tuple[int, int]
+    versions: dict[str, str]
+    date: str
+    command: str
+
+    @property
+    def where(self) -> str:
+        """'NVIDIA H200, 2026-11-30, torch 2.11.0+cu130, triton 3.6.0'."""
+        v = self.versions
+        return f"{self.device}, {self.date}, torch {v['torch']}, triton {v['triton']}"
+
+    @classmethod
+    def from_dict(cls, data: dict) -> Provenance:
+        return cls(
+            device=data["device"],
+            capability=tuple(data["capability"]),
+            versions=dict(data["versions"]),
+            date=data["date"],
+            command=data["command"],
+        )
+
+    def as_dict(self) -> dict:
+        return {**dataclasses.asdict(self), "capability": list(self.capability)}
+
+
+def _problem(data: dict) -> Problem:
+    return Problem(data["m"], data["n"], data["k"], data["dtype"], data["precision"])
+
+
+@dataclass(frozen=True)
+class Race:
+    """Contenders raced against torch.matmul on one problem: errors, medians and ratios."""
+
+    problem: Problem
+    tolerance: float
+    error: dict[str, float]
+    wrong: list[str]
+    ms: dict[str, float]
+    tflops: dict[str, float]
+    ratio_to_torch: dict[str, float]
+    host_us: dict[str, float]
+    device_ms: dict[str, float | None]  # from CUDA-graph replays: no host time at all
+    device_ratio_to_torch: dict[str, float]
+    target: float | None = None  # goals: the lowest acceptable ratio
+    plan: str | None = None  # goals: what matmul_fast chose
+    fraction_of_peak: dict[str, float] = field(default_factory=dict)
+    steps: list[dict[str, str]] = field(default_factory=list)  # journey: name and change
+
+    @property
+    def label(self) -> str:
+        return self.problem.label
+
+    @property
+    def contenders(self) -> list[str]:
+        """Every timed name but the reference, in the order raced."""
+        return [name for name in self.ratio_to_torch if name != REFERENCE]
+
+    @classmethod
+    def from_dict(cls, data: dict) -> Race:
+        known = {f.name for f in dataclasses.fields(cls)}
+        values = {k: v for k, v in data.items() if k in known}
+        values["problem"] = _problem(data["problem"])
+        values["device_ms"] = data.get("device_ms_cuda_graph", data.get("device_ms", {}))
+        return cls(**values)
+
+    def as_dict(self) -> dict:
+        data = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        data["problem"] = self.problem.as_dict()
+        data["device_ms_cuda_graph"] = data.pop("device_ms")
+        return data
+
+
+@dataclass(frozen=True)
+class Bench:
+    """``python -m tmm_course.perf.bench``: goals, the journey and host times."""
+
+    provenance: Provenance
+    copy_bandwidth_gbs: float
+    goals: list[Race]
+    journey: Race | None
+    host_us: dict[str, float]  # where a 1024^3 float16 call's host time goes
+    peak_tflops: dict[str, float]  # the best torch.matmul rate per kind
+
+    def goal(self, label: str) -> Race:
+        """The goal race labelled ``label``, e.g. "1024^3 float16"."""
+        for race in self.goals:
+            if race.label == label:
+                return race
+        known = ", ".join(r.label for r in self.goals)
+        raise KeyError(f"no goal labelled {label!r}; expected one of: {known}")
+
+    @classmethod
+    def from_dict(cls, data: dict) -> Bench:
+        return cls(
+            provenance=Provenance.from_dict(data),
+            copy_bandwidth_gbs=data["copy_bandwidth_gbs"],
+            goals=[Race.from_dict(r) for r in data.get("goals", [])],
+            journey=Race.from_dict(data["journey"][0]) if data.get("journey") else None,
+            host_us=data["host"][0]["host_us"] if data.get("host") else {},
+            peak_tflops=data.get("peak_tflops", {}),
+        )
+
+
+@dataclass(frozen=True)
+class SweepTrial:
+    """One configuration of a sweep: device milliseconds (None if it failed) and its error."""
+
+    kernel: str
+    config: Config
+    ms: float | None
+    error: float | None
+    failure: str | None
+
+
+@dataclass(frozen=True)
+class SweepRow:
+    """Every configuration tried on one problem, and torch.matmul timed the same way."""
+
+    problem: Problem
+    trials: list[SweepTrial]
+    torch_ms: float
+
+    @classmethod
+    def from_dict(cls, data: dict) -> SweepRow:
+        names = {f.name for f in dataclasses.fields(Config)}
+        trials = [
+            SweepTrial(
+                kernel,
+                Config(**{k: v for k, v in t.items() if k in names}),
+                t["ms"],
+                t["error"],
+                t["failure"],
+            )
+            for kernel, rows in data["kernels"].items()
+            for t in rows
+        ]
+        return cls(_problem(data["problem"]), trials, data["torch_ms"])
+
+
+@dataclass(frozen=True)
+class Sweep:
+    """``python -m tmm_course.perf.bench sweep``: every configuration per problem."""
+
+    provenance: Provenance
+    rows: list[SweepRow]
+
+    @classmethod
+    def from_dict(cls, data: dict) -> Sweep:
+        return cls(Provenance.from_dict(data), [SweepRow.from_dict(r) for r in data["sweep"]])
+
+
+@dataclass(frozen=True)
+class Pitfalls:
+    """``python -m tmm_course.perf.pitfalls``: the pitfalls lab's GPU-only figures."""
+
+    provenance: Provenance
+    precision_errors: dict[str, float]  # float32 512^3: input_precision -> error
+    accumulator_error_curve: dict[str, list[float]]  # "K" and one rms list per accumulator
+    loop_bound_timing: dict[str, float]  # runtime K against constexpr K
+
+    @classmethod
+    def from_dict(cls, data: dict) -> Pitfalls:
+        return cls(
+            Provenance.from_dict(data),
+            data["precision_errors_512"],
+            data["accumulator_error_curve"],
+            data["loop_bound_timing"],
+        )
+
+
+def _read(name: str | Path) -> dict:
+    """A results file: a path, or the name of one the package ships."""
+    path = Path(name)
+    if path.suffix == ".json" and (path.is_absolute() or path.parent != Path(".")):
+        return json.loads(path.read_text(encoding="utf-8"))
+    shipped = resources.files(DATA_PACKAGE) / DATA_FOLDER / str(name)
+    if not shipped.is_file():
+        available = sorted(p.name for p in (resources.files(DATA_PACKAGE) / DATA_FOLDER).iterdir())
+        raise FileNotFoundError(
+            f"no results file {str(name)!r} ships with tmm_course; expected one of "
+            f"{', '.join(available)}, or a path to a file you measured (e.g. './bench_mine.json')."
+        )
+    return json.loads(shipped.read_text(encoding="utf-8"))
+
+
+def shipped() -> list[str]:
+    """The names of the results files the package ships."""
+    return sorted(p.name for p in (resources.files(DATA_PACKAGE) / DATA_FOLDER).iterdir())
+
+
+def bench(name: str | Path = "bench_h200.json") -> Bench:
+    """A benchmark file: shipped (by name) or measured (by path)."""
+    return Bench.from_dict(_read(name))
+
+
+def sweep(name: str | Path = "sweep_h200.json") -> Sweep:
+    """A sweep file: shipped (by name) or measured (by path)."""
+    return Sweep.from_dict(_read(name))
+
+
+def pitfalls(name: str | Path = "pitfalls_h200.json") -> Pitfalls:
+    """A pitfalls-lab file: shipped (by name) or measured (by path)."""
+    return Pitfalls.from_dict(_read(name))
+
+
+def provenance(module: str, argv: list[str] | None = None) -> dict:
+    """Device, capability, versions, date and the command (``python -m module args``)."""
+    import triton
+
+    args = sys.argv[1:] if argv is None else argv
+    return Provenance(
+        device=torch.cuda.get_device_name(0),
+        capability=tuple(torch.cuda.get_device_capability(0)),
+        versions={
+            "python": platform.python_version(),
+            "torch": torch.__version__,
+            "triton": triton.__version__,
+        },
+        date=datetime.date.today().isoformat(),
+        command=" ".join(["python", "-m", module, *args]),
+    ).as_dict()
+
+
+def write(path: Path, data: dict) -> None:
+    """Write measurements as indented JSON, creating the folder if needed."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
