@@ -38,3 +38,9 @@ def run_python(code: str, **env: str) -> subprocess.CompletedProcess:
 @pytest.fixture
 def device() -> torch.device:
     return tmm_course.DEVICE
+
+
+if os.environ.get("TMM_EXPECT_INSTALLED"):  # the version matrix tests the installed package
+    assert ROOT / "tmm_course" not in Path(tmm_course.__file__).resolve().parents, (
+        f"tmm_course was imported from the checkout ({tmm_course.__file__}), not the install"
+    )

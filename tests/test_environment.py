@@ -54,14 +54,17 @@ def test_bf16_note_on_interpreter_only():
     assert "float16" in note.fix
 
 
-def test_gpu_below_capability_8_is_flagged_with_the_colab_fix():
+def test_gpu_before_ampere_is_noted_with_what_it_leaves_out():
     (problem,) = find_problems("gpu", "3.6.0", "2.3.0", (7, 5), "Tesla T4")
-    assert problem.code == "old_gpu"
-    assert (
-        "Tesla T4 has compute capability 7.5, below Triton's stated minimum of 8.0"
-        in problem.message
-    )
+    assert problem.code == "before_ampere" and problem.severity == "note"
+    assert "Tesla T4 has compute capability 7.5, before Ampere" in problem.message
+    for skipped in ("bfloat16", "TF32", "pipelining", "TMA"):
+        assert skipped in problem.message
     assert "Change runtime type" in problem.fix
+
+
+def test_an_ampere_gpu_has_no_note():
+    assert find_problems("gpu", "3.6.0", "2.3.0", (8, 0), "NVIDIA A100") == []
 
 
 def test_report_lines_carry_message_and_fix():
@@ -78,7 +81,8 @@ def test_report_lines_carry_message_and_fix():
     )
     text = str(env)
     assert "gpu       : Tesla T4 (compute capability 7.5)" in text
-    assert "warning   : Tesla T4 has compute capability 7.5" in text and "Fix: on Colab" in text
+    assert "tier      : before Ampere" in text
+    assert "note      : Tesla T4 has compute capability 7.5" in text and "Fix: nothing" in text
 
 
 def test_report_prints_and_returns_this_machine(capsys):
@@ -102,7 +106,7 @@ def test_import_warns_for_old_triton_with_new_numpy():
     assert "pip install 'numpy<2.4'" in out.stderr
 
 
-def test_import_warns_for_an_old_gpu():
+def test_import_notes_a_gpu_before_ampere_without_warning():
     code = (
         "import torch\n"
         "torch.cuda.is_available = lambda: True\n"
@@ -114,4 +118,4 @@ def test_import_warns_for_an_old_gpu():
     out = run_python(code)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "gpu"
-    assert "EnvironmentWarning: Tesla T4 has compute capability 7.5" in out.stderr
+    assert "EnvironmentWarning" not in out.stderr  # a T4 runs the course: a note, not a warning

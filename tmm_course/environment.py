@@ -7,6 +7,7 @@ import re
 from dataclasses import dataclass, field
 
 from tmm_course.backend import GPU, INTERPRETER
+from tmm_course.gpu import Gpu
 
 TRITON_MIN_CAPABILITY = (8, 0)
 
@@ -38,6 +39,13 @@ class Environment:
     numpy: str
     problems: tuple[KnownIssue, ...] = field(default=())
 
+    @property
+    def tier(self) -> str:
+        """No GPU, before Ampere, Ampere or Ada, Hopper or newer (see :mod:`tmm_course.gpu`)."""
+        if self.backend == INTERPRETER or self.capability is None:
+            return "no GPU: Triton's interpreter, float16 and float32"
+        return Gpu(self.gpu_name or "GPU", tuple(self.capability), 0, 0).tier
+
     def lines(self) -> list[str]:
         """The report as lines of text."""
         gpu = "none" if self.gpu_name is None else self.gpu_name
@@ -53,6 +61,7 @@ class Environment:
             f"triton    : {self.triton}",
             f"numpy     : {self.numpy}",
         ]
+        out.append(f"tier      : {self.tier}")
         for p in self.problems:
             out.append(f"{p.severity:10}: {p}")
         return out
@@ -105,16 +114,18 @@ def find_problems(
             )
         )
     if capability is not None and tuple(capability) < TRITON_MIN_CAPABILITY:
-        name = gpu_name or "This GPU"
+        here = Gpu(gpu_name or "This GPU", tuple(capability), 0, 0)
         problems.append(
             KnownIssue(
-                "old_gpu",
-                f"{name} has compute capability {capability[0]}.{capability[1]}, below "
-                f"Triton's stated minimum of {TRITON_MIN_CAPABILITY[0]}.{TRITON_MIN_CAPABILITY[1]}"
-                " (Colab's free T4 is 7.5): some kernels may fail to compile (bfloat16, "
-                "tensor descriptors) and timings are not representative.",
-                "on Colab pick an L4 or A100 (Runtime > Change runtime type), or run on the "
-                "CPU: %env TMM_BACKEND=interpreter before `import tmm_course`.",
+                "before_ampere",
+                f"{here.name} has compute capability {capability[0]}.{capability[1]}, before "
+                "Ampere (Triton's stated minimum is 8.0; Colab's free T4 is 7.5). Triton still "
+                "compiles tl.dot here, without tensor cores, and every lesson runs; left out: "
+                + "; ".join(here.skipped())
+                + ".",
+                "nothing needed. For tensor cores, bfloat16 and TF32 pick an L4 or A100 on Colab "
+                "(Runtime > Change runtime type); for lesson 6's TMA step, an H100.",
+                severity="note",
             )
         )
     return problems

@@ -42,6 +42,16 @@ def dtype(name: str, value: torch.Tensor, allowed: Iterable[torch.dtype], backen
             f"{name} has dtype {_name(value.dtype)}, expected one of: {names}. "
             f"Fix: {name}.to(torch.{_name(allowed[0])})."
         )
+    if value.dtype == torch.bfloat16 and backend != INTERPRETER:
+        from tmm_course import gpu
+
+        here = gpu.current()
+        if here is not None and not here.bfloat16:
+            raise KernelInputError(
+                f"{name} is bfloat16, which {here.name} (compute capability "
+                f"{here.capability[0]}.{here.capability[1]}) cannot compute: bfloat16 needs 8.0 "
+                f"(Ampere) or newer. Fix: {name}.to(torch.float16)."
+            )
     if value.dtype == torch.bfloat16 and backend == INTERPRETER:
         raise KernelInputError(
             f"{name} is bfloat16, which Triton's interpreter computes wrongly (its tl.dot "

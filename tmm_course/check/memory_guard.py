@@ -10,6 +10,9 @@ or the launch stops with :class:`OutOfBoundsAccess`, which says where the lane p
 from __future__ import annotations
 
 import contextlib
+import functools
+import inspect
+import warnings
 from collections.abc import Iterator, Sequence
 
 import numpy as np
@@ -44,9 +47,48 @@ def _stray(ptrs: np.ndarray, mask: np.ndarray, size: int, ranges: np.ndarray) ->
     return active[~inside]
 
 
+# the leading parameters the guard reads; the rest (cache and eviction hints) differ between
+# Triton versions (3.6: cache_modifier, eviction_policy; 3.9: cache_policy) and pass through
+LOAD_PARAMETERS = ("self", "ptrs", "mask", "other")
+STORE_PARAMETERS = ("self", "ptrs", "value", "mask")
+
+
+def unsupported_reason() -> str | None:
+    """Why the guard cannot hook this Triton's interpreter, or None if it can."""
+    import triton
+
+    try:
+        from triton.runtime import interpreter
+    except ImportError as exc:  # pragma: no cover - an interpreter moved elsewhere
+        return f"triton {triton.__version__} has no triton.runtime.interpreter ({exc})"
+    builder = getattr(interpreter, "InterpreterBuilder", None)
+    hooks = {"create_masked_load": LOAD_PARAMETERS, "create_masked_store": STORE_PARAMETERS}
+    if builder is None or not hasattr(interpreter, "_get_np_dtype"):
+        return f"triton {triton.__version__}'s interpreter has no InterpreterBuilder to hook"
+    for name, expected in hooks.items():
+        method = getattr(builder, name, None)
+        if method is None:
+            return f"triton {triton.__version__}'s interpreter has no {name}"
+        leading = tuple(inspect.signature(method).parameters)[: len(expected)]
+        if leading != expected:
+            return (
+                f"triton {triton.__version__}'s {name} takes {leading}, "
+                f"not {expected} first"
+            )
+    return None
+
+
 @contextlib.contextmanager
 def only_these_tensors(tensors: Sequence[torch.Tensor]) -> Iterator[None]:
-    """Interpreter launches inside this block may touch only ``tensors``' storages."""
+    """Interpreter launches inside this block may touch only ``tensors``' storages.
+
+    On a Triton whose interpreter the guard does not know, it warns once and guards nothing:
+    the checks still run, with the canaries and poison as their only watch."""
+    reason = unsupported_reason()
+    if reason is not None:
+        _warn_unguarded(reason)
+        yield
+        return
     from triton.runtime import interpreter
 
     builder = interpreter.InterpreterBuilder
@@ -59,16 +101,27 @@ def only_these_tensors(tensors: Sequence[torch.Tensor]) -> Iterator[None]:
         if stray.size:
             raise OutOfBoundsAccess(kind, int(stray[0]), int(stray.size))
 
-    def guarded_load(self, ptrs, mask, other, cache_policy, is_volatile):
+    def guarded_load(self, ptrs, mask, *rest, **hints):
         check("load", ptrs, mask)
-        return load(self, ptrs, mask, other, cache_policy, is_volatile)
+        return load(self, ptrs, mask, *rest, **hints)
 
-    def guarded_store(self, ptrs, value, mask, cache_policy):
+    def guarded_store(self, ptrs, value, mask, *rest, **hints):
         check("store", ptrs, mask)
-        return store(self, ptrs, value, mask, cache_policy)
+        return store(self, ptrs, value, mask, *rest, **hints)
 
     builder.create_masked_load, builder.create_masked_store = guarded_load, guarded_store
     try:
         yield
     finally:
         builder.create_masked_load, builder.create_masked_store = load, store
+
+
+@functools.cache
+def _warn_unguarded(reason: str) -> None:
+    warnings.warn(
+        f"The memory guard cannot hook this Triton: {reason}. Checks still run, but a load or "
+        "store far outside its tensors may crash the notebook's kernel instead of being "
+        "reported. Fix: pip install 'triton>=3.6,<3.10' (the versions the course is tested on).",
+        RuntimeWarning,
+        stacklevel=4,
+    )

@@ -11,7 +11,7 @@ import torch
 from triton.runtime.errors import OutOfResources
 
 import tmm_course
-from tmm_course import validate
+from tmm_course import gpu, validate
 from tmm_course.backend import GPU
 from tmm_course.kernels.fast import (
     Config,
@@ -52,8 +52,35 @@ def plan(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None) -> P
     """Choose a kernel and a configuration for ``a @ b`` (into ``out``) on this backend."""
     chosen = _plan_by_shape(a, b, out)
     if a.dtype == torch.float32 and chosen.path == "grouped" and tmm_course.BACKEND == GPU:
-        return Plan("grouped", _for_float32(chosen.config), chosen.reason + "; BLOCK_K halved")
+        chosen = Plan("grouped", _for_float32(chosen.config), chosen.reason + "; BLOCK_K halved")
+    here = gpu.current()
+    if here is None:
+        return chosen
+    fitted = fit_shared_memory(chosen.config, a.element_size(), here)
+    if fitted != chosen.config:
+        reason = f"{chosen.reason}; shrunk to fit {here.shared_memory // 1024} KB of shared memory"
+        return Plan(chosen.path, fitted, reason)
     return chosen
+
+
+def shared_memory_bytes(config: Config, itemsize: int, pipelining: bool = True) -> int:
+    """Shared memory the tiles of A and B take: one buffer per pipeline stage (a single one
+    where loads are not pipelined), each BLOCK_M x BLOCK_K of A and BLOCK_K x BLOCK_N of B."""
+    stages = config.num_stages if pipelining else 1
+    return stages * (config.block_m + config.block_n) * config.block_k * itemsize
+
+
+def fit_shared_memory(config: Config, itemsize: int, here: gpu.Gpu) -> Config:
+    """``config``, made smaller (:func:`smaller`) until its tiles fit ``here``'s shared memory;
+    on a GPU without pipelining, with ``num_stages=1``."""
+    if not here.pipelining:
+        config = dataclasses.replace(config, num_stages=1)
+    while shared_memory_bytes(config, itemsize, here.pipelining) > here.shared_memory:
+        next_config = smaller(config)
+        if next_config is None:
+            break
+        config = next_config
+    return config
 
 
 def _for_float32(config: Config) -> Config:

@@ -4,7 +4,6 @@ with which :class:`Config`, is :mod:`tmm_course.kernels.dispatch`'s choice (``ma
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Hashable
 from dataclasses import dataclass
 
@@ -13,7 +12,7 @@ import triton
 import triton.language as tl
 
 import tmm_course
-from tmm_course.backend import GPU
+from tmm_course import gpu
 from tmm_course.kernels.quick_launch import QuickLaunch
 
 try:  # host-side tensor descriptors arrived in triton 3.4
@@ -139,7 +138,7 @@ def persistent_tma_matmul_kernel(a_desc, b_desc, c_desc, M, N, K,
 
 
 def _precision(a: torch.Tensor, precision: str) -> str | None:
-    return precision if a.dtype == torch.float32 else None
+    return gpu.precision_for(precision) if a.dtype == torch.float32 else None
 
 
 _grouped = QuickLaunch(grouped_matmul_kernel, tmm_course.BACKEND)
@@ -183,17 +182,10 @@ def launch_grouped(
     return out
 
 
-@functools.cache
-def _gpu_facts(index: int) -> tuple[tuple[int, int], int]:
-    props = torch.cuda.get_device_properties(index)
-    return (props.major, props.minor), props.multi_processor_count
-
-
 def program_slots() -> int:
     """How many persistent programs to launch: one per SM on a GPU, a few on the CPU."""
-    if tmm_course.BACKEND == GPU:
-        return _gpu_facts(torch.cuda.current_device())[1]
-    return 4
+    here = gpu.current()
+    return 4 if here is None else here.sms
 
 
 def reads_b_transposed(b: torch.Tensor) -> bool:
@@ -246,10 +238,10 @@ def tma_problem(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = Non
     None if it can: each needs contiguous rows that start on 16-byte boundaries."""
     if TensorDescriptor is None:
         return f"triton {triton.__version__} has no host-side tensor descriptors (3.4+)"
-    if tmm_course.BACKEND == GPU:
-        (major, minor), _ = _gpu_facts(torch.cuda.current_device())
-        if major < 9:
-            return f"TMA needs compute capability 9.0 (Hopper) or newer, not {major}.{minor}"
+    here = gpu.current()
+    if here is not None and not here.tma:
+        major, minor = here.capability
+        return f"TMA needs compute capability 9.0 (Hopper) or newer, not {major}.{minor}"
     named = [("a", a), ("b", b)] + ([] if out is None else [("out", out)])
     for name, t in named:
         if min(t.shape) == 0:

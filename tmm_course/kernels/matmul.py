@@ -9,7 +9,7 @@ import triton
 import triton.language as tl
 
 import tmm_course
-from tmm_course import validate
+from tmm_course import gpu, validate
 
 DTYPES = (torch.float16, torch.bfloat16, torch.float32)
 PRECISIONS = ("tf32", "ieee")  # how tl.dot multiplies float32 inputs on a GPU
@@ -165,7 +165,7 @@ def matmul(
         *a.stride(),
         *b.stride(),
         *out.stride(),
-        PRECISION=precision if a.dtype == torch.float32 else None,
+        PRECISION=gpu.precision_for(precision) if a.dtype == torch.float32 else None,
         BLOCK_M=block_m,
         BLOCK_N=block_n,
         BLOCK_K=block_k,
@@ -231,7 +231,7 @@ def matmul_kloop_frames(
             *a.stride(),
             *b.stride(),
             *tile,
-            PRECISION=precision if a.dtype == torch.float32 else None,
+            PRECISION=gpu.precision_for(precision) if a.dtype == torch.float32 else None,
             BLOCK_M=block_m,
             BLOCK_N=block_n,
             BLOCK_K=block_k,

@@ -1,0 +1,94 @@
+"""Every choice the course makes per GPU, on faked GPUs: a T4 (7.5), an A100 (8.0), an H200
+(9.0). The course reads the GPU through tmm_course.gpu.current(); faking it (and the backend)
+exercises the GPU branches on a machine without one, without launching anything."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import tmm_course
+from tmm_course import gpu, validate
+from tmm_course.backend import GPU
+from tmm_course.kernels import dispatch, fast
+from tmm_course.perf import journey
+from tmm_course.perf.problems import GOALS
+
+
+@pytest.fixture(params=["T4", "A100", "H200"])
+def card(request, monkeypatch) -> gpu.Gpu:
+    fake = gpu.KNOWN[request.param]
+    monkeypatch.setattr(tmm_course, "BACKEND", GPU)
+    monkeypatch.setattr(gpu, "current", lambda: fake)
+    return fake
+
+
+def operands(m: int, n: int, k: int, dtype: torch.dtype = torch.float16):
+    return torch.empty(m, k, dtype=dtype), torch.empty(k, n, dtype=dtype)
+
+
+def test_tiers_by_capability():
+    assert [gpu.KNOWN[k].tier for k in ("T4", "A100", "H200")] == [
+        "before Ampere",
+        "Ampere or Ada",
+        "Hopper or newer",
+    ]
+
+
+def test_a_t4_leaves_out_bfloat16_tf32_pipelining_and_tma():
+    skipped = " ".join(gpu.KNOWN["T4"].skipped())
+    for feature in ("bfloat16", "TF32", "pipelining", "TMA"):
+        assert feature in skipped
+    assert gpu.KNOWN["H200"].skipped() == []
+
+
+def test_tf32_runs_as_exact_float32_where_there_is_none(card):
+    assert gpu.precision_for("tf32") == ("tf32" if card.tf32 else "ieee")
+    assert gpu.precision_for("ieee") == "ieee"
+
+
+def test_bfloat16_is_refused_in_plain_words_before_ampere(card):
+    a = torch.empty(4, 4, dtype=torch.bfloat16)
+    if card.bfloat16:
+        validate.dtype("a", a, [torch.bfloat16], GPU)
+    else:
+        with pytest.raises(validate.KernelInputError, match=r"needs 8\.0"):
+            validate.dtype("a", a, [torch.bfloat16], GPU)
+
+
+def test_the_tma_step_runs_only_on_hopper(card):
+    a, b = operands(256, 256, 256)
+    names = {step.name for step in journey.runnable(a, b)}
+    assert ("persistent + TMA" in names) == card.tma
+    assert (fast.tma_problem(a, b) is None) == card.tma
+
+
+@pytest.mark.parametrize(("problem", "target"), GOALS, ids=[p.label for p, _ in GOALS])
+def test_every_plan_exists_on_the_gpu_and_fits_its_shared_memory(card, problem, target):
+    dtype = getattr(torch, problem.dtype)
+    if dtype == torch.bfloat16 and not card.bfloat16:
+        pytest.skip("bfloat16 is refused on this GPU (tested above)")
+    a, b = operands(problem.m, problem.n, problem.k, dtype)
+    chosen = dispatch.plan(a, b)
+    assert chosen.path in dispatch.PATHS
+    assert chosen.path != "persistent_tma" or card.tma
+    used = dispatch.shared_memory_bytes(chosen.config, a.element_size(), card.pipelining)
+    assert used <= card.shared_memory, chosen
+    if not card.pipelining:
+        assert chosen.config.num_stages == 1
+
+
+def test_the_h200_keeps_the_measured_plans(card):
+    if card is not gpu.KNOWN["H200"]:
+        pytest.skip("the H200's plans are the ones its benchmark measured")
+    a, b = operands(4096, 4096, 4096)
+    assert dispatch.plan(a, b).config == dispatch.LARGE_TMA
+
+
+def test_a_config_is_shrunk_until_its_tiles_fit():
+    t4, a100 = gpu.KNOWN["T4"], gpu.KNOWN["A100"]
+    big = dispatch.LARGE_GROUPED  # 128x256x64, 4 stages: 196 KB of float16 tiles
+    assert dispatch.shared_memory_bytes(big, 2) == 4 * (128 + 256) * 64 * 2
+    assert dispatch.fit_shared_memory(big, 2, t4).num_stages == 1  # nothing to pipeline
+    on_a100 = dispatch.fit_shared_memory(big, 2, a100)
+    assert on_a100.num_stages == 3 and dispatch.shared_memory_bytes(on_a100, 2) <= 163 * 1024

@@ -1,0 +1,124 @@
+"""What this GPU can do, in one place: every choice the course makes per GPU (bfloat16, TF32,
+tensor descriptors, pipelining, tile sizes that fit shared memory) reads :func:`current`, so a
+test can fake a T4 or an A100 on a machine without one.
+
+The tiers (compute capability):
+
+- **no GPU**: Triton's interpreter on the CPU; float16 and float32 only.
+- **before Ampere** (< 8.0, e.g. Colab's free T4, 7.5): ``tl.dot`` compiles without tensor cores
+  (Triton 3.3+); no bfloat16, no TF32, no ``cp.async`` (``num_stages`` does nothing), no TMA,
+  64 KB of shared memory per block.
+- **Ampere and Ada** (8.x: A100, L4, RTX 30/40): tensor cores, bfloat16, TF32, pipelined loads;
+  no TMA.
+- **Hopper and newer** (9.0+: H100, H200): all of the above, and tensor descriptors (TMA).
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+
+AMPERE = (8, 0)
+HOPPER = (9, 0)
+
+
+@dataclass(frozen=True)
+class Gpu:
+    """One GPU's name, compute capability, SM count and shared memory per block."""
+
+    name: str
+    capability: tuple[int, int]
+    sms: int
+    shared_memory: int  # bytes one program (block) may use
+
+    @property
+    def tier(self) -> str:
+        if self.capability >= HOPPER:
+            return "Hopper or newer"
+        if self.capability >= AMPERE:
+            return "Ampere or Ada"
+        return "before Ampere"
+
+    @property
+    def bfloat16(self) -> bool:
+        return self.capability >= AMPERE
+
+    @property
+    def tf32(self) -> bool:
+        return self.capability >= AMPERE
+
+    @property
+    def pipelining(self) -> bool:
+        """Whether ``num_stages`` > 1 overlaps loads with math (``cp.async``, 8.0+)."""
+        return self.capability >= AMPERE
+
+    @property
+    def tma(self) -> bool:
+        """Whether tensor descriptors load tiles through the TMA unit (9.0+)."""
+        return self.capability >= HOPPER
+
+    def skipped(self) -> list[str]:
+        """What the course leaves out on this GPU, each with why."""
+        c = f"{self.capability[0]}.{self.capability[1]}"
+        out = []
+        if not self.bfloat16:
+            out.append(f"bfloat16 (needs compute capability 8.0; this GPU is {c})")
+        if not self.tf32:
+            out.append("TF32: float32 products are exact (input_precision='ieee') instead")
+        if not self.pipelining:
+            out.append("pipelining: num_stages has no effect without cp.async (8.0+)")
+        if not self.tma:
+            out.append(f"the TMA step of lesson 6 (tensor descriptors need 9.0; this GPU is {c})")
+        return out
+
+    def describe(self) -> str:
+        """One line: name, capability, tier, SMs and shared memory."""
+        c = f"{self.capability[0]}.{self.capability[1]}"
+        return (
+            f"{self.name} (compute capability {c}, {self.tier}, {self.sms} SMs, "
+            f"{self.shared_memory // 1024} KB shared memory per program)"
+        )
+
+
+# Colab's GPUs and the ones the course was measured on, for lesson 0's table and for tests
+KNOWN = {
+    "T4": Gpu("Tesla T4", (7, 5), 40, 64 * 1024),
+    "L4": Gpu("NVIDIA L4", (8, 9), 58, 99 * 1024),
+    "A100": Gpu("NVIDIA A100-SXM4-40GB", (8, 0), 108, 163 * 1024),
+    "H100": Gpu("NVIDIA H100 80GB HBM3", (9, 0), 132, 227 * 1024),
+    "H200": Gpu("NVIDIA H200", (9, 0), 132, 227 * 1024),
+}
+
+
+@functools.cache
+def _read(index: int) -> Gpu:
+    import torch
+    import triton
+
+    props = torch.cuda.get_device_properties(index)
+    try:  # what Triton itself compiles against
+        shared = triton.runtime.driver.active.utils.get_device_properties(index)["max_shared_mem"]
+    except Exception:  # an older or newer Triton without this helper
+        shared = getattr(props, "shared_memory_per_block_optin", 48 * 1024)
+    return Gpu(props.name, (props.major, props.minor), props.multi_processor_count, int(shared))
+
+
+def current() -> Gpu | None:
+    """The GPU kernels run on, or None on the interpreter."""
+    import tmm_course
+    from tmm_course.backend import GPU
+
+    if tmm_course.BACKEND != GPU:
+        return None
+    import torch
+
+    return _read(torch.cuda.current_device())
+
+
+def precision_for(precision: str) -> str:
+    """The ``input_precision`` a float32 ``tl.dot`` can have here: TF32 falls back to exact
+    float32 on a GPU without TF32 tensor cores."""
+    gpu = current()
+    if precision == "tf32" and gpu is not None and not gpu.tf32:
+        return "ieee"
+    return precision
