@@ -12,4 +12,4 @@ cell = next(c for c in cells if "colab-install" in c["metadata"].get("tags", [])
 source = "".join(cell["source"])
 line = next(line.strip() for line in source.splitlines() if line.strip().startswith("%pip install"))
 line = re.sub(r"git\+https://github\.com/[^\"' ]+", url, line)
-print(line.replace("%pip", "\"$PY\" -m pip", 1))  # the shell fills in $PY
+print(line.replace("%pip", '"$PY" -m pip', 1))  # the shell fills in $PY

@@ -10,7 +10,7 @@ import pytest
 from conftest import ROOT
 
 from tmm_course.teach.grade import exercises_of, main, rows_for
-from tmm_course.teach.release import is_solution, student_notebook
+from tmm_course.teach.release import solved_notebook, student_notebook
 
 HOMEWORK = ROOT / "notebooks" / "05_homework_transpose.ipynb"
 LIMIT = 30
@@ -21,13 +21,12 @@ def load(path):
 
 
 def planted_bug(notebook):
-    """Part 3's solution with its masks removed: wrong only at ragged edges."""
+    """The solved homework with Part 3's masks removed: wrong only at ragged edges."""
+    notebook = solved_notebook(notebook)
     for cell in notebook["cells"]:
         source = "".join(cell["source"])
-        if is_solution(cell) and "def transpose_kernel(" in source:
-            source = source.replace(", mask=mask)", ")")
-            source = source.replace("assert check_transpose(transpose).passed", "")
-            cell["source"] = source
+        if "def transpose_kernel(" in source:
+            cell["source"] = source.replace(", mask=mask)", ")")
     return notebook
 
 
@@ -49,7 +48,7 @@ def endless(notebook):
 def grades(tmp_path_factory):
     folder = tmp_path_factory.mktemp("submissions")
     course = load(HOMEWORK)
-    (folder / "correct.ipynb").write_text(json.dumps(course))
+    (folder / "correct.ipynb").write_text(json.dumps(solved_notebook(course)))
     (folder / "untouched.ipynb").write_text(json.dumps(student_notebook(course)))
     (folder / "bug.ipynb").write_text(json.dumps(planted_bug(load(HOMEWORK))))
     (folder / "loop.ipynb").write_text(json.dumps(endless(student_notebook(course))))

@@ -28,3 +28,13 @@ def test_the_two_commands_are_make_targets():
 
 def test_ci_runs_the_readme_test_command():
     assert "make test" in (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+
+
+def test_the_layout_names_every_folder_and_module_of_the_package():
+    layout = README[README.index("## Layout") :]
+    package = ROOT / "tmm_course"
+    for folder in sorted(p for p in package.iterdir() if (p / "__init__.py").exists()):
+        assert f"  {folder.name}/" in layout, f"README Layout misses tmm_course/{folder.name}/"
+    for module in sorted(package.rglob("*.py")):
+        if module.name != "__init__.py":
+            assert module.stem in layout, f"README Layout misses {module.relative_to(ROOT)}"

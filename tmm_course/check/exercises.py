@@ -8,6 +8,7 @@ and non-contiguous where strides matter).
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import NamedTuple
 
 import torch
 
@@ -54,11 +55,11 @@ def check_fill_column_major(fn: Callable[[torch.Tensor], object]) -> CheckResult
         wrong = [("transposed", (i * n + j).float())] if m > 1 and n > 1 else []
         trials.append(
             Trial(
-                Case(_label(shape, ragged), shape, ragged=ragged),
-                (),
-                guarded_output(shape, torch.float32),
-                (j * m + i).float(),
-                wrong,
+                case=Case(_label(shape, ragged), shape, ragged=ragged),
+                inputs=(),
+                guard=guarded_output(shape, torch.float32),
+                expected=(j * m + i).float(),
+                wrong_answers=wrong,
             )
         )
     return run_trials("fill_column_major", fn, trials)
@@ -76,11 +77,11 @@ def check_outer_product(
         wrong = [("transposed", y[:, None] * x[None, :])] if m == n and m > 1 else []
         trials.append(
             Trial(
-                Case(_label(shape, ragged), shape, ragged=ragged),
-                (x, y),
-                guarded_output(shape, torch.float32),
-                x[:, None] * y[None, :],
-                wrong,
+                case=Case(_label(shape, ragged), shape, ragged=ragged),
+                inputs=(x, y),
+                guard=guarded_output(shape, torch.float32),
+                expected=x[:, None] * y[None, :],
+                wrong_answers=wrong,
                 atol=1e-6,
             )
         )
@@ -109,40 +110,52 @@ def check_strided_copy(fn: Callable[[torch.Tensor, torch.Tensor], object]) -> Ch
                 wrong.append(("transposed", x.t()))
             trials.append(
                 Trial(
-                    Case(_label(shape, ragged, layout), shape, ragged, strided),
-                    (x,),
-                    guarded_output(shape, torch.float32),
-                    x,
-                    wrong,
+                    case=Case(_label(shape, ragged, layout), shape, ragged=ragged, strided=strided),
+                    inputs=(x,),
+                    guard=guarded_output(shape, torch.float32),
+                    expected=x,
+                    wrong_answers=wrong,
                 )
             )
     m, n = 33, 17
     x = torch.randn(m, n, device=tmm_course.DEVICE)
     trials.append(
         Trial(
-            Case(_label((m, n), True, "output with padded rows"), (m, n), True, True),
-            (x,),
-            guarded_output((m, n), torch.float32, row_gap=5),
-            x,
+            case=Case(
+                _label((m, n), True, "output with padded rows"), (m, n), ragged=True, strided=True
+            ),
+            inputs=(x,),
+            guard=guarded_output((m, n), torch.float32, row_gap=5),
+            expected=x,
         )
     )
     return run_trials("strided_copy", fn, trials)
 
 
-# (label, M, N, K, layout, ragged); the block sizes a learner picks are unknown, so "aligned"
-# means every dimension is a multiple of 64, and "ragged" anything else
+class MatmulCase(NamedTuple):
+    """One product a matmul check runs. The block sizes a learner picks are unknown, so
+    "aligned" means every dimension is a multiple of 64, and "ragged" anything else."""
+
+    label: str
+    m: int
+    n: int
+    k: int
+    layout: str  # contiguous, transposed, sliced or padded output
+    ragged: bool
+
+
 MATMUL_CASES = [
-    ("square", 64, 64, 64, "contiguous", False),
-    ("1x1x1", 1, 1, 1, "contiguous", True),
-    ("ragged M", 65, 64, 64, "contiguous", True),
-    ("ragged N", 64, 65, 64, "contiguous", True),
-    ("ragged K", 64, 64, 65, "contiguous", True),
-    ("K smaller than a block", 32, 32, 7, "contiguous", True),
-    ("tall", 300, 4, 48, "contiguous", True),
-    ("skinny", 4, 300, 48, "contiguous", True),
-    ("transposed A and B", 64, 64, 64, "transposed", False),
-    ("sliced A and B", 64, 64, 64, "sliced", False),
-    ("output with padded rows", 64, 64, 64, "padded output", False),
+    MatmulCase("square", 64, 64, 64, "contiguous", False),
+    MatmulCase("1x1x1", 1, 1, 1, "contiguous", True),
+    MatmulCase("ragged M", 65, 64, 64, "contiguous", True),
+    MatmulCase("ragged N", 64, 65, 64, "contiguous", True),
+    MatmulCase("ragged K", 64, 64, 65, "contiguous", True),
+    MatmulCase("K smaller than a block", 32, 32, 7, "contiguous", True),
+    MatmulCase("tall", 300, 4, 48, "contiguous", True),
+    MatmulCase("skinny", 4, 300, 48, "contiguous", True),
+    MatmulCase("transposed A and B", 64, 64, 64, "transposed", False),
+    MatmulCase("sliced A and B", 64, 64, 64, "sliced", False),
+    MatmulCase("output with padded rows", 64, 64, 64, "padded output", False),
 ]
 PRECISION_PROBE_K = 4096
 FLOAT32_ACCUMULATOR_RMS = 6e-4  # float16 output of a float32 sum: about 2e-4 at any K
@@ -163,7 +176,8 @@ def _matmul_operands(m: int, n: int, k: int, layout: str, dtype: torch.dtype):
     return torch.randn(m, k, device=device).to(dtype), torch.randn(k, n, device=device).to(dtype)
 
 
-def _matmul_trial(label, m, n, k, layout, ragged, dtype, extra=None) -> Trial:
+def _matmul_trial(spec: MatmulCase, dtype: torch.dtype, extra=None) -> Trial:
+    label, m, n, k, layout, ragged = spec
     a, b = _matmul_operands(m, n, k, layout, dtype)
     a64, b64 = a.double(), b.double()
     bound = tolerance(dtype, tmm_course.BACKEND) * (a64.abs() @ b64.abs())
@@ -178,7 +192,15 @@ def _matmul_trial(label, m, n, k, layout, ragged, dtype, extra=None) -> Trial:
         ragged=ragged,
         strided=layout != "contiguous",
     )
-    return Trial(case, (a, b), guard, a64 @ b64, wrong, atol=bound, extra=extra)
+    return Trial(
+        case=case,
+        inputs=(a, b),
+        guard=guard,
+        expected=a64 @ b64,
+        wrong_answers=wrong,
+        atol=bound,
+        extra=extra,
+    )
 
 
 def _accumulator_precision(
@@ -196,21 +218,13 @@ def _accumulator_precision(
 def check_matmul(fn: Callable[[torch.Tensor, torch.Tensor, torch.Tensor], object]) -> CheckResult:
     """Lesson 4: ``fn(a, b, c)`` must store ``a @ b`` into ``c`` (float16; the last case also
     float32), for any shapes and strides, with a float32 accumulator."""
-    trials = [_matmul_trial(*spec, torch.float16) for spec in MATMUL_CASES]
-    probe = _matmul_trial(
-        "long K",
-        16,
-        16,
-        PRECISION_PROBE_K,
-        "contiguous",
-        True,
-        torch.float16,
-        extra=_accumulator_precision,
-    )
+    trials = [_matmul_trial(spec, torch.float16) for spec in MATMUL_CASES]
+    long_k = MatmulCase("long K", 16, 16, PRECISION_PROBE_K, "contiguous", ragged=True)
+    probe = _matmul_trial(long_k, torch.float16, extra=_accumulator_precision)
     probe.only_if_all_passed = True
     trials.append(probe)
     # last: a GPU refuses some kernels on float32 only, which must not hide the probe above
-    trials.append(_matmul_trial("square", 64, 64, 64, "contiguous", False, torch.float32))
+    trials.append(_matmul_trial(MATMUL_CASES[0], torch.float32))
     return run_trials("matmul", fn, trials)
 
 
@@ -233,26 +247,31 @@ def check_transpose(
             wrong = [("transposed", x)] if m == n > 1 else []  # a copy, not a transpose
             trials.append(
                 Trial(
-                    Case(_label((m, n), is_ragged, layout), (m, n), is_ragged, is_strided),
-                    (x,),
-                    guarded_output((n, m), torch.float32),
-                    x.t(),
-                    wrong,
+                    case=Case(
+                        _label((m, n), is_ragged, layout),
+                        (m, n),
+                        ragged=is_ragged,
+                        strided=is_strided,
+                    ),
+                    inputs=(x,),
+                    guard=guarded_output((n, m), torch.float32),
+                    expected=x.t(),
+                    wrong_answers=wrong,
                 )
             )
         if strided:
             x = torch.randn(m, n, device=tmm_course.DEVICE)
             trials.append(
                 Trial(
-                    Case(
+                    case=Case(
                         _label((m, n), is_ragged, "output with padded rows"),
                         (m, n),
-                        is_ragged,
-                        True,
+                        ragged=is_ragged,
+                        strided=True,
                     ),
-                    (x,),
-                    guarded_output((n, m), torch.float32, row_gap=5),
-                    x.t(),
+                    inputs=(x,),
+                    guard=guarded_output((n, m), torch.float32, row_gap=5),
+                    expected=x.t(),
                 )
             )
     return run_trials("transpose", fn, trials)
@@ -278,11 +297,11 @@ def check_scaled_matmul(
         )
         trials.append(
             Trial(
-                case,
-                (a, b, alpha, beta),
-                guarded_output((m, n), torch.float16),
-                alpha * (a64 @ b64) + beta * c64,
-                [("transposed", alpha * (a64.t() @ b64) + beta * c64)]
+                case=case,
+                inputs=(a, b, alpha, beta),
+                guard=guarded_output((m, n), torch.float16),
+                expected=alpha * (a64 @ b64) + beta * c64,
+                wrong_answers=[("transposed", alpha * (a64.t() @ b64) + beta * c64)]
                 if m == n == k and layout == "contiguous"
                 else [],
                 atol=bound,
@@ -298,10 +317,10 @@ def check_scaled_matmul(
     )
     trials.append(
         Trial(
-            Case("64x64x64 beta = 0, C holds NaN", (64, 64, 64)),
-            (a, b, alpha, 0.0),
-            guarded_output((64, 64), torch.float16),
-            exact,
+            case=Case("64x64x64 beta = 0, C holds NaN", (64, 64, 64)),
+            inputs=(a, b, alpha, 0.0),
+            guard=guarded_output((64, 64), torch.float16),
+            expected=exact,
             atol=bound,
         )
     )

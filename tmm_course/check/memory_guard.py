@@ -71,10 +71,7 @@ def unsupported_reason() -> str | None:
             return f"triton {triton.__version__}'s interpreter has no {name}"
         leading = tuple(inspect.signature(method).parameters)[: len(expected)]
         if leading != expected:
-            return (
-                f"triton {triton.__version__}'s {name} takes {leading}, "
-                f"not {expected} first"
-            )
+            return f"triton {triton.__version__}'s {name} takes {leading}, not {expected} first"
     return None
 
 

@@ -135,7 +135,6 @@ SWEEPS = {
 }  # fmt: skip
 
 
-
 # problem -> contenders raced interleaved: the sweep's front runners
 FINALS = {
     Problem(4096, 4096, 4096): {"persistent_tma": (

@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import copy
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -40,6 +41,36 @@ def student_notebook(notebook: dict) -> dict:
         if cell["cell_type"] == "code":
             cell["outputs"] = []
             cell["execution_count"] = None
+    return out
+
+
+SOLUTION_PREFIX = "solution_"  # solutions define solution_<name>, never the learner's <name>
+
+
+def typed_in(solution_source: str) -> str:
+    """A solution cell's code as a learner who typed it in would have it: under the exercise's
+    own names, without the title line and the solution's self-check."""
+    lines = [
+        line
+        for line in solution_source.splitlines()
+        if not line.startswith(("# @title", "assert check_"))
+    ]
+    return re.sub(rf"\b{SOLUTION_PREFIX}", "", "\n".join(lines)).strip() + "\n"
+
+
+def solved_notebook(notebook: dict) -> dict:
+    """``notebook`` with each solution typed into the exercise cell before it and the solution
+    cells removed: a complete, correct submission (for testing checks and graders)."""
+    out = student_notebook(notebook)
+    cells = notebook["cells"]
+    kept = iter(out["cells"])
+    for index, cell in enumerate(cells):
+        if is_solution(cell):
+            continue
+        copy_of_cell = next(kept)
+        following = cells[index + 1] if index + 1 < len(cells) else None
+        if following is not None and is_solution(following):
+            copy_of_cell["source"] = typed_in("".join(following["source"]))
     return out
 
 
