@@ -10,7 +10,7 @@ import pytest
 from conftest import NOTEBOOKS
 from nbclient import NotebookClient
 
-from tmm_course.check.engine import RESULT_MIMETYPE
+from tmm_course.check.result import RESULT_MIMETYPE
 from tmm_course.teach.release import is_solution, solved_notebook
 
 WITH_EXERCISES = [

@@ -90,7 +90,7 @@ def test_halved_epilogue_stores_both_halves():
 
 
 def test_passes_the_lesson_4_check():
-    result = check_matmul(lambda a, b, c: matmul_fast(a, b, out=c))
+    result = check_matmul(lambda a, b, c: matmul_fast(a, b, out=c), allow_course_kernels=True)
     assert result.passed, result.codes
 
 
@@ -98,7 +98,7 @@ def test_the_check_sees_a_broken_fast_kernel():
     def drops_the_last_slice(a, b, c):
         matmul_fast(a[:, : max(1, a.shape[1] // 2)], b[: max(1, a.shape[1] // 2)], out=c)
 
-    result = check_matmul(drops_the_last_slice)
+    result = check_matmul(drops_the_last_slice, allow_course_kernels=True)
     assert not result.passed
 
 

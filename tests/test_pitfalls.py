@@ -26,17 +26,21 @@ from tmm_course.source import diff, source_of
     ],
 )
 def test_each_pitfall_gets_its_code(kernel, extra_programs, code):
-    result = check_matmul(launcher(kernel, extra_programs=extra_programs))
+    result = check_matmul(
+        launcher(kernel, extra_programs=extra_programs), allow_course_kernels=True
+    )
     assert not result.passed and code in result.codes, str(result)
 
 
 @pytest.mark.parametrize("extra_programs", [0, 2])
 def test_the_fixed_twin_passes_even_with_extra_programs(extra_programs):
-    assert check_matmul(launcher(pitfalls.correct_kernel, extra_programs=extra_programs)).passed
+    assert check_matmul(
+        launcher(pitfalls.correct_kernel, extra_programs=extra_programs), allow_course_kernels=True
+    ).passed
 
 
 def test_constexpr_k_twin_is_correct():
-    assert check_matmul(launcher(pitfalls.static_k_kernel)).passed
+    assert check_matmul(launcher(pitfalls.static_k_kernel), allow_course_kernels=True).passed
 
 
 def test_each_buggy_kernel_marks_its_bug_in_the_diff():

@@ -1,10 +1,12 @@
 """The exercise checks (:mod:`~tmm_course.check.exercises`), the engine that runs and judges
-them (:mod:`~tmm_course.check.engine`) and, on the interpreter, the memory guard that bounds
-every load and store (:mod:`~tmm_course.check.memory_guard`).
+them (:mod:`~tmm_course.check.engine`), what a check says (:mod:`~tmm_course.check.result`),
+the memory it hands out (:mod:`~tmm_course.check.buffers`), the kernels a launcher started
+(:mod:`~tmm_course.check.launches`) and, on the interpreter, the memory guard that judges every
+load and store per view (:mod:`~tmm_course.check.memory_guard`) and the rules a GPU compiler
+would enforce (:mod:`~tmm_course.check.gpu_rules`).
 
 ``from tmm_course.check import check_matmul`` is what a lesson imports."""
 
-from tmm_course.check.engine import CheckResult
 from tmm_course.check.exercises import (
     check_fill_column_major,
     check_matmul,
@@ -13,6 +15,7 @@ from tmm_course.check.exercises import (
     check_strided_copy,
     check_transpose,
 )
+from tmm_course.check.result import CheckResult
 
 __all__ = [
     "CheckResult",

@@ -1,206 +1,42 @@
-"""The engine behind tmm_course.check: run a learner's launcher on fresh random cases, with the
-output poisoned (NaN or -1) and surrounded by canary memory, and turn what happened into a
-verdict and diagnoses. A launcher fills an output the check allocates, so the check owns the
-poison and the canaries. Nothing here raises into the notebook.
+"""The engine behind tmm_course.check: run a learner's launcher on fresh random cases, into an
+output the check owns (poisoned, surrounded by canaries), watch which kernels it launched and,
+on the interpreter, every lane it loaded and stored; then turn what happened into a verdict and
+one primary diagnosis that names the cause. Nothing here raises into the notebook.
 """
 
 from __future__ import annotations
 
 import contextlib
-import html
-import math
 import traceback
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import torch
 
 import tmm_course
 from tmm_course.backend import INTERPRETER
-from tmm_course.check.memory_guard import OutOfBoundsAccess, only_these_tensors
+from tmm_course.check import gpu_rules, launches
+from tmm_course.check.buffers import Guarded, padded_input
+from tmm_course.check.memory_guard import OutOfBoundsAccess, Trace, only_these_tensors
+from tmm_course.check.result import MESSAGES, Case, CheckResult, Diagnosis
 
-CANARY = 12345.0  # written around every output; a store that lands outside changes it
-
-MESSAGES = {
-    "not_implemented": "The exercise is not done yet: the launcher still raises "
-    "NotImplementedError. Fill in the kernel and its launch, then run the check again.",
-    "crashed": "The launcher raised an error (shown in the case list); read its last line first.",
-    "wrong_values": "Some cells hold wrong values, on aligned and ragged shapes alike: re-check "
-    "the formula each lane computes and which index goes with which axis.",
-    "transposed": "The result is the transpose of the right answer: rows and columns are swapped, "
-    "so an index or a stride is paired with the wrong axis. Pair offs_m with the row stride "
-    "(stride 0) and offs_n with the column stride (stride 1).",
-    "unwritten": "Some cells were never stored (they still hold the poison the check wrote): "
-    "the grid may be too small, or the store mask too strict.",
-    "out_of_bounds_write": "The kernel wrote outside the output (the canary memory around it "
-    "changed): a lane past the edge was not masked, or an offset is wrong.",
-    "out_of_bounds_read": "The kernel loaded from memory outside its inputs (the check stopped "
-    "it before it could crash): a load mask is missing, or an offset or stride is wrong.",
-    "ragged_edge": "Right when the sizes are multiples of the block, wrong otherwise: edge "
-    "tiles need masks on every axis, (offs_m[:, None] < M) & (offs_n[None, :] < N) on stores, "
-    "and for a matmul the K lanes of both loads masked too, with other=0.0.",
-    "precision": "The values are close but the error grows with K, the signature of a float16 "
-    "accumulator: keep acc in float32 (tl.zeros(..., dtype=tl.float32)) and cast only when "
-    "storing.",
-    "ignores_strides": "Right for contiguous tensors, wrong for transposed or sliced views: "
-    "compute addresses from x.stride(0) and x.stride(1), not from the shape.",
-}
-
-
-RESULT_MIMETYPE = "application/vnd.tmm-course.check+json"
-
-# codes a single case can earn by itself, in the order they are reported
-CASE_CODES = (
+# the order diagnoses are reported in: the first one found is the primary diagnosis
+PRIORITY = (
+    "not_implemented",
+    "gpu_would_reject",
+    "no_triton_kernel",
+    "course_kernel",
     "crashed",
-    "out_of_bounds_read",
     "out_of_bounds_write",
-    "unwritten",
+    "out_of_bounds_read",
+    "reads_c_when_beta_zero",
     "transposed",
+    "unwritten",
     "precision",
+    "ragged_edge",
+    "ignores_strides",
+    "wrong_values",
 )
-
-
-@dataclass(frozen=True)
-class Diagnosis:
-    """One finding: a stable code and a sentence a learner understands."""
-
-    code: str
-    message: str
-
-
-@dataclass
-class Case:
-    """One run of the launcher and what the check saw."""
-
-    label: str
-    shape: tuple[int, ...]
-    ragged: bool = False
-    strided: bool = False
-    passed: bool = False
-    problem: str = ""
-    code: str | None = None  # the diagnosis this case alone points to
-
-
-@dataclass
-class CheckResult:
-    """The verdict of a check, the cases it tried and its diagnoses."""
-
-    exercise: str
-    passed: bool
-    cases: list[Case]
-    diagnoses: list[Diagnosis] = field(default_factory=list)
-
-    @property
-    def codes(self) -> list[str]:
-        return [d.code for d in self.diagnoses]
-
-    def __str__(self) -> str:
-        verdict = "PASS" if self.passed else "FAIL"
-        lines = [
-            f"{self.exercise}: {verdict} ({sum(c.passed for c in self.cases)}/"
-            f"{len(self.cases)} cases)"
-        ]
-        lines += [f"  [{d.code}] {d.message}" for d in self.diagnoses]
-        for case in self.cases:
-            mark = "ok  " if case.passed else "FAIL"
-            lines.append(f"  {mark} {case.label}" + (f": {case.problem}" if case.problem else ""))
-        return "\n".join(lines)
-
-    __repr__ = __str__
-
-    def as_dict(self) -> dict:
-        """The result as plain data (what the batch grader reads from a notebook's outputs)."""
-        return {
-            "exercise": self.exercise,
-            "passed": self.passed,
-            "codes": self.codes,
-            "cases": [
-                {"label": c.label, "passed": c.passed, "problem": c.problem} for c in self.cases
-            ],
-        }
-
-    @classmethod
-    def from_dict(cls, data: dict) -> CheckResult:
-        """The inverse of :meth:`as_dict` (diagnosis messages are looked up by code)."""
-        cases = [
-            Case(c["label"], (), passed=c["passed"], problem=c["problem"]) for c in data["cases"]
-        ]
-        diagnoses = [Diagnosis(code, MESSAGES.get(code, "")) for code in data["codes"]]
-        return cls(data["exercise"], data["passed"], cases, diagnoses)
-
-    def _repr_mimebundle_(self, include=None, exclude=None) -> dict:
-        return {
-            "text/plain": str(self),
-            "text/html": self._repr_html_(),
-            RESULT_MIMETYPE: self.as_dict(),
-        }
-
-    def _repr_html_(self) -> str:
-        colour = "#1a7f37" if self.passed else "#cf222e"
-        verdict = "PASS" if self.passed else "FAIL"
-        rows = "".join(
-            f"<tr><td>{'✔' if c.passed else '✘'}</td><td>{html.escape(c.label)}</td>"
-            f"<td>{html.escape(c.problem)}</td></tr>"
-            for c in self.cases
-        )
-        found = "".join(
-            f"<li><code>{d.code}</code>: {html.escape(d.message)}</li>" for d in self.diagnoses
-        )
-        return (
-            f"<div><b style='color:{colour}'>{verdict}</b> {html.escape(self.exercise)}"
-            f"<ul>{found}</ul><table>{rows}</table></div>"
-        )
-
-
-@dataclass
-class Guarded:
-    """An output view inside a larger buffer of canary values (rows may be padded)."""
-
-    buffer: torch.Tensor
-    out: torch.Tensor
-    region: torch.Tensor  # True where the buffer belongs to ``out``
-
-    def canaries_intact(self) -> bool:
-        outside = self.buffer[~self.region]
-        return bool((outside == CANARY).all())
-
-
-def _margin(pitch: int) -> int:
-    """Canary room on each side: enough for blocks of up to 128 rows and columns to overshoot
-    without touching memory that is not ours (the interpreter would crash on that)."""
-    return 128 * (pitch + 1)
-
-
-def guarded_output(shape: tuple[int, int], dtype: torch.dtype, row_gap: int = 0) -> Guarded:
-    """An ``shape`` output poisoned with NaN (or -1), canaries before, after and between rows.
-
-    ``row_gap > 0`` makes the output non-contiguous: its row stride is ``N + row_gap``.
-    """
-    m, n = shape
-    pitch = n + row_gap
-    margin = _margin(pitch)
-    size = margin + m * pitch + margin
-    device = tmm_course.DEVICE
-    buffer = torch.full((size,), CANARY, dtype=dtype, device=device)
-    out = buffer[margin : margin + m * pitch].view(m, pitch)[:, :n]
-    region = torch.zeros(size, dtype=torch.bool, device=device)
-    region[margin : margin + m * pitch].view(m, pitch)[:, :n] = True
-    out.fill_(math.nan if dtype.is_floating_point else -1)
-    return Guarded(buffer, out, region)
-
-
-def padded_input(x: torch.Tensor) -> torch.Tensor:
-    """``x`` with the same values, shape and strides, in a storage with random room around it,
-    so that a load past its edge reads junk instead of crashing."""
-    span = 1 + sum(
-        (size - 1) * abs(stride) for size, stride in zip(x.shape, x.stride(), strict=True)
-    )
-    margin = _margin(max(x.stride(), default=1))
-    buffer = torch.randn(margin + span + margin, device=x.device).to(x.dtype)
-    view = buffer.as_strided(x.shape, x.stride(), margin)
-    view.copy_(x)
-    return view
-
 
 GPU_CONTEXT_LOST = (
     "CUDA: illegal memory access. The kernel touched memory outside its tensors, and the GPU "
@@ -208,35 +44,19 @@ GPU_CONTEXT_LOST = (
     "store strayed, run the check on the interpreter (TMM_BACKEND=interpreter), which stops "
     "the access and names it."
 )
+GPU_CANNOT_SEE = (
+    "(on a GPU the check sees stores through the canaries around the output, but not loads "
+    "outside the inputs: run it on the interpreter to see those)"
+)
 
 
-def _gpu_context_lost(error: BaseException) -> bool:
-    return "illegal memory access" in str(error) or "illegal address" in str(error).lower()
+@dataclass(frozen=True)
+class WrongAnswer:
+    """A known mistake: what it would have stored, and the sentence that names its cause."""
 
-
-def _memory_guard(tensors: list[torch.Tensor]):
-    """Bounds-check every load and store on the interpreter (a wild pointer there would crash
-    the notebook); on a GPU the canaries and poison do the catching."""
-    if tmm_course.BACKEND == INTERPRETER:
-        return only_these_tensors(tensors)
-    return contextlib.nullcontext()
-
-
-def _out_of_bounds(error: BaseException) -> OutOfBoundsAccess | None:
-    while error is not None:
-        if isinstance(error, OutOfBoundsAccess):
-            return error
-        error = error.__cause__ or error.__context__
-    return None
-
-
-def _unwritten(out: torch.Tensor) -> torch.Tensor:
-    return out.isnan() if out.is_floating_point() else out == -1
-
-
-def _first_line(error: BaseException) -> str:
-    text = str(error).strip().splitlines()
-    return f"{type(error).__name__}: {text[-1] if text else ''}"
+    code: str
+    value: torch.Tensor
+    cause: str
 
 
 @dataclass
@@ -247,8 +67,7 @@ class Trial:
     inputs: Sequence[torch.Tensor | float]  # tensors get random room around them
     guard: Guarded
     expected: torch.Tensor
-    # known mistakes: (code, what that mistake would have stored)
-    wrong_answers: list[tuple[str, torch.Tensor]] = field(default_factory=list)
+    wrong_answers: list[WrongAnswer] = field(default_factory=list)
     atol: float | torch.Tensor = 0.0  # allowed |out - expected|, per cell if a tensor
     # a last look once the values are right, given (out, *inputs): returns (code, problem)
     # for a subtler fault, or None
@@ -259,73 +78,31 @@ class Trial:
     # run only when every earlier case passed (a probe for a subtler fault, which may also
     # be unsafe to run on a kernel that is wrong in a plainer way)
     only_if_all_passed: bool = False
+    # C = alpha*A@B + beta*C with beta = 0: the output must not be read
+    output_must_not_be_read: bool = False
 
 
-def run_trials(exercise: str, fn: Callable, trials: Sequence[Trial]) -> CheckResult:
-    """Run ``fn`` on every trial and turn what happened into a verdict and diagnoses."""
-    cases = [t.case for t in trials]
-    for index, trial in enumerate(trials):
-        case = trial.case
-        if trial.only_if_all_passed and not all(c.passed for c in cases[:index]):
-            case.code, case.problem = "skipped", "not run: fix the other cases first"
-            continue
-        inputs = [padded_input(x) if isinstance(x, torch.Tensor) else x for x in trial.inputs]
-        if trial.initial is not None:
-            trial.guard.out.copy_(trial.initial)
-        try:
-            tensors = [x for x in inputs if isinstance(x, torch.Tensor)]
-            with _memory_guard([*tensors, trial.guard.buffer]):
-                fn(*inputs, trial.guard.out)
-            if tmm_course.DEVICE.type == "cuda":
-                torch.cuda.synchronize()
-        except NotImplementedError:
-            case.code, case.problem = "not_implemented", "NotImplementedError"
-            continue
-        except Exception as error:  # a learner's bug must not crash the notebook
-            stray = _out_of_bounds(error)
-            if stray is not None:
-                case.code = f"out_of_bounds_{'read' if stray.kind == 'load' else 'write'}"
-                case.problem = str(stray)
-                continue
-            case.code, case.problem = "crashed", _first_line(error)
-            if _gpu_context_lost(error):
-                case.problem = GPU_CONTEXT_LOST
-                for later in cases[index + 1 :]:
-                    later.code, later.problem = "crashed", "not run: the GPU context was lost"
-                break
-            case.problem += "  (" + traceback.extract_tb(error.__traceback__)[-1].name + ")"
-            continue
-        _judge(trial)
-    return _verdict(exercise, cases)
+def _gpu_context_lost(error: BaseException) -> bool:
+    return "illegal memory access" in str(error) or "illegal address" in str(error).lower()
 
 
-def _judge(trial: Trial) -> None:
-    case, out = trial.case, trial.guard.out
-    if not trial.guard.canaries_intact():
-        case.code, case.problem = "out_of_bounds_write", "memory around the output changed"
-        return
-    if trial.initial is None:
-        holes = int(_unwritten(out).sum())
-    else:  # cells left as they were although they should have changed
-        stale = (out == trial.initial) & ~_isclose(trial.initial, trial.expected, trial.atol)
-        holes = int(stale.sum())
-    if holes:
-        case.code = "unwritten"
-        case.problem = f"{holes} of {out.numel()} cells never written"
-        return
-    if _close(out, trial.expected, trial.atol):
-        found = trial.extra(out, *trial.inputs) if trial.extra else None
-        if found:
-            case.code, case.problem = found
-        else:
-            case.passed = True
-        return
-    for code, answer in trial.wrong_answers:
-        if answer.shape == out.shape and _close(out, answer, trial.atol):
-            case.code, case.problem = code, "matches a known mistake"
-            return
-    bad = int((~_isclose(out, trial.expected, trial.atol)).sum())
-    case.problem = f"{bad} of {out.numel()} cells wrong"
+def _cause(error: BaseException, kind: type[BaseException]) -> BaseException | None:
+    seen = 0
+    while error is not None and seen < 20:
+        if isinstance(error, kind):
+            return error
+        error = error.__cause__ or error.__context__
+        seen += 1
+    return None
+
+
+def _first_line(error: BaseException) -> str:
+    text = str(error).strip().splitlines()
+    return f"{type(error).__name__}: {text[-1] if text else ''}"
+
+
+def _unwritten(out: torch.Tensor) -> torch.Tensor:
+    return out.isnan() if out.is_floating_point() else out == -1
 
 
 def _isclose(a: torch.Tensor, b: torch.Tensor, atol: float | torch.Tensor) -> torch.Tensor:
@@ -336,7 +113,171 @@ def _close(a: torch.Tensor, b: torch.Tensor, atol: float | torch.Tensor) -> bool
     return bool(_isclose(a, b, atol).all())
 
 
-def _verdict(exercise: str, cases: list[Case]) -> CheckResult:
+def where(cell: tuple[int, int] | None, shape: tuple[int, ...]) -> str:
+    """'row 33, column 0 (below the last row)' for a cell just outside a view."""
+    if cell is None:
+        return "an address between its cells"
+    row, col = cell
+    rows, cols = shape[0], shape[1] if len(shape) > 1 else 1
+    side = []
+    if row < 0:
+        side.append("above the first row")
+    elif row >= rows:
+        side.append("below the last row")
+    if col < 0:
+        side.append("left of the first column")
+    elif col >= cols:
+        side.append("right of the last column")
+    return f"row {row}, column {col}" + (f" ({', '.join(side)})" if side else "")
+
+
+def _watch(views: Mapping[str, torch.Tensor]):
+    """Record launches on every backend; on the interpreter also every load and store, and
+    refuse what a GPU would not compile."""
+    stack = contextlib.ExitStack()
+    launched = stack.enter_context(launches.recording())
+    trace = None
+    if tmm_course.BACKEND == INTERPRETER:
+        trace = stack.enter_context(only_these_tensors(views, launched))
+        stack.enter_context(gpu_rules.like_a_gpu())
+    return stack, launched, trace
+
+
+def run_trials(
+    exercise: str,
+    fn: Callable,
+    trials: Sequence[Trial],
+    names: Sequence[str],
+    *,
+    messages: Mapping[str, str] | None = None,
+    allow_course_kernels: bool = False,
+) -> CheckResult:
+    """Run ``fn(*inputs, out)`` on every trial and judge it. ``names`` name the tensors among
+    the inputs, then the output (for messages and pictures); ``messages`` replace the generic
+    sentence of a code with one written for this exercise; ``allow_course_kernels`` accepts an
+    output written by the course's own kernels (the pitfalls lab checks those)."""
+    cases = [t.case for t in trials]
+    for index, trial in enumerate(trials):
+        case = trial.case
+        if trial.only_if_all_passed and not all(c.passed for c in cases[:index]):
+            case.code, case.problem = "skipped", "not run: fix the other cases first"
+            continue
+        inputs = [padded_input(x) if isinstance(x, torch.Tensor) else x for x in trial.inputs]
+        if trial.initial is not None:
+            trial.guard.out.copy_(trial.initial)
+        tensors = [x for x in inputs if isinstance(x, torch.Tensor)]
+        views = dict(zip(names, [*tensors, trial.guard.out], strict=True))
+        stack, launched, trace = _watch(views)
+        try:
+            with stack:
+                fn(*inputs, trial.guard.out)
+            if tmm_course.DEVICE.type == "cuda":
+                torch.cuda.synchronize()
+        except Exception as error:  # a learner's bug must not crash the notebook
+            if _failed(case, error, trace, views):
+                for later in cases[index + 1 :]:
+                    later.code, later.problem = "crashed", "not run: the GPU context was lost"
+                break
+            continue
+        case.trace = trace
+        _judge(trial, launched, trace, views, allow_course_kernels)
+        if case.passed:
+            case.trace = None  # keep the record of failures only
+    return _verdict(exercise, cases, messages or {})
+
+
+def _failed(case: Case, error: Exception, trace: Trace | None, views) -> bool:
+    """Record why the launcher raised; True if the GPU can no longer be used."""
+    case.trace = trace
+    if _cause(error, NotImplementedError):
+        case.code, case.problem, case.trace = "not_implemented", "NotImplementedError", None
+        return False
+    if (rejected := _cause(error, gpu_rules.GpuWouldReject)) is not None:
+        case.code, case.problem = "gpu_would_reject", str(rejected)
+        return False
+    if (stray := _cause(error, OutOfBoundsAccess)) is not None:
+        case.code = f"out_of_bounds_{'read' if stray.kind == 'load' else 'write'}"
+        case.problem = f"{stray} (stopped: it points outside every tensor)"
+        return False
+    case.code, case.problem = "crashed", _first_line(error)
+    if _gpu_context_lost(error):
+        case.problem = GPU_CONTEXT_LOST
+        return True
+    case.problem += "  (" + traceback.extract_tb(error.__traceback__)[-1].name + ")"
+    return False
+
+
+def _judge(
+    trial: Trial,
+    launched: launches.Launches,
+    trace: Trace | None,
+    views: Mapping[str, torch.Tensor],
+    allow_course_kernels: bool,
+) -> None:
+    case, out = trial.case, trial.guard.out
+    output = list(views)[-1]
+    if not launched.seen:
+        case.code = "no_triton_kernel"
+        case.problem = "no kernel[grid](...) launch was seen"
+        return
+    if not allow_course_kernels and all(launch.from_the_course for launch in launched.seen):
+        case.code = "course_kernel"
+        names = ", ".join(sorted({f"{x.module}.{x.kernel}" for x in launched.seen}))
+        case.problem = f"launched only the course's {names}"
+        return
+    if trace is not None and (stores := trace.outside("store")):
+        name, lanes = next(iter(stores.items()))
+        first = where(trace.first_stray("store", name), tuple(views[name].shape))
+        case.code = "out_of_bounds_write"
+        case.problem = f"stored {lanes} lane(s) outside {name}, first at {first}; not performed"
+        return
+    if not trial.guard.canaries_intact():
+        case.code = "out_of_bounds_write"
+        case.problem = "memory around the output changed " + GPU_CANNOT_SEE
+        return
+    if trial.output_must_not_be_read:
+        read = trace is not None and trace.touched("load", output) > 0
+        all_nan = trace is None and bool(_unwritten(out).all())
+        if read or all_nan:
+            case.code = "reads_c_when_beta_zero"
+            case.problem = (
+                f"{output} was loaded although beta == 0"
+                if read
+                else f"every cell is NaN: {output} (full of NaN) was read and scaled by beta = 0"
+            )
+            return
+    if trace is not None and (loads := trace.outside("load")):
+        name, lanes = next(iter(loads.items()))
+        first = where(trace.first_stray("load", name), tuple(views[name].shape))
+        case.code = "out_of_bounds_read"
+        case.problem = f"loaded {lanes} lane(s) outside {name}, first at {first}; not performed"
+        return
+    if trial.initial is None:
+        holes = int(_unwritten(out).sum())
+    else:  # cells left as they were although they should have changed
+        stale = (out == trial.initial) & ~_isclose(trial.initial, trial.expected, trial.atol)
+        holes = int(stale.sum())
+    if _close(out, trial.expected, trial.atol):
+        found = trial.extra(out, *trial.inputs) if trial.extra else None
+        if found:
+            case.code, case.problem = found
+        else:
+            case.passed = True
+        return
+    for wrong in trial.wrong_answers:
+        if wrong.value.shape == out.shape and _close(out, wrong.value, trial.atol):
+            case.code, case.cause = wrong.code, wrong.cause
+            case.problem = wrong.cause
+            return
+    if holes:
+        case.code = "unwritten"
+        case.problem = f"{holes} of {out.numel()} cells never written"
+        return
+    bad = int((~_isclose(out, trial.expected, trial.atol)).sum())
+    case.problem = f"{bad} of {out.numel()} cells wrong"
+
+
+def _verdict(exercise: str, cases: list[Case], messages: Mapping[str, str]) -> CheckResult:
     result = CheckResult(exercise, passed=all(c.passed for c in cases), cases=cases)
     if result.passed:
         return result
@@ -344,16 +285,39 @@ def _verdict(exercise: str, cases: list[Case]) -> CheckResult:
         codes = ["not_implemented"]
     else:
         failed = [c for c in cases if not c.passed and c.code != "skipped"]
-        codes = [code for code in CASE_CODES if any(c.code == code for c in failed)]
-        codes += _where_wrong(failed, [c for c in cases if c.passed])
-    result.diagnoses = [Diagnosis(code, MESSAGES[code]) for code in codes]
+        found = {c.code for c in failed} | set(_where_wrong(failed, cases))
+        codes = [code for code in PRIORITY if code in found]
+        place = next((c for c in ("ragged_edge", "ignores_strides") if c in codes), None)
+        if place and "out_of_bounds_read" in codes:  # the place names the cause of the reads
+            codes.remove(place)
+            codes.insert(codes.index("out_of_bounds_read"), place)
+    result.diagnoses = [Diagnosis(code, _message(code, cases, messages)) for code in codes]
     return result
 
 
-def _where_wrong(failed: list[Case], passed: list[Case]) -> list[str]:
-    """Where the wrong cases cluster: only at ragged edges, only on strided views, or not at
-    all (plain wrong values). Crashes and precision faults say nothing about place."""
-    located = [c for c in failed if c.code not in ("crashed", "precision", "not_implemented")]
+def _message(code: str, cases: list[Case], messages: Mapping[str, str]) -> str:
+    """A case's precise cause, else the exercise's sentence, else the generic one."""
+    cause = next((c.cause for c in cases if c.code == code and c.cause), "")
+    if code == "ragged_edge":
+        return _axes_message(cases, messages)
+    if code == "ignores_strides":
+        return _strides_message(cases, messages)
+    return cause or messages.get(code) or MESSAGES[code]
+
+
+LOCATED = (None, "unwritten", "out_of_bounds_read", "out_of_bounds_write")
+
+
+def _located(cases: list[Case]) -> list[Case]:
+    """Failed cases whose place (ragged axes, strided tensors) may explain them."""
+    return [c for c in cases if not c.passed and c.code in LOCATED]
+
+
+def _where_wrong(failed: list[Case], cases: list[Case]) -> list[str]:
+    """Where plain wrong values cluster: only on ragged axes, only on strided tensors, or not
+    at all. Cases with a cause of their own say nothing about place."""
+    located = _located(failed)
+    passed = [c for c in cases if c.passed]
     if not located:
         return []
     if all(c.ragged for c in located) and any(not c.ragged for c in passed):
@@ -363,3 +327,36 @@ def _where_wrong(failed: list[Case], passed: list[Case]) -> list[str]:
     if any(c.code is None for c in located):
         return ["wrong_values"]
     return []
+
+
+def _strayed(cases: list[Case]) -> str:
+    reads = [c for c in _located(cases) if c.code == "out_of_bounds_read"]
+    if not reads:
+        return ""
+    return " (Those cases also loaded lanes outside the inputs, which the check did not perform.)"
+
+
+def _common(sets: list[tuple[str, ...]]) -> list[str]:
+    common = set(sets[0]).intersection(*sets[1:]) if sets else set()
+    union = set().union(*sets) if sets else set()
+    return sorted(common or union)
+
+
+def _axes_message(cases: list[Case], messages: Mapping[str, str]) -> str:
+    axes = _common([c.ragged for c in _located(cases)])
+    which = " or ".join(axes)
+    fix = messages.get(f"ragged_edge {'/'.join(axes)}") or messages.get("ragged_edge", "")
+    return f"Right when every size is a multiple of the block, wrong when {which} is not: " + (
+        fix or MESSAGES["ragged_edge"]
+    )
+
+
+def _strides_message(cases: list[Case], messages: Mapping[str, str]) -> str:
+    tensors = _common([c.strided for c in _located(cases)])
+    which = " or ".join(tensors)
+    fix = messages.get("ignores_strides") or (
+        "compute every address from the tensor's .stride(0) and .stride(1), not its shape."
+    )
+    return f"Right for contiguous tensors, wrong when {which} is not contiguous: {fix}" + _strayed(
+        cases
+    )

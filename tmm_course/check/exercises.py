@@ -1,8 +1,11 @@
-"""Checks for the exercises. Each takes the learner's launcher and returns a
-:class:`~tmm_course.check.engine.CheckResult`: a verdict, the cases tried and diagnoses.
+"""The checks the lessons call. Each takes the learner's launcher and returns a
+:class:`~tmm_course.check.result.CheckResult`: a verdict, the cases tried and diagnoses, the
+first of which names the cause.
 
 Every call draws fresh random inputs over several shapes (1x1, aligned, ragged, tall, skinny,
-and non-contiguous where strides matter).
+and non-contiguous where strides matter), into an output the check poisons and surrounds with
+canaries. "Aligned" means a multiple of 64 on every axis (blocks up to 64 fit); "ragged" names
+the axes that are not.
 """
 
 from __future__ import annotations
@@ -13,14 +16,10 @@ from typing import NamedTuple
 import torch
 
 import tmm_course
-from tmm_course.check.engine import (
-    Case,
-    CheckResult,
-    Trial,
-    guarded_output,
-    run_trials,
-)
-from tmm_course.numerics import relative_rms, tolerance
+from tmm_course.check.buffers import guarded_output
+from tmm_course.check.engine import Trial, WrongAnswer, run_trials
+from tmm_course.check.result import Case, CheckResult
+from tmm_course.numerics import tolerance
 
 __all__ = [
     "CheckResult",
@@ -32,60 +31,134 @@ __all__ = [
     "check_transpose",
 ]
 
-ALIGNED = [(64, 64), (32, 128)]
+ALIGNED = [(64, 64), (64, 128)]
 RAGGED = [(1, 1), (5, 7), (33, 17), (70, 3), (3, 70)]
+BLOCK = 64
 
 
-def _label(shape: tuple[int, int], ragged: bool, note: str = "") -> str:
-    kind = "ragged" if ragged else "aligned"
-    return f"{shape[0]}x{shape[1]} {kind}" + (f", {note}" if note else "")
+def _ragged(**sizes: int) -> tuple[str, ...]:
+    """The axes whose size is not a multiple of 64: ``_ragged(M=33, N=64) == ("M",)``."""
+    return tuple(axis for axis, size in sizes.items() if size % BLOCK)
 
 
-def _shapes() -> list[tuple[tuple[int, int], bool]]:
-    return [(s, False) for s in ALIGNED] + [(s, True) for s in RAGGED]
+def _label(shape: tuple[int, ...], note: str = "") -> str:
+    kind = "ragged" if _ragged(**dict(zip("MNK", shape, strict=False))) else "aligned"
+    return "x".join(map(str, shape)) + f" {kind}" + (f", {note}" if note else "")
 
 
-def check_fill_column_major(fn: Callable[[torch.Tensor], object]) -> CheckResult:
+def _case(shape: tuple[int, ...], note: str = "", strided: tuple[str, ...] = ()) -> Case:
+    ragged = _ragged(**dict(zip("MNK", shape, strict=False)))
+    return Case(_label(shape, note), shape, ragged=ragged, strided=strided)
+
+
+def _tiles_transposed(value: torch.Tensor, block: int) -> torch.Tensor:
+    """``value`` with every ``block x block`` tile transposed in place (square tiles)."""
+    m, n = value.shape
+    out = value.clone()
+    for i in range(0, m, block):
+        for j in range(0, n, block):
+            out[i : i + block, j : j + block] = value[i : i + block, j : j + block].t()
+    return out
+
+
+STORE_MASK = "mask the store with (offs_m[:, None] < M) & (offs_n[None, :] < N)."
+LOAD_AND_STORE_MASKS = (
+    "mask the load and the store with (offs_m[:, None] < M) & (offs_n[None, :] < N)."
+)
+
+
+def check_fill_column_major(
+    fn: Callable[[torch.Tensor], object], *, allow_course_kernels: bool = False
+) -> CheckResult:
     """Lesson 1: ``fn(out)`` must set ``out[i, j] = j * M + i`` (the column-major index)."""
     trials = []
-    for shape, ragged in _shapes():
-        m, n = shape
+    for m, n in ALIGNED + RAGGED:
         i = torch.arange(m, device=tmm_course.DEVICE)[:, None]
         j = torch.arange(n, device=tmm_course.DEVICE)[None, :]
-        wrong = [("transposed", (i * n + j).float())] if m > 1 and n > 1 else []
+        wrong = []
+        if m > 1 and n > 1:
+            wrong.append(
+                WrongAnswer(
+                    "transposed",
+                    (i * n + j).float(),
+                    "stores the row-major index i * N + j; the exercise asks for the "
+                    "column-major one, j * M + i: swap the roles of offs_m and offs_n in the "
+                    "value you store (the pointer stays offs_m[:, None] * N + offs_n[None, :]).",
+                )
+            )
         trials.append(
             Trial(
-                case=Case(_label(shape, ragged), shape, ragged=ragged),
+                case=_case((m, n)),
                 inputs=(),
-                guard=guarded_output(shape, torch.float32),
+                guard=guarded_output((m, n), torch.float32),
                 expected=(j * m + i).float(),
                 wrong_answers=wrong,
             )
         )
-    return run_trials("fill_column_major", fn, trials)
+    return run_trials(
+        "fill_column_major",
+        fn,
+        trials,
+        ("out",),
+        messages={"ragged_edge": STORE_MASK},
+        allow_course_kernels=allow_course_kernels,
+    )
 
 
 def check_outer_product(
     fn: Callable[[torch.Tensor, torch.Tensor, torch.Tensor], object],
+    *,
+    allow_course_kernels: bool = False,
 ) -> CheckResult:
     """Lesson 2: ``fn(x, y, out)`` must set ``out[i, j] = x[i] * y[j]`` by broadcasting."""
     trials = []
-    for shape, ragged in _shapes():
-        m, n = shape
+    for m, n in ALIGNED + RAGGED:
         x = torch.randn(m, device=tmm_course.DEVICE)
         y = torch.randn(n, device=tmm_course.DEVICE)
-        wrong = [("transposed", y[:, None] * x[None, :])] if m == n and m > 1 else []
+        right = x[:, None] * y[None, :]
+        wrong = []
+        if m == n > 1:
+            wrong.append(
+                WrongAnswer(
+                    "transposed",
+                    y[:, None] * x[None, :],
+                    "out[i, j] holds x[j] * y[i]: x was loaded along the columns and y "
+                    "along the rows. Load x at offs_m and y at offs_n, then x[:, None] * "
+                    "y[None, :].",
+                )
+            )
+            for block in (8, 16, 32):  # swapped [:, None] and [None, :] in square tiles
+                wrong.append(
+                    WrongAnswer(
+                        "transposed",
+                        _tiles_transposed(right, block),
+                        f"each {block}x{block} tile holds the transpose of the right tile: "
+                        "[:, None] and [None, :] are swapped, so x runs along the tile's "
+                        "columns. Use x[:, None] (a column, down the rows) times y[None, :] "
+                        "(a row, along the columns).",
+                    )
+                )
         trials.append(
             Trial(
-                case=Case(_label(shape, ragged), shape, ragged=ragged),
+                case=_case((m, n)),
                 inputs=(x, y),
-                guard=guarded_output(shape, torch.float32),
-                expected=x[:, None] * y[None, :],
+                guard=guarded_output((m, n), torch.float32),
+                expected=right,
                 wrong_answers=wrong,
                 atol=1e-6,
             )
         )
-    return run_trials("outer_product", fn, trials)
+    return run_trials(
+        "outer_product",
+        fn,
+        trials,
+        ("x", "y", "out"),
+        messages={
+            "ragged_edge": "mask the loads of x (offs_m < M) and y (offs_n < N), and the store "
+            "with both."
+        },
+        allow_course_kernels=allow_course_kernels,
+    )
 
 
 def _views(m: int, n: int) -> list[tuple[str, torch.Tensor]]:
@@ -99,66 +172,159 @@ def _views(m: int, n: int) -> list[tuple[str, torch.Tensor]]:
     ]
 
 
-def check_strided_copy(fn: Callable[[torch.Tensor, torch.Tensor], object]) -> CheckResult:
+COPY_SHAPES = [(64, 64), (1, 1), (33, 17), (5, 70)]
+
+
+def check_strided_copy(
+    fn: Callable[[torch.Tensor, torch.Tensor], object], *, allow_course_kernels: bool = False
+) -> CheckResult:
     """Lesson 3: ``fn(x, out)`` must copy ``x`` into ``out`` for any strides of either."""
     trials = []
-    for shape, ragged in [((32, 32), False), ((1, 1), True), ((33, 17), True), ((5, 70), True)]:
-        for layout, x in _views(*shape):
-            strided = layout != "contiguous"
+    for m, n in COPY_SHAPES:
+        for layout, x in _views(m, n):
+            strided = () if layout == "contiguous" else ("x",)
             wrong = []
-            if not strided and shape[0] == shape[1] > 1:
-                wrong.append(("transposed", x.t()))
+            if not strided and m == n > 1:
+                wrong.append(
+                    WrongAnswer(
+                        "transposed",
+                        x.t(),
+                        "out holds x transposed: a stride is paired with the wrong offset. "
+                        "Pair offs_m with stride 0 and offs_n with stride 1, for x and for out.",
+                    )
+                )
             trials.append(
                 Trial(
-                    case=Case(_label(shape, ragged, layout), shape, ragged=ragged, strided=strided),
+                    case=_case((m, n), layout, strided),
                     inputs=(x,),
-                    guard=guarded_output(shape, torch.float32),
+                    guard=guarded_output((m, n), torch.float32),
                     expected=x,
                     wrong_answers=wrong,
                 )
             )
-    m, n = 33, 17
-    x = torch.randn(m, n, device=tmm_course.DEVICE)
-    trials.append(
-        Trial(
-            case=Case(
-                _label((m, n), True, "output with padded rows"), (m, n), ragged=True, strided=True
-            ),
-            inputs=(x,),
-            guard=guarded_output((m, n), torch.float32, row_gap=5),
-            expected=x,
+    for m, n in [(64, 64), (33, 17)]:
+        x = torch.randn(m, n, device=tmm_course.DEVICE)
+        trials.append(
+            Trial(
+                case=_case((m, n), "output with padded rows", ("out",)),
+                inputs=(x,),
+                guard=guarded_output((m, n), torch.float32, row_gap=5),
+                expected=x,
+            )
         )
+    return run_trials(
+        "strided_copy",
+        fn,
+        trials,
+        ("x", "out"),
+        messages={"ragged_edge": LOAD_AND_STORE_MASKS},
+        allow_course_kernels=allow_course_kernels,
     )
-    return run_trials("strided_copy", fn, trials)
+
+
+def check_transpose(
+    fn: Callable[[torch.Tensor, torch.Tensor], object],
+    *,
+    strided: bool = True,
+    ragged: bool = True,
+    allow_course_kernels: bool = False,
+) -> CheckResult:
+    """Lesson 5: ``fn(x, out)`` must store ``x.T`` into ``out`` (``x`` is M x N, ``out`` N x M).
+
+    ``strided=False`` or ``ragged=False`` leave out the non-contiguous or the ragged cases, for
+    the first parts of the homework.
+    """
+    shapes = list(ALIGNED)
+    if ragged:
+        shapes += [(1, 1), (33, 17), (70, 3), (3, 70)]
+    trials = []
+    for m, n in shapes:
+        views = _views(m, n) if strided else _views(m, n)[:1]
+        for layout, x in views:
+            wrong = []
+            if m == n > 1:
+                wrong.append(
+                    WrongAnswer(
+                        "transposed",
+                        x.clone(),
+                        "out holds a copy of x, not its transpose: x[i, j] must land at "
+                        "out[j, i]. Keep the load as it is and swap the store's offsets: "
+                        "offs_n[None, :] with out's row stride, offs_m[:, None] with its "
+                        "column stride.",
+                    )
+                )
+            trials.append(
+                Trial(
+                    case=_case((m, n), layout, () if layout == "contiguous" else ("x",)),
+                    inputs=(x,),
+                    guard=guarded_output((n, m), torch.float32),
+                    expected=x.t(),
+                    wrong_answers=wrong,
+                )
+            )
+    if strided:
+        for m, n in [(64, 64), (33, 17)] if ragged else [(64, 64)]:
+            x = torch.randn(m, n, device=tmm_course.DEVICE)
+            trials.append(
+                Trial(
+                    case=_case((m, n), "output with padded rows", ("out",)),
+                    inputs=(x,),
+                    guard=guarded_output((n, m), torch.float32, row_gap=5),
+                    expected=x.t(),
+                )
+            )
+    return run_trials(
+        "transpose",
+        fn,
+        trials,
+        ("x", "out"),
+        messages={
+            "ragged_edge": "mask the load with (offs_m[:, None] < M) & (offs_n[None, :] < N) and "
+            "the store with the same mask (the tile is stored transposed, its mask too).",
+            "ignores_strides": "take x's and out's strides as kernel arguments and build both "
+            "pointer tiles from them; out is N x M, so its row stride goes with offs_n.",
+        },
+        allow_course_kernels=allow_course_kernels,
+    )
 
 
 class MatmulCase(NamedTuple):
-    """One product a matmul check runs. The block sizes a learner picks are unknown, so
-    "aligned" means every dimension is a multiple of 64, and "ragged" anything else."""
+    """One product a matmul check runs."""
 
     label: str
     m: int
     n: int
     k: int
     layout: str  # contiguous, transposed, sliced or padded output
-    ragged: bool
 
 
 MATMUL_CASES = [
-    MatmulCase("square", 64, 64, 64, "contiguous", False),
-    MatmulCase("1x1x1", 1, 1, 1, "contiguous", True),
-    MatmulCase("ragged M", 65, 64, 64, "contiguous", True),
-    MatmulCase("ragged N", 64, 65, 64, "contiguous", True),
-    MatmulCase("ragged K", 64, 64, 65, "contiguous", True),
-    MatmulCase("K smaller than a block", 32, 32, 7, "contiguous", True),
-    MatmulCase("tall", 300, 4, 48, "contiguous", True),
-    MatmulCase("skinny", 4, 300, 48, "contiguous", True),
-    MatmulCase("transposed A and B", 64, 64, 64, "transposed", False),
-    MatmulCase("sliced A and B", 64, 64, 64, "sliced", False),
-    MatmulCase("output with padded rows", 64, 64, 64, "padded output", False),
+    MatmulCase("square", 64, 64, 64, "contiguous"),
+    MatmulCase("one K block", 16, 16, 16, "contiguous"),
+    MatmulCase("1x1x1", 1, 1, 1, "contiguous"),
+    MatmulCase("ragged M", 65, 64, 64, "contiguous"),
+    MatmulCase("ragged N", 64, 65, 64, "contiguous"),
+    MatmulCase("ragged K", 64, 64, 65, "contiguous"),
+    MatmulCase("K smaller than a block", 64, 64, 7, "contiguous"),
+    MatmulCase("tall", 300, 4, 48, "contiguous"),
+    MatmulCase("skinny", 4, 300, 48, "contiguous"),
+    MatmulCase("transposed A and B", 64, 64, 64, "transposed"),
+    MatmulCase("sliced A and B", 64, 64, 64, "sliced"),
+    MatmulCase("output with padded rows", 64, 64, 64, "padded output"),
 ]
 PRECISION_PROBE_K = 4096
+LONG_K = MatmulCase("long K", 16, 16, PRECISION_PROBE_K, "contiguous")
 FLOAT32_ACCUMULATOR_RMS = 6e-4  # float16 output of a float32 sum: about 2e-4 at any K
+
+MATMUL_MESSAGES = {
+    "ragged_edge K": "mask the K lanes of both loads, (offs_k[None, :] < K - k * BLOCK_K) for "
+    "A and (offs_k[:, None] < K - k * BLOCK_K) for B, with other=0.0 so the padding adds "
+    "nothing to the sum.",
+    "ragged_edge": "mask A's rows (offs_m < M) and B's columns (offs_n < N) on the loads, the "
+    "K lanes of both with other=0.0, and the store with rows and columns.",
+    "ignores_strides": "pass all six strides (a.stride(0), a.stride(1), b..., c...) and build "
+    "every pointer tile from them.",
+}
 
 
 def _matmul_operands(m: int, n: int, k: int, layout: str, dtype: torch.dtype):
@@ -176,156 +342,166 @@ def _matmul_operands(m: int, n: int, k: int, layout: str, dtype: torch.dtype):
     return torch.randn(m, k, device=device).to(dtype), torch.randn(k, n, device=device).to(dtype)
 
 
-def _matmul_trial(spec: MatmulCase, dtype: torch.dtype, extra=None) -> Trial:
-    label, m, n, k, layout, ragged = spec
+def _strided(layout: str) -> tuple[str, ...]:
+    return {"transposed": ("a", "b"), "sliced": ("a", "b"), "padded output": ("c",)}.get(layout, ())
+
+
+def _matmul_mistakes(a64: torch.Tensor, b64: torch.Tensor, scale=lambda p: p) -> list[WrongAnswer]:
+    """The stride pairings a matmul gets wrong, for a square case that fits one K block (where
+    each equals a product of transposes exactly)."""
+    return [
+        WrongAnswer(
+            "transposed",
+            scale(a64.t() @ b64),
+            "matches A^T B: offs_m is paired with stride_ak and offs_k with stride_am. Build "
+            "a_ptrs as offs_m[:, None] * stride_am + offs_k[None, :] * stride_ak.",
+        ),
+        WrongAnswer(
+            "transposed",
+            scale(a64 @ b64.t()),
+            "matches A B^T: offs_k is paired with stride_bn and offs_n with stride_bk. Build "
+            "b_ptrs as offs_k[:, None] * stride_bk + offs_n[None, :] * stride_bn.",
+        ),
+        WrongAnswer(
+            "transposed",
+            scale((a64 @ b64).t()),
+            "matches (AB)^T: C is stored transposed, offs_m paired with stride_cn. Build c_ptrs "
+            "as offs_m[:, None] * stride_cm + offs_n[None, :] * stride_cn.",
+        ),
+        WrongAnswer(
+            "transposed",
+            scale(a64.t() @ b64.t()),
+            "matches A^T B^T: the strides of both A and B are paired with the wrong offsets.",
+        ),
+    ]
+
+
+def _matmul_trial(spec: MatmulCase, dtype: torch.dtype) -> Trial:
+    label, m, n, k, layout = spec
     a, b = _matmul_operands(m, n, k, layout, dtype)
     a64, b64 = a.double(), b.double()
     bound = tolerance(dtype, tmm_course.BACKEND) * (a64.abs() @ b64.abs())
-    wrong = []
-    if m == n == k and layout == "contiguous":
-        wrong.append(("transposed", a64.t() @ b64))  # A's strides paired the wrong way round
-        wrong.append(("transposed", a64 @ b64.t()))  # B's
+    wrong = _matmul_mistakes(a64, b64) if m == n == k and layout == "contiguous" else []
     guard = guarded_output((m, n), dtype, row_gap=3 if layout == "padded output" else 0)
-    case = Case(
-        f"{m}x{n}x{k} {label}, {str(dtype).removeprefix('torch.')}",
-        (m, n, k),
-        ragged=ragged,
-        strided=layout != "contiguous",
-    )
-    return Trial(
-        case=case,
-        inputs=(a, b),
-        guard=guard,
-        expected=a64 @ b64,
-        wrong_answers=wrong,
-        atol=bound,
-        extra=extra,
-    )
+    case = _case((m, n, k), f"{label}, {str(dtype).removeprefix('torch.')}", _strided(layout))
+    extra = _accumulator_precision(a64 @ b64) if spec is LONG_K else None
+    return Trial(case, (a, b), guard, a64 @ b64, wrong, atol=bound, extra=extra)
 
 
-def _accumulator_precision(
-    out: torch.Tensor, a: torch.Tensor, b: torch.Tensor
-) -> tuple[str, str] | None:
-    """On the long-K probe: an error that a float32 accumulator would not make."""
-    error = relative_rms(out, a, b)
-    if error > FLOAT32_ACCUMULATOR_RMS:
-        return "precision", (
-            f"rms error {error:.1e} at K={PRECISION_PROBE_K}; a float32 accumulator stays near 2e-4"
-        )
-    return None
+def _accumulator_precision(exact: torch.Tensor) -> Callable[..., tuple[str, str] | None]:
+    """On the long-K probe: an error against ``exact`` that a float32 accumulator would not
+    make (rms error over rms value)."""
+
+    def judge(out: torch.Tensor, *_: object) -> tuple[str, str] | None:
+        error = float((out.double() - exact).pow(2).mean().sqrt() / exact.pow(2).mean().sqrt())
+        if error > FLOAT32_ACCUMULATOR_RMS:
+            return "precision", (
+                f"rms error {error:.1e} at K={PRECISION_PROBE_K}; a float32 accumulator stays "
+                "near 2e-4"
+            )
+        return None
+
+    return judge
 
 
-def check_matmul(fn: Callable[[torch.Tensor, torch.Tensor, torch.Tensor], object]) -> CheckResult:
+def check_matmul(
+    fn: Callable[[torch.Tensor, torch.Tensor, torch.Tensor], object],
+    *,
+    allow_course_kernels: bool = False,
+) -> CheckResult:
     """Lesson 4: ``fn(a, b, c)`` must store ``a @ b`` into ``c`` (float16; the last case also
-    float32), for any shapes and strides, with a float32 accumulator."""
+    float32), for any shapes and strides, with a float32 accumulator. ``allow_course_kernels``
+    accepts the course's own kernels (lesson 7 checks its broken ones)."""
     trials = [_matmul_trial(spec, torch.float16) for spec in MATMUL_CASES]
-    long_k = MatmulCase("long K", 16, 16, PRECISION_PROBE_K, "contiguous", ragged=True)
-    probe = _matmul_trial(long_k, torch.float16, extra=_accumulator_precision)
+    probe = _matmul_trial(LONG_K, torch.float16)
     probe.only_if_all_passed = True
     trials.append(probe)
     # last: a GPU refuses some kernels on float32 only, which must not hide the probe above
     trials.append(_matmul_trial(MATMUL_CASES[0], torch.float32))
-    return run_trials("matmul", fn, trials)
-
-
-def check_transpose(
-    fn: Callable[[torch.Tensor, torch.Tensor], object], *, strided: bool = True, ragged: bool = True
-) -> CheckResult:
-    """Lesson 5: ``fn(x, out)`` must store ``x.T`` into ``out`` (``x`` is M x N, ``out`` N x M).
-
-    ``strided=False`` or ``ragged=False`` leave out the non-contiguous or the ragged cases, for
-    the first parts of the homework.
-    """
-    shapes = [((64, 64), False), ((32, 128), False)]
-    if ragged:
-        shapes += [((1, 1), True), ((33, 17), True), ((70, 3), True), ((3, 70), True)]
-    trials = []
-    for (m, n), is_ragged in shapes:
-        views = _views(m, n) if strided else _views(m, n)[:1]
-        for layout, x in views:
-            is_strided = layout != "contiguous"
-            wrong = [("transposed", x)] if m == n > 1 else []  # a copy, not a transpose
-            trials.append(
-                Trial(
-                    case=Case(
-                        _label((m, n), is_ragged, layout),
-                        (m, n),
-                        ragged=is_ragged,
-                        strided=is_strided,
-                    ),
-                    inputs=(x,),
-                    guard=guarded_output((n, m), torch.float32),
-                    expected=x.t(),
-                    wrong_answers=wrong,
-                )
-            )
-        if strided:
-            x = torch.randn(m, n, device=tmm_course.DEVICE)
-            trials.append(
-                Trial(
-                    case=Case(
-                        _label((m, n), is_ragged, "output with padded rows"),
-                        (m, n),
-                        ragged=is_ragged,
-                        strided=True,
-                    ),
-                    inputs=(x,),
-                    guard=guarded_output((n, m), torch.float32, row_gap=5),
-                    expected=x.t(),
-                )
-            )
-    return run_trials("transpose", fn, trials)
+    return run_trials(
+        "matmul",
+        fn,
+        trials,
+        ("a", "b", "c"),
+        messages=MATMUL_MESSAGES,
+        allow_course_kernels=allow_course_kernels,
+    )
 
 
 def check_scaled_matmul(
-    fn: Callable[..., object], alpha: float = 1.5, beta: float = -0.5
+    fn: Callable[..., object],
+    alpha: float = 1.5,
+    beta: float = -0.5,
+    *,
+    allow_course_kernels: bool = False,
 ) -> CheckResult:
     """Lesson 5: ``fn(a, b, c, alpha, beta)`` must update ``c`` to ``alpha * a @ b + beta * c``.
 
     One case has ``beta = 0`` and ``c`` full of NaN: as in BLAS, ``c`` must then not be read.
     """
     trials = []
-    for label, m, n, k, layout, ragged in MATMUL_CASES[:9]:
+    for spec in [*MATMUL_CASES, LONG_K]:
+        label, m, n, k, layout = spec
         a, b = _matmul_operands(m, n, k, layout, torch.float16)
         c0 = torch.randn(m, n, device=tmm_course.DEVICE).half()
         a64, b64, c64 = a.double(), b.double(), c0.double()
         bound = tolerance(torch.float16, tmm_course.BACKEND) * (
             abs(alpha) * (a64.abs() @ b64.abs()) + abs(beta) * c64.abs()
         )
-        case = Case(
-            f"{m}x{n}x{k} {label}", (m, n, k), ragged=ragged, strided=layout != "contiguous"
-        )
+        wrong = [
+            WrongAnswer(
+                "wrong_values",
+                alpha * (a64 @ b64),
+                "matches alpha * A @ B alone: beta * C was never added. Load the old C "
+                "(converted to float32) and add beta times it before the store.",
+            ),
+            WrongAnswer(
+                "wrong_values",
+                a64 @ b64 + beta * c64,
+                "matches A @ B + beta * C: the product was not scaled by alpha.",
+            ),
+        ]
+        if m == n == k and layout == "contiguous":
+            wrong += _matmul_mistakes(a64, b64, lambda p, c64=c64: alpha * p + beta * c64)
+        padded = layout == "padded output"
         trials.append(
             Trial(
-                case=case,
+                case=_case((m, n, k), label, _strided(layout)),
                 inputs=(a, b, alpha, beta),
-                guard=guarded_output((m, n), torch.float16),
+                guard=guarded_output((m, n), torch.float16, row_gap=3 if padded else 0),
                 expected=alpha * (a64 @ b64) + beta * c64,
-                wrong_answers=[("transposed", alpha * (a64.t() @ b64) + beta * c64)]
-                if m == n == k and layout == "contiguous"
-                else [],
+                wrong_answers=wrong,
                 atol=bound,
                 initial=c0,
+                extra=_accumulator_precision(alpha * (a64 @ b64) + beta * c64)
+                if spec is LONG_K
+                else None,
+                only_if_all_passed=spec is LONG_K,
             )
         )
     a, b = _matmul_operands(64, 64, 64, "contiguous", torch.float16)
-    exact = alpha * (a.double() @ b.double())
-    bound = (
-        tolerance(torch.float16, tmm_course.BACKEND)
-        * abs(alpha)
-        * (a.double().abs() @ b.double().abs())
-    )
-    trials.append(
+    a64, b64 = a.double(), b.double()
+    bound = tolerance(torch.float16, tmm_course.BACKEND) * abs(alpha) * (a64.abs() @ b64.abs())
+    trials.insert(
+        len(trials) - 1,
         Trial(
             case=Case("64x64x64 beta = 0, C holds NaN", (64, 64, 64)),
             inputs=(a, b, alpha, 0.0),
             guard=guarded_output((64, 64), torch.float16),
-            expected=exact,
+            expected=alpha * (a64 @ b64),
             atol=bound,
-        )
+            output_must_not_be_read=True,
+        ),
     )
 
     def call(a: torch.Tensor, b: torch.Tensor, alpha: float, beta: float, c: torch.Tensor):
         return fn(a, b, c, alpha, beta)
 
-    return run_trials("scaled_matmul", call, trials)
+    return run_trials(
+        "scaled_matmul",
+        call,
+        trials,
+        ("a", "b", "c"),
+        messages=MATMUL_MESSAGES,
+        allow_course_kernels=allow_course_kernels,
+    )

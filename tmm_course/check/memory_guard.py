@@ -1,10 +1,20 @@
-"""On Triton's interpreter, refuse loads and stores outside the tensors a check handed out.
+"""On Triton's interpreter, judge every load and store lane against the view it belongs to.
 
-A compiled kernel that strays past its tensors usually reads junk or faults cleanly on the GPU;
-the interpreter instead dereferences the raw address in this Python process, and a wild
-pointer kills the notebook's kernel. While :func:`only_these_tensors` is active, every
-unmasked lane of ``tl.load``/``tl.store`` must fall inside one of the given tensors' storages,
-or the launch stops with :class:`OutOfBoundsAccess`, which says where the lane pointed.
+A compiled kernel that strays past its tensors reads junk or faults on the GPU; the interpreter
+instead dereferences the raw address in this Python process, where a wild pointer kills the
+notebook's kernel. While :func:`only_these_tensors` is active, each active lane of
+``tl.load``/``tl.store`` is classified:
+
+- inside an element of one of the check's views: performed, and recorded;
+- inside a check tensor's storage but not one of its view's elements (the padding around an
+  input, the canaries around an output, the gap between rows): recorded as a read or write
+  outside the view, and *not performed* (a load gets ``other``, a store is dropped);
+- inside a tensor the launcher handed to its own launch (a ``.contiguous()`` copy, a scratch
+  output): legal memory, performed;
+- anywhere else: the launch stops with :class:`OutOfBoundsAccess`.
+
+What was recorded (:class:`Trace`) says, per program, which cells of which tensor it loaded and
+stored: the check's diagnosis and its picture of the kernel are drawn from it.
 """
 
 from __future__ import annotations
@@ -13,14 +23,23 @@ import contextlib
 import functools
 import inspect
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
 
 import numpy as np
 import torch
 
+from tmm_course.check.launches import Launch, Launches
+
+# the leading parameters the guard reads; the rest (cache and eviction hints) differ between
+# Triton versions (3.6: cache_modifier, eviction_policy; 3.9: cache_policy) and pass through
+LOAD_PARAMETERS = ("self", "ptrs", "mask", "other")
+STORE_PARAMETERS = ("self", "ptrs", "value", "mask")
+PICTURE_MARGIN = 8  # cells drawn around a view for lanes that strayed outside it
+
 
 class OutOfBoundsAccess(RuntimeError):
-    """A kernel lane loaded or stored outside every allowed tensor."""
+    """A kernel lane loaded or stored outside every tensor it could reach."""
 
     def __init__(self, kind: str, address: int, lanes: int) -> None:
         self.kind = kind
@@ -30,27 +49,96 @@ class OutOfBoundsAccess(RuntimeError):
         )
 
 
-def _ranges(tensors: Sequence[torch.Tensor]) -> np.ndarray:
-    spans = []
-    for t in tensors:
-        storage = t.untyped_storage()
-        spans.append((storage.data_ptr(), storage.data_ptr() + storage.nbytes()))
-    return np.array(spans, dtype=np.uint64).reshape(-1, 2)
+@dataclass
+class Region:
+    """A storage the kernel may reach: a check's view (judged per element) or a tensor the
+    launcher allocated for its own launches (legal as a whole)."""
+
+    name: str
+    start: int
+    end: int
+    itemsize: int
+    view: torch.Tensor | None = None
+    position: np.ndarray | None = None  # storage element -> flat index in the view, or -1
+
+    @classmethod
+    def of_view(cls, name: str, view: torch.Tensor) -> Region:
+        storage = view.untyped_storage()
+        itemsize = view.element_size()
+        position = np.full(storage.nbytes() // itemsize, -1, dtype=np.int64)
+        if view.numel():
+            index = view.storage_offset() + sum(
+                np.arange(size).reshape([-1 if d == axis else 1 for d in range(view.dim())])
+                * stride
+                for axis, (size, stride) in enumerate(zip(view.shape, view.stride(), strict=True))
+            )
+            position[np.asarray(index).ravel()] = np.arange(view.numel())
+        start = storage.data_ptr()
+        return cls(name, start, start + storage.nbytes(), itemsize, view, position)
+
+    @classmethod
+    def owned(cls, tensor: torch.Tensor) -> Region:
+        storage = tensor.untyped_storage()
+        start = storage.data_ptr()
+        return cls("scratch", start, start + storage.nbytes(), tensor.element_size())
+
+    def cell(self, element: int) -> tuple[int, int] | None:
+        """(row, column) of a storage element in a 2-D view's coordinates, also just outside
+        the view (None if the view's strides do not say where)."""
+        if self.view is None or self.view.dim() != 2:
+            return None
+        offset = element - self.view.storage_offset()
+        (rows, cols), (s0, s1) = self.view.shape, self.view.stride()
+        if 0 < s1 <= s0 and s0 >= cols * s1:  # rows apart by s0, columns by s1
+            row, rest = divmod(offset, s0)
+            col, off_grid = divmod(rest, s1)
+        elif 0 < s0 < s1 and s1 >= rows * s0:  # column-major-like
+            col, rest = divmod(offset, s1)
+            row, off_grid = divmod(rest, s0)
+        else:
+            return None
+        if off_grid:
+            return None
+        inside = -PICTURE_MARGIN <= row < rows + PICTURE_MARGIN
+        return (row, col) if inside and -PICTURE_MARGIN <= col < cols + PICTURE_MARGIN else None
 
 
-def _stray(ptrs: np.ndarray, mask: np.ndarray, size: int, ranges: np.ndarray) -> np.ndarray:
-    active = np.broadcast_to(ptrs, mask.shape)[mask] if mask.shape else ptrs[mask]
-    active = active.astype(np.uint64).ravel()
-    inside = np.zeros(active.shape, dtype=bool)
-    for start, end in ranges:
-        inside |= (active >= start) & (active + np.uint64(size) <= end)
-    return active[~inside]
+@dataclass
+class Access:
+    """What one program did to one view in one load or store."""
+
+    program: tuple[int, int, int]
+    kind: str  # "load" or "store"
+    tensor: str
+    cells: np.ndarray  # flat indices into the view, lanes performed
+    strays: list[tuple[int, int]]  # (row, column) of lanes outside the view, not performed
+    stray_lanes: int  # how many lanes fell outside the view (some may have no cell)
 
 
-# the leading parameters the guard reads; the rest (cache and eviction hints) differ between
-# Triton versions (3.6: cache_modifier, eviction_policy; 3.9: cache_policy) and pass through
-LOAD_PARAMETERS = ("self", "ptrs", "mask", "other")
-STORE_PARAMETERS = ("self", "ptrs", "value", "mask")
+@dataclass
+class Trace:
+    """Every load and store lane the kernels of one launcher call made into the check's views."""
+
+    views: dict[str, torch.Tensor] = field(default_factory=dict)
+    accesses: list[Access] = field(default_factory=list)
+
+    def outside(self, kind: str) -> dict[str, int]:
+        """Lanes of ``kind`` ("load" or "store") outside each view, by view name."""
+        counts: dict[str, int] = {}
+        for a in self.accesses:
+            if a.kind == kind and a.stray_lanes:
+                counts[a.tensor] = counts.get(a.tensor, 0) + a.stray_lanes
+        return counts
+
+    def first_stray(self, kind: str, tensor: str) -> tuple[int, int] | None:
+        for a in self.accesses:
+            if a.kind == kind and a.tensor == tensor and a.strays:
+                return a.strays[0]
+        return None
+
+    def touched(self, kind: str, tensor: str) -> int:
+        """How many lanes of ``kind`` landed inside the view ``tensor``."""
+        return sum(a.cells.size for a in self.accesses if a.kind == kind and a.tensor == tensor)
 
 
 def unsupported_reason() -> str | None:
@@ -75,42 +163,110 @@ def unsupported_reason() -> str | None:
     return None
 
 
-@contextlib.contextmanager
-def only_these_tensors(tensors: Sequence[torch.Tensor]) -> Iterator[None]:
-    """Interpreter launches inside this block may touch only ``tensors``' storages.
+class _Judge:
+    """Classifies lanes against the regions and records what they did."""
 
-    On a Triton whose interpreter the guard does not know, it warns once and guards nothing:
-    the checks still run, with the canaries and poison as their only watch."""
+    def __init__(self, views: Mapping[str, torch.Tensor], trace: Trace) -> None:
+        self.regions = [Region.of_view(name, view) for name, view in views.items()]
+        self.trace = trace
+
+    def add_launch(self, launch: Launch) -> None:
+        """Tensors a launcher hands its own kernels are legal memory, unless they share a
+        storage with a check's view (then the view decides)."""
+        for tensor in launch.tensors:
+            start = tensor.untyped_storage().data_ptr()
+            if not any(r.start <= start < r.end for r in self.regions):
+                self.regions.append(Region.owned(tensor))
+
+    def region_of(self, address: int) -> Region | None:
+        for region in self.regions:
+            if region.start <= address < region.end:
+                return region
+        return None
+
+    def judge(self, builder, kind: str, ptrs, mask, itemsize: int) -> np.ndarray:
+        """The mask with every lane outside its view switched off; stops a lane that reaches
+        no region."""
+        addresses = np.broadcast_to(ptrs.data, np.shape(mask.data)).astype(np.uint64)
+        active = np.asarray(mask.data, dtype=bool)
+        keep = active.copy()
+        program = tuple(int(i) for i in (builder.grid_idx or (0, 0, 0)))
+        flat_addresses, flat_active = addresses.ravel(), active.ravel()
+        lanes = flat_addresses[flat_active]
+        owner = np.full(lanes.shape, -1)
+        for index, region in enumerate(self.regions):
+            inside = (lanes >= region.start) & (lanes + np.uint64(itemsize) <= region.end)
+            owner[inside & (owner == -1)] = index
+        if (owner == -1).any():
+            stray = lanes[owner == -1]
+            raise OutOfBoundsAccess(kind, int(stray[0]), int(stray.size))
+        outside_view = np.zeros(lanes.shape, dtype=bool)
+        for index in np.unique(owner):
+            region = self.regions[index]
+            if region.position is None:
+                continue
+            here = owner == index
+            offset = lanes[here] - np.uint64(region.start)
+            element = (offset // np.uint64(region.itemsize)).astype(np.int64)
+            aligned = offset % np.uint64(region.itemsize) == 0
+            position = np.where(aligned, region.position[element], -1)
+            outside = position < 0
+            outside_view[np.flatnonzero(here)[outside]] = True
+            self.trace.accesses.append(
+                Access(
+                    program,
+                    kind,
+                    region.name,
+                    position[~outside],
+                    [c for e in element[outside][:64] if (c := region.cell(int(e))) is not None],
+                    int(outside.sum()),
+                )
+            )
+        flat_keep = keep.ravel()
+        flat_keep[np.flatnonzero(flat_active)[outside_view]] = False
+        return flat_keep.reshape(active.shape)
+
+
+@contextlib.contextmanager
+def only_these_tensors(
+    views: Mapping[str, torch.Tensor], launches: Launches | None = None
+) -> Iterator[Trace | None]:
+    """Interpreter launches inside this block are judged against ``views`` (and what the
+    launcher allocates for its own launches, when ``launches`` records them). Yields the
+    :class:`Trace`, or None on a Triton whose interpreter the guard does not know: then it
+    warns once and guards nothing (the checks keep their canaries and poison)."""
     reason = unsupported_reason()
     if reason is not None:
         _warn_unguarded(reason)
-        yield
+        yield None
         return
     from triton.runtime import interpreter
 
+    trace = Trace(views=dict(views))
+    judge = _Judge(views, trace)
+    if launches is not None:
+        launches.listeners.append(judge.add_launch)
     builder = interpreter.InterpreterBuilder
     load, store = builder.create_masked_load, builder.create_masked_store
-    ranges = _ranges(tensors)
 
-    def check(kind: str, ptrs, mask) -> None:
-        size = np.dtype(interpreter._get_np_dtype(ptrs.get_element_ty())).itemsize
-        stray = _stray(ptrs.data, np.asarray(mask.data, dtype=bool), size, ranges)
-        if stray.size:
-            raise OutOfBoundsAccess(kind, int(stray[0]), int(stray.size))
+    def itemsize(ptrs) -> int:
+        return np.dtype(interpreter._get_np_dtype(ptrs.get_element_ty())).itemsize
 
     def guarded_load(self, ptrs, mask, *rest, **hints):
-        check("load", ptrs, mask)
-        return load(self, ptrs, mask, *rest, **hints)
+        keep = judge.judge(self, "load", ptrs, mask, itemsize(ptrs))
+        return load(self, ptrs, type(mask)(keep, mask.dtype), *rest, **hints)
 
     def guarded_store(self, ptrs, value, mask, *rest, **hints):
-        check("store", ptrs, mask)
-        return store(self, ptrs, value, mask, *rest, **hints)
+        keep = judge.judge(self, "store", ptrs, mask, itemsize(ptrs))
+        return store(self, ptrs, value, type(mask)(keep, mask.dtype), *rest, **hints)
 
     builder.create_masked_load, builder.create_masked_store = guarded_load, guarded_store
     try:
-        yield
+        yield trace
     finally:
         builder.create_masked_load, builder.create_masked_store = load, store
+        if launches is not None:
+            launches.listeners.remove(judge.add_launch)
 
 
 @functools.cache

@@ -23,7 +23,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from tmm_course.check.engine import RESULT_MIMETYPE, CheckResult
+from tmm_course.check.result import RESULT_MIMETYPE, CheckResult
 
 CHECK_TAG = "check:"
 DEFAULT_REFERENCE = Path("notebooks/05_homework_transpose.ipynb")

@@ -1,0 +1,103 @@
+"""Which Triton kernels a launcher started, and with which tensors, on either backend.
+
+While :func:`recording` is active, every ``kernel[grid](...)`` (compiled or interpreted, and
+the course's own low-overhead launches) is noted with the kernel's name and module and the
+tensors it was handed. A check uses this to tell a Triton kernel from a torch one-liner, the
+learner's kernel from the course's own, and memory the launcher allocated for its own launches
+(a ``.contiguous()`` copy, a float32 scratch output) from memory it should not touch.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+
+import torch
+
+COURSE_PACKAGE = "tmm_course"
+
+
+@dataclass(frozen=True)
+class Launch:
+    """One kernel launch: the kernel's name and module, and the tensors among its arguments."""
+
+    kernel: str
+    module: str
+    tensors: tuple[torch.Tensor, ...]
+
+    @property
+    def from_the_course(self) -> bool:
+        """A kernel that ships with tmm_course (not one written in the notebook)."""
+        return self.module == COURSE_PACKAGE or self.module.startswith(COURSE_PACKAGE + ".")
+
+
+@dataclass
+class Launches:
+    """Every launch noted while :func:`recording` was active, in order."""
+
+    seen: list[Launch] = field(default_factory=list)
+    listeners: list[Callable[[Launch], None]] = field(default_factory=list)
+
+    def note(self, kernel: object, args: tuple, kwargs: dict) -> None:
+        fn = getattr(kernel, "fn", kernel)
+        tensors = tuple(a for a in (*args, *kwargs.values()) if isinstance(a, torch.Tensor))
+        launch = Launch(
+            getattr(fn, "__name__", "kernel"), getattr(fn, "__module__", "") or "", tensors
+        )
+        self.seen.append(launch)
+        for listener in self.listeners:
+            listener(launch)
+
+    @property
+    def kernels(self) -> list[str]:
+        return [launch.kernel for launch in self.seen]
+
+
+def _launch_classes() -> list[type]:
+    from triton.runtime.jit import JITFunction
+
+    classes: list[type] = [JITFunction]
+    try:
+        from triton.runtime.interpreter import InterpretedFunction
+
+        classes.append(InterpretedFunction)
+    except ImportError:  # pragma: no cover - a Triton without an interpreter
+        pass
+    return classes
+
+
+@contextlib.contextmanager
+def recording() -> Iterator[Launches]:
+    """Note every kernel launch inside the block (both backends)."""
+    from tmm_course.kernels.quick_launch import QuickLaunch
+
+    record = Launches()
+    patched: list[tuple[type, str, object]] = []
+
+    def wrap_run(original):
+        def run(self, *args, grid, warmup, **kwargs):
+            if not warmup:
+                record.note(self, args, kwargs)
+            return original(self, *args, grid=grid, warmup=warmup, **kwargs)
+
+        return run
+
+    for cls in _launch_classes():
+        patched.append((cls, "run", cls.run))
+        cls.run = wrap_run(cls.run)
+
+    quick = QuickLaunch.__call__
+
+    def quick_call(self, grid, args, traits=None, **constexprs):
+        if self.enabled:  # otherwise it goes through kernel.run, noted above
+            record.note(self.kernel, tuple(args), {})
+        return quick(self, grid, args, traits, **constexprs)
+
+    patched.append((QuickLaunch, "__call__", quick))
+    QuickLaunch.__call__ = quick_call
+    try:
+        yield record
+    finally:
+        for cls, name, original in reversed(patched):
+            setattr(cls, name, original)

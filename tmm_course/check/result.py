@@ -1,0 +1,183 @@
+"""What a check says: a verdict, the cases it ran, and diagnoses in plain words, shown as text,
+as HTML (with a picture of the learner's kernel when it failed on the interpreter) and as data
+the batch grader reads."""
+
+from __future__ import annotations
+
+import base64
+import html
+import io
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from tmm_course.check.memory_guard import Trace
+
+RESULT_MIMETYPE = "application/vnd.tmm-course.check+json"
+
+# the sentence for each code, unless a case or an exercise gives a more precise one
+MESSAGES = {
+    "not_implemented": "The exercise is not done yet: the launcher still raises "
+    "NotImplementedError. Fill in the kernel and its launch, then run the check again.",
+    "crashed": "The launcher raised an error (shown in the case list); read its last line first.",
+    "gpu_would_reject": "The kernel runs on the interpreter, but a GPU would refuse to compile "
+    "it (the case list says why).",
+    "no_triton_kernel": "No Triton kernel was launched: the output was filled some other way "
+    "(torch, say), or not at all. The exercise is to write a Triton kernel and launch it.",
+    "course_kernel": "The output was written by one of the course's own kernels (tmm_course), "
+    "not by a kernel written here.",
+    "out_of_bounds_read": "The kernel loaded lanes outside its inputs' elements (the check did "
+    "not perform them; the case list says where): a load mask is missing, or an offset or "
+    "stride is wrong.",
+    "out_of_bounds_write": "The kernel stored lanes outside the output's elements (the case "
+    "list says where): a store mask is missing, or an offset or stride is wrong.",
+    "unwritten": "Some cells were never stored (they still hold the poison the check wrote): "
+    "the grid may be too small, or the store mask too strict.",
+    "reads_c_when_beta_zero": "C was read although beta == 0: with beta = 0, BLAS never reads C "
+    "(it may hold NaN, and 0 * NaN is NaN). Load C only when beta != 0.",
+    "transposed": "The result matches a transposed answer: an index or a stride is paired with "
+    "the wrong axis (the case list says which).",
+    "precision": "The values are close but the error grows with K, the signature of a float16 "
+    "accumulator: keep acc in float32 (tl.zeros(..., dtype=tl.float32)) and cast only when "
+    "storing.",
+    "ragged_edge": "Right when the sizes are multiples of the block, wrong otherwise: edge "
+    "tiles need masks on every axis.",
+    "ignores_strides": "Right for contiguous tensors, wrong for transposed or sliced views: "
+    "compute addresses from each tensor's .stride(0) and .stride(1), not from its shape.",
+    "wrong_values": "Some cells hold wrong values, on aligned and ragged shapes alike: re-check "
+    "the formula each lane computes and which index goes with which axis.",
+}
+
+
+@dataclass(frozen=True)
+class Diagnosis:
+    """One finding: a stable code and a sentence a learner understands."""
+
+    code: str
+    message: str
+
+
+@dataclass
+class Case:
+    """One run of the launcher and what the check saw."""
+
+    label: str
+    shape: tuple[int, ...]
+    ragged: tuple[str, ...] = ()  # the axes that are not multiples of 64 ("M", "N", "K")
+    strided: tuple[str, ...] = ()  # the tensors that are not contiguous
+    passed: bool = False
+    problem: str = ""
+    code: str | None = None  # the diagnosis this case alone points to
+    cause: str = ""  # a precise sentence for ``code``, when the case knows one
+    trace: Trace | None = field(default=None, repr=False)  # its loads and stores (interpreter)
+
+
+@dataclass
+class CheckResult:
+    """The verdict of a check, the cases it tried and its diagnoses (the first is primary)."""
+
+    exercise: str
+    passed: bool
+    cases: list[Case]
+    diagnoses: list[Diagnosis] = field(default_factory=list)
+
+    @property
+    def codes(self) -> list[str]:
+        return [d.code for d in self.diagnoses]
+
+    @property
+    def primary(self) -> Diagnosis | None:
+        return self.diagnoses[0] if self.diagnoses else None
+
+    def __str__(self) -> str:
+        verdict = "PASS" if self.passed else "FAIL"
+        lines = [
+            f"{self.exercise}: {verdict} ({sum(c.passed for c in self.cases)}/"
+            f"{len(self.cases)} cases)"
+        ]
+        lines += [f"  [{d.code}] {d.message}" for d in self.diagnoses]
+        for case in self.cases:
+            mark = "ok  " if case.passed else "FAIL"
+            lines.append(f"  {mark} {case.label}" + (f": {case.problem}" if case.problem else ""))
+        return "\n".join(lines)
+
+    __repr__ = __str__
+
+    def as_dict(self) -> dict:
+        """The result as plain data (what the batch grader reads)."""
+        return {
+            "exercise": self.exercise,
+            "passed": self.passed,
+            "codes": self.codes,
+            "messages": [d.message for d in self.diagnoses],
+            "cases": [
+                {"label": c.label, "passed": c.passed, "problem": c.problem} for c in self.cases
+            ],
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict) -> CheckResult:
+        """The inverse of :meth:`as_dict`."""
+        cases = [
+            Case(c["label"], (), passed=c["passed"], problem=c["problem"]) for c in data["cases"]
+        ]
+        messages = data.get("messages") or [MESSAGES.get(code, "") for code in data["codes"]]
+        diagnoses = [Diagnosis(c, m) for c, m in zip(data["codes"], messages, strict=True)]
+        return cls(data["exercise"], data["passed"], cases, diagnoses)
+
+    def traced_failure(self) -> Case | None:
+        """The failing case whose record of loads and stores makes the clearest picture: the
+        largest output, among those whose sides are all more than one cell."""
+        traced = [c for c in self.cases if not c.passed and c.trace is not None]
+        if not traced:
+            return None
+
+        def clarity(case: Case) -> tuple[bool, int]:
+            out = list(case.trace.views.values())[-1]
+            return (min(out.shape, default=0) > 1, out.numel())
+
+        return max(traced, key=clarity)
+
+    def picture(self):
+        """Where the learner's kernel read and wrote in the first traced failing case."""
+        from tmm_course.viz.accesses import accesses_figure
+
+        case = self.traced_failure()
+        if case is None:
+            raise ValueError(
+                "no failing case was traced: pictures come from the interpreter's record of "
+                "every load and store (run the check with TMM_BACKEND=interpreter)"
+            )
+        return accesses_figure(case.trace, case.label)
+
+    def _repr_mimebundle_(self, include=None, exclude=None) -> dict:
+        return {
+            "text/plain": str(self),
+            "text/html": self._repr_html_(),
+            RESULT_MIMETYPE: self.as_dict(),
+        }
+
+    def _picture_html(self) -> str:
+        if self.passed or self.traced_failure() is None:
+            return ""
+        buffer = io.BytesIO()
+        self.picture().savefig(buffer, format="png", dpi=80, bbox_inches="tight")
+        data = base64.b64encode(buffer.getvalue()).decode()
+        return f"<img alt='where the kernel read and wrote' src='data:image/png;base64,{data}'/>"
+
+    def _repr_html_(self) -> str:
+        colour = "#1a7f37" if self.passed else "#cf222e"
+        verdict = "PASS" if self.passed else "FAIL"
+        rows = "".join(
+            f"<tr><td>{'✔' if c.passed else '✘'}</td><td>{html.escape(c.label)}</td>"
+            f"<td>{html.escape(c.problem)}</td></tr>"
+            for c in self.cases
+        )
+        found = "".join(
+            f"<li><code>{d.code}</code>: {html.escape(d.message)}</li>" for d in self.diagnoses
+        )
+        return (
+            f"<div class='tmm-check'><b style='color:{colour}'>{verdict}</b> "
+            f"{html.escape(self.exercise)}<ul>{found}</ul>{self._picture_html()}"
+            f"<table>{rows}</table></div>"
+        )
