@@ -26,11 +26,11 @@ PRIORITY = (
     "gpu_would_reject",
     "no_triton_kernel",
     "course_kernel",
+    "transposed",  # a known mistake matched exactly: the strays elsewhere follow from it
     "crashed",
     "out_of_bounds_write",
     "out_of_bounds_read",
     "reads_c_when_beta_zero",
-    "transposed",
     "unwritten",
     "precision",
     "ragged_edge",
@@ -195,6 +195,10 @@ def _failed(case: Case, error: Exception, trace: Trace | None, views) -> bool:
     if (rejected := _cause(error, gpu_rules.GpuWouldReject)) is not None:
         case.code, case.problem = "gpu_would_reject", str(rejected)
         return False
+    if gpu_rules.DOT_TOO_SMALL in str(error):  # the GPU compiler's own words for the same rule
+        case.code = "gpu_would_reject"
+        case.problem = gpu_rules.compiler_said(str(error))
+        return False
     if (stray := _cause(error, OutOfBoundsAccess)) is not None:
         case.code = f"out_of_bounds_{'read' if stray.kind == 'load' else 'write'}"
         case.problem = f"{stray} (stopped: it points outside every tensor)"
@@ -269,6 +273,13 @@ def _judge(
             case.code, case.cause = wrong.code, wrong.cause
             case.problem = wrong.cause
             return
+    if holes and trace is not None and trial.initial is None:
+        stored = trace.stored_cells(output)
+        written_nan = int((_unwritten(out).flatten().cpu() & stored).sum())
+        holes -= written_nan
+        if not holes:
+            case.problem = f"{written_nan} of {out.numel()} cells were stored as NaN"
+            return
     if holes:
         case.code = "unwritten"
         case.problem = f"{holes} of {out.numel()} cells never written"
@@ -287,12 +298,25 @@ def _verdict(exercise: str, cases: list[Case], messages: Mapping[str, str]) -> C
         failed = [c for c in cases if not c.passed and c.code != "skipped"]
         found = {c.code for c in failed} | set(_where_wrong(failed, cases))
         codes = [code for code in PRIORITY if code in found]
-        place = next((c for c in ("ragged_edge", "ignores_strides") if c in codes), None)
-        if place and "out_of_bounds_read" in codes:  # the place names the cause of the reads
-            codes.remove(place)
-            codes.insert(codes.index("out_of_bounds_read"), place)
+        codes = _cause_first(codes)
     result.diagnoses = [Diagnosis(code, _message(code, cases, messages)) for code in codes]
     return result
+
+
+def _cause_first(codes: list[str]) -> list[str]:
+    """Where the failures cluster names their cause better than what they did: strided
+    tensors explain strays of either kind, ragged edges explain stray reads (a stray write on
+    a ragged edge is named as such: an unmasked store)."""
+    place = next((c for c in ("ignores_strides", "ragged_edge") if c in codes), None)
+    strays = ("out_of_bounds_write", "out_of_bounds_read")
+    if place == "ragged_edge":
+        strays = ("out_of_bounds_read",)
+    first = next((c for c in codes if c in strays), None)
+    if place is None or first is None or codes.index(place) < codes.index(first):
+        return codes
+    codes = [c for c in codes if c != place]
+    codes.insert(codes.index(first), place)
+    return codes
 
 
 def _message(code: str, cases: list[Case], messages: Mapping[str, str]) -> str:

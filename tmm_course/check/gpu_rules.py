@@ -12,6 +12,7 @@ from collections.abc import Iterator
 import numpy as np
 
 SMALLEST_DOT_SIDE = 16
+DOT_TOO_SMALL = "must be >= 16"  # how Triton's compiler refuses a small tl.dot
 
 
 class GpuWouldReject(RuntimeError):
@@ -32,6 +33,15 @@ def dot_shape_problem(a_shape: tuple[int, ...], b_shape: tuple[int, ...]) -> str
         f"tl.dot needs every tile side to be at least {SMALLEST_DOT_SIDE} on a GPU, but here "
         f"{sides} (a is {m}x{k}, b is {k}x{n}). Fix: blocks of 16 or more; a ragged edge "
         "is handled by masks, not by smaller blocks."
+    )
+
+
+def compiler_said(message: str) -> str:
+    """The compiler's refusal of a small ``tl.dot``, in the words the interpreter check uses."""
+    line = next((x for x in message.splitlines() if DOT_TOO_SMALL in x), message.strip())
+    return (
+        f"tl.dot needs every tile side to be at least {SMALLEST_DOT_SIDE}; the compiler says: "
+        f"{line.strip()[:200]}. Fix: blocks of 16 or more."
     )
 
 

@@ -136,6 +136,15 @@ class Trace:
                 return a.strays[0]
         return None
 
+    def stored_cells(self, tensor: str) -> torch.Tensor:
+        """A flat boolean per cell of the view ``tensor``: True where some lane stored."""
+        view = self.views[tensor]
+        stored = torch.zeros(view.numel(), dtype=torch.bool)
+        for a in self.accesses:
+            if a.kind == "store" and a.tensor == tensor and a.cells.size:
+                stored[torch.from_numpy(a.cells)] = True
+        return stored
+
     def touched(self, kind: str, tensor: str) -> int:
         """How many lanes of ``kind`` landed inside the view ``tensor``."""
         return sum(a.cells.size for a in self.accesses if a.kind == kind and a.tensor == tensor)

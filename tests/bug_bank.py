@@ -1,0 +1,578 @@
+"""A bank of realistic learner mistakes, one per entry, each with the diagnosis a good teacher
+would give first, plus correct alternatives that must pass. The checks were not written
+against these: the bank measures how well they generalise.
+
+    python tests/bug_bank.py          # the table, on this machine's backend
+
+Each kernel family below is the exercise's natural solution with switches (``tl.constexpr``
+flags) for the slips learners make; a launcher picks the flags, blocks and grid.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import tmm_course  # first: it chooses the backend before any kernel below is decorated
+
+# isort: split
+import torch
+import triton
+import triton.language as tl
+
+from tmm_course.check import (
+    check_fill_column_major,
+    check_matmul,
+    check_outer_product,
+    check_scaled_matmul,
+    check_strided_copy,
+    check_transpose,
+)
+from tmm_course.kernels.matmul import matmul
+
+PASS = "pass"
+
+
+@dataclass(frozen=True)
+class Entry:
+    check: str
+    name: str
+    launcher: Callable
+    intended: str  # the primary diagnosis code a teacher would give, or "pass"
+    options: tuple[tuple[str, object], ...] = ()
+
+
+CHECKS = {
+    "fill_column_major": check_fill_column_major,
+    "outer_product": check_outer_product,
+    "strided_copy": check_strided_copy,
+    "transpose": check_transpose,
+    "matmul": check_matmul,
+    "scaled_matmul": check_scaled_matmul,
+}
+
+
+# --- lesson 1: out[i, j] = j * M + i -------------------------------------------------------
+@triton.jit
+def fill_kernel(
+    out_ptr,
+    M,
+    N,
+    BM: tl.constexpr,
+    BN: tl.constexpr,
+    ROW_MAJOR: tl.constexpr,
+    MASK: tl.constexpr,
+    USE_N: tl.constexpr,
+):
+    offs_m = tl.program_id(0) * BM + tl.arange(0, BM)
+    offs_n = tl.program_id(1) * BN + tl.arange(0, BN)
+    if ROW_MAJOR:
+        value = offs_m[:, None] * N + offs_n[None, :]
+    elif USE_N:
+        value = offs_n[None, :] * N + offs_m[:, None]
+    else:
+        value = offs_n[None, :] * M + offs_m[:, None]
+    if MASK == 2:
+        mask = (offs_m[:, None] < M) & (offs_n[None, :] < N)
+    elif MASK == 1:
+        mask = (offs_m[:, None] < M) & (offs_n[None, :] < BN * tl.num_programs(1))
+    elif MASK == 3:
+        mask = (offs_m[:, None] <= M) & (offs_n[None, :] <= N)
+    else:
+        mask = (offs_m[:, None] < BM * tl.num_programs(0)) & (
+            offs_n[None, :] < BN * tl.num_programs(1)
+        )
+    tl.store(out_ptr + offs_m[:, None] * N + offs_n[None, :], value, mask=mask)
+
+
+def fill(row_major=False, mask=2, use_n=False, floor=False, block=16):
+    def launch(out):
+        m, n = out.shape
+        grid = (
+            (max(1, m // block), max(1, n // block))
+            if floor
+            else (triton.cdiv(m, block), triton.cdiv(n, block))
+        )
+        fill_kernel[grid](
+            out, m, n, BM=block, BN=block, ROW_MAJOR=row_major, MASK=mask, USE_N=use_n
+        )
+
+    return launch
+
+
+def fill_with_torch(out):
+    m, n = out.shape
+    out.copy_(torch.arange(m * n, device=out.device, dtype=out.dtype).view(n, m).t())
+
+
+# --- lesson 2: out[i, j] = x[i] * y[j] -----------------------------------------------------
+@triton.jit
+def outer_kernel(
+    x_ptr,
+    y_ptr,
+    out_ptr,
+    M,
+    N,
+    BM: tl.constexpr,
+    BN: tl.constexpr,
+    SWAP: tl.constexpr,
+    LOAD_MASK: tl.constexpr,
+    STORE_MASK: tl.constexpr,
+    ADD: tl.constexpr,
+):
+    offs_m = tl.program_id(0) * BM + tl.arange(0, BM)
+    offs_n = tl.program_id(1) * BN + tl.arange(0, BN)
+    if LOAD_MASK:
+        x = tl.load(x_ptr + offs_m, mask=offs_m < M, other=0.0)
+        y = tl.load(y_ptr + offs_n, mask=offs_n < N, other=0.0)
+    else:
+        x = tl.load(x_ptr + offs_m)
+        y = tl.load(y_ptr + offs_n)
+    if SWAP:
+        tile = x[None, :] * y[:, None]
+    elif ADD:
+        tile = x[:, None] + y[None, :]
+    else:
+        tile = x[:, None] * y[None, :]
+    ptrs = out_ptr + offs_m[:, None] * N + offs_n[None, :]
+    if STORE_MASK:
+        tl.store(ptrs, tile, mask=(offs_m[:, None] < M) & (offs_n[None, :] < N))
+    else:
+        tl.store(ptrs, tile)
+
+
+def outer(swap=False, load_mask=True, store_mask=True, add=False, block=16):
+    def launch(x, y, out):
+        m, n = out.shape
+        outer_kernel[(triton.cdiv(m, block), triton.cdiv(n, block))](
+            x,
+            y,
+            out,
+            m,
+            n,
+            BM=block,
+            BN=block,
+            SWAP=swap,
+            LOAD_MASK=load_mask,
+            STORE_MASK=store_mask,
+            ADD=add,
+        )
+
+    return launch
+
+
+# --- lesson 3 and 5: copy and transpose through strides ------------------------------------
+@triton.jit
+def copy_kernel(
+    x_ptr,
+    out_ptr,
+    M,
+    N,
+    sxm,
+    sxn,
+    som,
+    son,
+    BM: tl.constexpr,
+    BN: tl.constexpr,
+    TRANSPOSE: tl.constexpr,
+    LOAD_MASK: tl.constexpr,
+    STORE_MASK: tl.constexpr,
+    SWAP_X: tl.constexpr,
+    SWAPPED_STORE_MASK: tl.constexpr,
+):
+    offs_m = tl.program_id(0) * BM + tl.arange(0, BM)
+    offs_n = tl.program_id(1) * BN + tl.arange(0, BN)
+    mask = (offs_m[:, None] < M) & (offs_n[None, :] < N)
+    if SWAP_X:
+        x_ptrs = x_ptr + offs_m[:, None] * sxn + offs_n[None, :] * sxm
+    else:
+        x_ptrs = x_ptr + offs_m[:, None] * sxm + offs_n[None, :] * sxn
+    if LOAD_MASK:
+        tile = tl.load(x_ptrs, mask=mask)
+    else:
+        tile = tl.load(x_ptrs)
+    if TRANSPOSE:
+        out_ptrs = out_ptr + offs_n[None, :] * som + offs_m[:, None] * son
+    else:
+        out_ptrs = out_ptr + offs_m[:, None] * som + offs_n[None, :] * son
+    if SWAPPED_STORE_MASK:
+        tl.store(out_ptrs, tile, mask=(offs_m[:, None] < N) & (offs_n[None, :] < M))
+    elif STORE_MASK:
+        tl.store(out_ptrs, tile, mask=mask)
+    else:
+        tl.store(out_ptrs, tile)
+
+
+def copy(
+    transpose=False,
+    load_mask=True,
+    store_mask=True,
+    swap_x=False,
+    swapped_store_mask=False,
+    x_strides=None,
+    out_strides=None,
+    floor=False,
+    contiguous_copy=False,
+    scratch=False,
+    block=16,
+):
+    def launch(x, out):
+        m, n = x.shape
+        source = x.contiguous() if contiguous_copy else x
+        target = torch.empty_like(out, memory_format=torch.contiguous_format) if scratch else out
+        sx = x_strides(x) if x_strides else source.stride()
+        so = out_strides(out) if out_strides else target.stride()
+        grid = (
+            (max(1, m // block), max(1, n // block))
+            if floor
+            else (triton.cdiv(m, block), triton.cdiv(n, block))
+        )
+        copy_kernel[grid](
+            source,
+            target,
+            m,
+            n,
+            *sx,
+            *so,
+            BM=block,
+            BN=block,
+            TRANSPOSE=transpose,
+            LOAD_MASK=load_mask,
+            STORE_MASK=store_mask,
+            SWAP_X=swap_x,
+            SWAPPED_STORE_MASK=swapped_store_mask,
+        )
+        if scratch:
+            out.copy_(target)
+
+    return launch
+
+
+def contiguous_strides(t):
+    return (t.shape[1], 1)
+
+
+# --- lesson 4 and 5: matmul and C = alpha * A @ B + beta * C -------------------------------
+@triton.jit
+def mm_kernel(
+    a_ptr,
+    b_ptr,
+    c_ptr,
+    M,
+    N,
+    K,
+    sam,
+    sak,
+    sbk,
+    sbn,
+    scm,
+    scn,
+    alpha,
+    beta,
+    BM: tl.constexpr,
+    BN: tl.constexpr,
+    BK: tl.constexpr,
+    SWAP_A: tl.constexpr,
+    SWAP_B: tl.constexpr,
+    SWAP_C: tl.constexpr,
+    K_MASK: tl.constexpr,
+    MN_LOAD_MASK: tl.constexpr,
+    STORE_MASK: tl.constexpr,
+    ACC16: tl.constexpr,
+    ADVANCE: tl.constexpr,
+    KEEP_ACC: tl.constexpr,
+    SCALED: tl.constexpr,
+    USE_ALPHA: tl.constexpr,
+    ADD_C: tl.constexpr,
+    ALWAYS_READ_C: tl.constexpr,
+):
+    offs_m = tl.program_id(0) * BM + tl.arange(0, BM)
+    offs_n = tl.program_id(1) * BN + tl.arange(0, BN)
+    offs_k = tl.arange(0, BK)
+    if SWAP_A:
+        a_ptrs = a_ptr + offs_m[:, None] * sak + offs_k[None, :] * sam
+    else:
+        a_ptrs = a_ptr + offs_m[:, None] * sam + offs_k[None, :] * sak
+    if SWAP_B:
+        b_ptrs = b_ptr + offs_k[:, None] * sbn + offs_n[None, :] * sbk
+    else:
+        b_ptrs = b_ptr + offs_k[:, None] * sbk + offs_n[None, :] * sbn
+    if ACC16:
+        acc = tl.zeros((BM, BN), dtype=tl.float16)
+    else:
+        acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k in range(0, tl.cdiv(K, BK)):
+        k_left = K - k * BK
+        a_mask = offs_k[None, :] < k_left if K_MASK else offs_k[None, :] < BK
+        b_mask = offs_k[:, None] < k_left if K_MASK else offs_k[:, None] < BK
+        if MN_LOAD_MASK:
+            a_mask = a_mask & (offs_m[:, None] < M)
+            b_mask = b_mask & (offs_n[None, :] < N)
+        a = tl.load(a_ptrs, mask=a_mask, other=0.0)
+        b = tl.load(b_ptrs, mask=b_mask, other=0.0)
+        if ACC16:
+            acc += tl.dot(a, b, out_dtype=tl.float16)
+        elif KEEP_ACC:
+            acc = tl.dot(a, b, acc)
+        else:
+            acc = tl.dot(a, b)
+        if ADVANCE:
+            a_ptrs += BK * sak
+            b_ptrs += BK * sbk
+    if SWAP_C:
+        c_ptrs = c_ptr + offs_m[:, None] * scn + offs_n[None, :] * scm
+    else:
+        c_ptrs = c_ptr + offs_m[:, None] * scm + offs_n[None, :] * scn
+    mask = (offs_m[:, None] < M) & (offs_n[None, :] < N)
+    result = acc.to(tl.float32)
+    if SCALED:
+        if USE_ALPHA:
+            result = alpha * result
+        if ADD_C:
+            if ALWAYS_READ_C:
+                result += beta * tl.load(c_ptrs, mask=mask, other=0.0).to(tl.float32)
+            elif beta != 0:  # BLAS: with beta == 0, C is never read
+                result += beta * tl.load(c_ptrs, mask=mask, other=0.0).to(tl.float32)
+    if STORE_MASK:
+        tl.store(c_ptrs, result.to(c_ptr.dtype.element_ty), mask=mask)
+    else:
+        tl.store(c_ptrs, result.to(c_ptr.dtype.element_ty))
+
+
+MM_FLAGS = dict(
+    SWAP_A=False,
+    SWAP_B=False,
+    SWAP_C=False,
+    K_MASK=True,
+    MN_LOAD_MASK=True,
+    STORE_MASK=True,
+    ACC16=False,
+    ADVANCE=True,
+    KEEP_ACC=True,
+    SCALED=False,
+    USE_ALPHA=True,
+    ADD_C=True,
+    ALWAYS_READ_C=False,
+)
+
+
+def mm(block=(32, 32, 32), floor=False, c_strides=None, scratch=False, contiguous=False, **bugs):
+    flags = {**MM_FLAGS, **{k.upper(): v for k, v in bugs.items()}}
+    bm, bn, bk = block
+
+    def launch(a, b, c, alpha=1.0, beta=0.0):
+        m, k = a.shape
+        n = b.shape[1]
+        if contiguous:
+            a, b = a.contiguous(), b.contiguous()
+        target = torch.empty(m, n, device=c.device, dtype=torch.float32) if scratch else c
+        sc = c_strides(c) if c_strides else target.stride()
+        grid = (
+            (max(1, m // bm), max(1, n // bn))
+            if floor
+            else (triton.cdiv(m, bm), triton.cdiv(n, bn))
+        )
+        mm_kernel[grid](
+            a,
+            b,
+            target,
+            m,
+            n,
+            k,
+            *a.stride(),
+            *b.stride(),
+            *sc,
+            alpha,
+            beta,
+            BM=bm,
+            BN=bn,
+            BK=bk,
+            **flags,
+        )
+        if scratch:
+            c.copy_(target)
+
+    return launch
+
+
+def scaled(**bugs):
+    inner = mm(scaled=True, **bugs)
+    return lambda a, b, c, alpha, beta: inner(a, b, c, alpha, beta)
+
+
+def matmul_with_torch(a, b, c):
+    c.copy_(a @ b)
+
+
+def course_matmul(a, b, c):
+    matmul(a, b, out=c)
+
+
+BANK = [
+    # lesson 1
+    Entry("fill_column_major", "correct, 16x16 blocks", fill(), PASS),
+    Entry("fill_column_major", "correct, 64x64 blocks", fill(block=64), PASS),
+    Entry("fill_column_major", "row-major index stored", fill(row_major=True), "transposed"),
+    Entry("fill_column_major", "no store mask", fill(mask=0), "out_of_bounds_write"),
+    Entry("fill_column_major", "store mask on rows only", fill(mask=1), "out_of_bounds_write"),
+    Entry("fill_column_major", "mask uses <= instead of <", fill(mask=3), "out_of_bounds_write"),
+    Entry("fill_column_major", "j * N + i instead of j * M + i", fill(use_n=True), "wrong_values"),
+    Entry("fill_column_major", "grid rounded down", fill(floor=True), "unwritten"),
+    Entry("fill_column_major", "torch instead of a kernel", fill_with_torch, "no_triton_kernel"),
+    # lesson 2
+    Entry("outer_product", "correct", outer(), PASS),
+    Entry("outer_product", "[:, None] and [None, :] swapped", outer(swap=True), "transposed"),
+    Entry("outer_product", "loads without masks", outer(load_mask=False), "ragged_edge"),
+    Entry("outer_product", "store without mask", outer(store_mask=False), "out_of_bounds_write"),
+    Entry("outer_product", "x + y instead of x * y", outer(add=True), "wrong_values"),
+    Entry(
+        "outer_product",
+        "torch.outer",
+        lambda x, y, out: out.copy_(torch.outer(x, y)),
+        "no_triton_kernel",
+    ),
+    # lesson 3
+    Entry("strided_copy", "correct", copy(), PASS),
+    Entry("strided_copy", "correct, through x.contiguous()", copy(contiguous_copy=True), PASS),
+    Entry("strided_copy", "correct, through a scratch output", copy(scratch=True), PASS),
+    Entry(
+        "strided_copy",
+        "x assumed contiguous",
+        copy(x_strides=contiguous_strides),
+        "ignores_strides",
+    ),
+    Entry(
+        "strided_copy",
+        "out assumed contiguous",
+        copy(out_strides=contiguous_strides),
+        "ignores_strides",
+    ),
+    Entry("strided_copy", "x's strides paired the wrong way", copy(swap_x=True), "transposed"),
+    Entry(
+        "strided_copy", "no masks", copy(load_mask=False, store_mask=False), "out_of_bounds_write"
+    ),
+    Entry("strided_copy", "store masked, load not", copy(load_mask=False), "ragged_edge"),
+    Entry("strided_copy", "grid rounded down", copy(floor=True), "unwritten"),
+    # lesson 5, parts 1 to 3
+    Entry("transpose", "correct", copy(transpose=True), PASS),
+    Entry("transpose", "correct, 32x32 blocks", copy(transpose=True, block=32), PASS),
+    Entry("transpose", "stores a copy", copy(), "transposed"),
+    Entry(
+        "transpose",
+        "no masks",
+        copy(transpose=True, load_mask=False, store_mask=False),
+        "out_of_bounds_write",
+    ),
+    Entry(
+        "transpose", "store masked, load not", copy(transpose=True, load_mask=False), "ragged_edge"
+    ),
+    Entry(
+        "transpose",
+        "store mask with M and N swapped",
+        copy(transpose=True, swapped_store_mask=True),
+        "ragged_edge",
+    ),
+    Entry(
+        "transpose",
+        "x assumed contiguous",
+        copy(transpose=True, x_strides=contiguous_strides),
+        "ignores_strides",
+    ),
+    Entry(
+        "transpose",
+        "out assumed contiguous",
+        copy(transpose=True, out_strides=lambda t: (t.shape[1], 1)),
+        "ignores_strides",
+    ),
+    Entry(
+        "transpose", "x.t() copied by torch", lambda x, out: out.copy_(x.t()), "no_triton_kernel"
+    ),
+    # lesson 4
+    Entry("matmul", "correct, 32x32x32", mm(), PASS),
+    Entry("matmul", "correct, 64x64x32", mm(block=(64, 64, 32)), PASS),
+    Entry("matmul", "correct, float32 scratch then copy", mm(scratch=True), PASS),
+    Entry("matmul", "correct, contiguous copies of a and b", mm(contiguous=True), PASS),
+    Entry("matmul", "a_ptrs strides swapped", mm(swap_a=True), "transposed"),
+    Entry("matmul", "b_ptrs strides swapped", mm(swap_b=True), "transposed"),
+    Entry("matmul", "C stored transposed", mm(swap_c=True), "transposed"),
+    Entry("matmul", "no K mask", mm(k_mask=False), "ragged_edge"),
+    Entry("matmul", "no M/N masks on the loads", mm(mn_load_mask=False), "ragged_edge"),
+    Entry("matmul", "no store mask", mm(store_mask=False), "out_of_bounds_write"),
+    Entry("matmul", "float16 accumulator", mm(acc16=True), "precision"),
+    Entry("matmul", "BLOCK_K = 8", mm(block=(32, 32, 8)), "gpu_would_reject"),
+    Entry("matmul", "pointers never advance along K", mm(advance=False), "wrong_values"),
+    Entry("matmul", "acc = tl.dot(a, b): the sum restarts", mm(keep_acc=False), "wrong_values"),
+    Entry("matmul", "grid rounded down", mm(floor=True), "unwritten"),
+    Entry(
+        "matmul", "c assumed contiguous", mm(c_strides=lambda t: (t.shape[1], 1)), "ignores_strides"
+    ),
+    Entry("matmul", "torch a @ b", matmul_with_torch, "no_triton_kernel"),
+    Entry("matmul", "the course's own matmul", course_matmul, "course_kernel"),
+    # lesson 5, part 4
+    Entry("scaled_matmul", "correct", scaled(), PASS),
+    Entry("scaled_matmul", "beta * C never added", scaled(add_c=False), "wrong_values"),
+    Entry("scaled_matmul", "not scaled by alpha", scaled(use_alpha=False), "wrong_values"),
+    Entry(
+        "scaled_matmul",
+        "C read although beta == 0",
+        scaled(always_read_c=True),
+        "reads_c_when_beta_zero",
+    ),
+    Entry("scaled_matmul", "float16 accumulator", scaled(acc16=True), "precision"),
+    Entry(
+        "scaled_matmul",
+        "c assumed contiguous",
+        scaled(c_strides=lambda t: (t.shape[1], 1)),
+        "ignores_strides",
+    ),
+    Entry("scaled_matmul", "a_ptrs strides swapped", scaled(swap_a=True), "transposed"),
+    Entry("scaled_matmul", "no K mask", scaled(k_mask=False), "ragged_edge"),
+]
+
+
+@dataclass(frozen=True)
+class Outcome:
+    entry: Entry
+    codes: list[str]
+    passed: bool
+
+    @property
+    def primary(self) -> str:
+        return PASS if self.passed else (self.codes[0] if self.codes else "?")
+
+    @property
+    def right(self) -> bool:
+        return self.primary == self.entry.intended
+
+
+def run(entries=BANK) -> list[Outcome]:
+    outcomes = []
+    for entry in entries:
+        torch.manual_seed(0)
+        result = CHECKS[entry.check](entry.launcher, **dict(entry.options))
+        outcomes.append(Outcome(entry, result.codes, result.passed))
+    return outcomes
+
+
+def table(outcomes: list[Outcome]) -> str:
+    bugs = [o for o in outcomes if o.entry.intended != PASS]
+    correct = [o for o in outcomes if o.entry.intended == PASS]
+    lines = [
+        f"backend {tmm_course.BACKEND}: {sum(o.right for o in bugs)}/{len(bugs)} bugs diagnosed "
+        f"with the intended code; {sum(not o.right for o in correct)}/{len(correct)} false "
+        "alarms on correct launchers",
+        "",
+        "| check | entry | intended | primary | all codes |",
+        "|---|---|---|---|---|",
+    ]
+    for o in outcomes:
+        mark = "" if o.right else " **miss**"
+        lines.append(
+            f"| {o.entry.check} | {o.entry.name} | {o.entry.intended} | "
+            f"{o.primary}{mark} | {' '.join(o.codes)} |"
+        )
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    print(table(run()))

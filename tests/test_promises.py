@@ -1,0 +1,117 @@
+"""Every "break it on purpose" suggestion in the notebooks, made to the notebook's own solution,
+gets the diagnosis the notebook promises."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+
+import pytest
+from conftest import NOTEBOOKS, ROOT
+
+import tmm_course
+from tmm_course import check
+from tmm_course.kernels import pitfalls
+from tmm_course.teach.release import is_solution, typed_in
+
+HEADER = (
+    "import tmm_course\nimport torch\nimport triton\nimport triton.language as tl\n"
+    "from tmm_course.check import *\n"
+)
+
+
+def solution(notebook: str) -> str:
+    cells = json.loads((ROOT / "notebooks" / notebook).read_text(encoding="utf-8"))["cells"]
+    return typed_in("".join(next(c for c in cells if is_solution(c))["source"]))
+
+
+def markdown(notebook: str) -> str:
+    cells = json.loads((ROOT / "notebooks" / notebook).read_text(encoding="utf-8"))["cells"]
+    return "\n".join("".join(c["source"]) for c in cells if c["cell_type"] == "markdown")
+
+
+def load(source: str, tmp_path, name: str):
+    """Import ``source`` from a file (Triton reads a kernel's source from its file)."""
+    path = tmp_path / f"{name}.py"
+    path.write_text(HEADER + source)
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def edited(source: str, old: str, new: str) -> str:
+    assert old in source, f"the solution no longer contains {old!r}"
+    return source.replace(old, new)
+
+
+# (notebook, the sentence that promises, the edit, the launcher, the check, promised codes)
+PROMISES = [
+    ("01_tile_fill.ipynb", "drop the mask\n(`out_of_bounds_write`)", (", mask=mask)", ")"),
+     "fill_column_major", check.check_fill_column_major, ["out_of_bounds_write"]),
+    ("01_tile_fill.ipynb", "use `M // BLOCK_M` for the grid (`unwritten`)",
+     ("grid = (triton.cdiv(M, 16), triton.cdiv(N, 16))",
+      "grid = (max(1, M // 16), max(1, N // 16))"),
+     "fill_column_major", check.check_fill_column_major, ["unwritten"]),
+    ("01_tile_fill.ipynb", "store `i * N + j`\n(`transposed`)",
+     ("value = offs_n[None, :] * M + offs_m[:, None]",
+      "value = offs_m[:, None] * N + offs_n[None, :]"),
+     "fill_column_major", check.check_fill_column_major, ["transposed"]),
+    ("02_broadcasting.ipynb", "reports `transposed`",
+     ("x[:, None] * y[None, :]", "x[None, :] * y[:, None]"),
+     "outer_product", check.check_outer_product, ["transposed"]),
+    ("03_strides.ipynb",
+     "it reports `ignores_strides` and, for the padded output, `out_of_bounds_write`",
+     ("x.stride(0), x.stride(1), out.stride(0), out.stride(1)", "N, 1, N, 1"),
+     "copy", check.check_strided_copy, ["ignores_strides", "out_of_bounds_write"]),
+    ("04_tiled_matmul.ipynb", "drop the `K` mask (`ragged_edge`)",
+     ("mask=(offs_m[:, None] < M) & (offs_k[None, :] < k_left)", "mask=offs_m[:, None] < M"),
+     "my_matmul", check.check_matmul, ["ragged_edge"]),
+    ("04_tiled_matmul.ipynb", "swap `stride_am`\nand `stride_ak` in `a_ptrs`",
+     ("offs_m[:, None] * stride_am + offs_k[None, :] * stride_ak",
+      "offs_m[:, None] * stride_ak + offs_k[None, :] * stride_am"),
+     "my_matmul", check.check_matmul, ["transposed"]),
+    ("04_tiled_matmul.ipynb", "or in the launch",
+     ("a.stride(0), a.stride(1)", "a.stride(1), a.stride(0)"),
+     "my_matmul", check.check_matmul, ["transposed"]),
+    ("04_tiled_matmul.ipynb", "make `acc` float16 (`precision`)",
+     ("acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)",
+      "acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float16)"),
+     "my_matmul", check.check_matmul, ["precision"]),
+    ("04_tiled_matmul.ipynb", "pass `K, 1` instead of `A`'s\nstrides (`ignores_strides`)",
+     ("a.stride(0), a.stride(1)", "K, 1"), "my_matmul", check.check_matmul, ["ignores_strides"]),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("notebook", "promise", "edit", "name", "check_fn", "codes"),
+    PROMISES,
+    ids=[f"{p[0][:2]}-{p[2][1][:24]}" for p in PROMISES],
+)
+def test_each_suggested_break_gets_the_promised_diagnosis(
+    notebook, promise, edit, name, check_fn, codes, tmp_path
+):
+    assert promise in markdown(notebook), f"{notebook} no longer says {promise!r}"
+    source = edited(solution(notebook), *edit)
+    module = load(source, tmp_path, f"broken_{notebook[:2]}_{abs(hash(edit)) % 10**8}")
+    if "precision" in codes and tmm_course.BACKEND == "gpu":
+        codes = ["precision"]  # on a GPU the float32 case is refused too (the notebook says so)
+    result = check_fn(getattr(module, name))
+    assert result.primary.code == codes[0], str(result)
+    assert set(codes) <= set(result.codes), str(result)
+
+
+def test_lessons_1_to_4_each_have_their_promises_tested():
+    with_exercises = [n.name for n in NOTEBOOKS if n.name[:2] in ("01", "02", "03", "04")]
+    assert sorted({p[0] for p in PROMISES}) == with_exercises
+
+
+def test_lesson_7_says_the_stray_loads_are_reported():
+    assert "reports the loads that stray outside `A`'s elements" in markdown("07_pitfalls.ipynb")
+    launch = pitfalls.launcher(pitfalls.swapped_strides_kernel)
+    result = check.check_matmul(launch, allow_course_kernels=True)
+    assert result.primary.code == "transposed"
+    if tmm_course.BACKEND == "interpreter":
+        assert "out_of_bounds_read" in result.codes
