@@ -26,13 +26,14 @@ PRIORITY = (
     "gpu_would_reject",
     "no_triton_kernel",
     "course_kernel",
-    "transposed",  # a known mistake matched exactly: the strays elsewhere follow from it
+    # a known mistake matched exactly: strays and crashes elsewhere follow from it
+    "transposed",
+    "precision",
+    "reads_c_when_beta_zero",
     "crashed",
     "out_of_bounds_write",
     "out_of_bounds_read",
-    "reads_c_when_beta_zero",
     "unwritten",
-    "precision",
     "ragged_edge",
     "ignores_strides",
     "wrong_values",

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 import numpy as np
 
 SMALLEST_DOT_SIDE = 16
-DOT_TOO_SMALL = "must be >= 16"  # how Triton's compiler refuses a small tl.dot
+DOT_TOO_SMALL = "Input shapes should have M >="  # how Triton's compiler refuses a small tl.dot
 
 
 class GpuWouldReject(RuntimeError):
@@ -38,7 +38,8 @@ def dot_shape_problem(a_shape: tuple[int, ...], b_shape: tuple[int, ...]) -> str
 
 def compiler_said(message: str) -> str:
     """The compiler's refusal of a small ``tl.dot``, in the words the interpreter check uses."""
-    line = next((x for x in message.splitlines() if DOT_TOO_SMALL in x), message.strip())
+    start = message.find(DOT_TOO_SMALL)
+    line = message[start:].splitlines()[0] if start >= 0 else message.strip()
     return (
         f"tl.dot needs every tile side to be at least {SMALLEST_DOT_SIDE}; the compiler says: "
         f"{line.strip()[:200]}. Fix: blocks of 16 or more."
