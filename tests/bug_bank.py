@@ -478,7 +478,11 @@ BANK = [
         "out_of_bounds_write",
     ),
     Entry(
-        "transpose", "store masked, load not", copy(transpose=True, load_mask=False), "ragged_edge"
+        "transpose",
+        "store masked, load not",
+        copy(transpose=True, load_mask=False),
+        "ragged_edge",
+        gpu_blind=True,
     ),
     Entry(
         "transpose",

@@ -6,6 +6,7 @@ import torch
 import triton
 import triton.language as tl
 
+import tmm_course
 from tmm_course.check import check_fill_column_major, check_outer_product, check_strided_copy
 from tmm_course.check.buffers import CANARY, guarded_output, padded_input
 from tmm_course.check.result import MESSAGES
@@ -59,7 +60,8 @@ def test_untouched_exercise_is_not_implemented():
 def test_missing_mask_is_an_out_of_bounds_write_on_the_ragged_edge():
     result = check_fill_column_major(fill(masked=False))
     assert result.codes == ["out_of_bounds_write", "ragged_edge"]
-    assert "below the last row" in str(result) or "right of the last column" in str(result)
+    if tmm_course.BACKEND == "interpreter":  # where the strays went, from the record of stores
+        assert "below the last row" in str(result) or "right of the last column" in str(result)
 
 
 def test_floor_grid_leaves_cells_unwritten_on_the_ragged_edge():

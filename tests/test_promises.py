@@ -42,9 +42,12 @@ def load(source: str, tmp_path, name: str):
     return module
 
 
-def edited(source: str, old: str, new: str) -> str:
-    assert old in source, f"the solution no longer contains {old!r}"
-    return source.replace(old, new)
+def edited(source: str, *pairs: str) -> str:
+    """``source`` with each (old, new) pair of ``pairs`` replaced."""
+    for old, new in zip(pairs[::2], pairs[1::2], strict=True):
+        assert old in source, f"the solution no longer contains {old!r}"
+        source = source.replace(old, new)
+    return source
 
 
 # (notebook, the sentence that promises, the edit, the launcher, the check, promised codes)
@@ -67,7 +70,8 @@ PROMISES = [
      ("x.stride(0), x.stride(1), out.stride(0), out.stride(1)", "N, 1, N, 1"),
      "copy", check.check_strided_copy, ["ignores_strides", "out_of_bounds_write"]),
     ("04_tiled_matmul.ipynb", "drop the `K` mask (`ragged_edge`)",
-     ("mask=(offs_m[:, None] < M) & (offs_k[None, :] < k_left)", "mask=offs_m[:, None] < M"),
+     ("mask=(offs_m[:, None] < M) & (offs_k[None, :] < k_left)", "mask=offs_m[:, None] < M",
+      "mask=(offs_k[:, None] < k_left) & (offs_n[None, :] < N)", "mask=offs_n[None, :] < N"),
      "my_matmul", check.check_matmul, ["ragged_edge"]),
     ("04_tiled_matmul.ipynb", "swap `stride_am`\nand `stride_ak` in `a_ptrs`",
      ("offs_m[:, None] * stride_am + offs_k[None, :] * stride_ak",
@@ -76,9 +80,10 @@ PROMISES = [
     ("04_tiled_matmul.ipynb", "or in the launch",
      ("a.stride(0), a.stride(1)", "a.stride(1), a.stride(0)"),
      "my_matmul", check.check_matmul, ["transposed"]),
-    ("04_tiled_matmul.ipynb", "make `acc` float16 (`precision`)",
+    ("04_tiled_matmul.ipynb", "make `acc` float16",
      ("acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)",
-      "acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float16)"),
+      "acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float16)",
+      "acc = tl.dot(a, b, acc)", "acc += tl.dot(a, b, out_dtype=tl.float16)"),
      "my_matmul", check.check_matmul, ["precision"]),
     ("04_tiled_matmul.ipynb", "pass `K, 1` instead of `A`'s\nstrides (`ignores_strides`)",
      ("a.stride(0), a.stride(1)", "K, 1"), "my_matmul", check.check_matmul, ["ignores_strides"]),
