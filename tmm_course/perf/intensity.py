@@ -27,6 +27,12 @@ def tile_intensity(block_m: int, block_n: int, element_bytes: int = 4) -> float:
     return 2 * block_m * block_n / (element_bytes * (block_m + block_n))
 
 
+def slab_intensity(block_m: int, block_n: int, block_k: int, element_bytes: int = 4) -> float:
+    """FLOP per byte of one K-step, BLOCK_K kept: 2*BM*BN*BK / (bytes*(BM*BK + BK*BN))."""
+    flops = 2 * block_m * block_n * block_k
+    return flops / (element_bytes * (block_m * block_k + block_k * block_n))
+
+
 def tiled_traffic_bytes(
     m: int, n: int, k: int, block_m: int, block_n: int, element_bytes: int
 ) -> int:

@@ -1,0 +1,66 @@
+"""Claims the lessons make, checked against what their cells print and what the code does."""
+
+from __future__ import annotations
+
+import nbformat
+import pytest
+from conftest import ROOT
+from nbclient import NotebookClient
+
+from tmm_course.kernels.launch_order import launch_order
+from tmm_course.perf import intensity, journey, roofline
+
+
+@pytest.fixture(scope="module")
+def lesson_6(tmp_path_factory):
+    notebook = nbformat.read(ROOT / "notebooks" / "06_performance.ipynb", as_version=4)
+    folder = tmp_path_factory.mktemp("run")
+    NotebookClient(notebook, timeout=300, resources={"metadata": {"path": str(folder)}}).execute()
+    return notebook
+
+
+def printed(notebook, marker: str) -> str:
+    cell = next(c for c in notebook.cells if c.cell_type == "code" and marker in c.source)
+    return "".join(o.get("text", "") for o in cell.outputs if o.get("output_type") == "stream")
+
+
+def test_block_k_cancels_in_the_printed_slab_intensities(lesson_6):
+    lines = [x for x in printed(lesson_6, "slab_intensity").splitlines() if "BLOCK_K" in x]
+    assert len(lines) == 3 and len({x.split("=")[-1] for x in lines}) == 1
+    assert {intensity.slab_intensity(64, 64, bk) for bk in (16, 32, 64)} == {16.0}
+
+
+def test_predict_first_reveals_nothing_before_an_answer(lesson_6):
+    text = printed(lesson_6, "my_answers")
+    assert "your answer first" in text
+    for value in (roofline.attainable(8, 80), roofline.attainable(16, 80), roofline.ridge(80)):
+        assert f"{value:.1f}" not in text
+
+
+def test_the_datasheet_ridge_is_printed_beside_the_measured_one(lesson_6):
+    text = printed(lesson_6, "datasheet_ridge")
+    assert "ridge 206 FLOP/byte" in text and "989 TFLOP/s" in text
+
+
+def test_row_major_launch_order_sweeps_a_row_and_lesson_4_walks_a_column():
+    order = launch_order(4, 4)  # a 1-D grid taken row by row
+    assert order[0].tolist() == [0, 1, 2, 3]
+    # lesson 4's 2-D grid: program (pid_m, pid_n) starts in the order axis 0 varies fastest
+    grid_m, grid_n = 4, 4
+    started = [(pid_m, pid_n) for pid_n in range(grid_n) for pid_m in range(grid_m)]
+    assert started[:4] == [(0, 0), (1, 0), (2, 0), (3, 0)]  # a column of tiles
+
+
+def test_the_pipelined_step_changes_what_the_lesson_says():
+    before, after = journey.BIG, journey.DEEP
+    assert (before.block_k, before.num_warps, before.num_stages) == (32, 4, 2)
+    assert (after.block_k, after.num_warps, after.num_stages) == (64, 8, 4)
+    assert (before.block_m, before.block_n) == (after.block_m, after.block_n)
+    text = (ROOT / "notebooks" / "06_performance.ipynb").read_text(encoding="utf-8")
+    assert "`BLOCK_K` 32 to 64,\\n" in text or "`BLOCK_K` 32 to 64" in text
+
+
+def test_a_byte_address_is_base_plus_itemsize_times_the_element_offset():
+    notebook = nbformat.read(ROOT / "notebooks" / "03_strides.ipynb", as_version=4)
+    NotebookClient(notebook, timeout=300).execute()
+    assert "rows are 8186 bytes apart, and 8186 % 16 = 10" in printed(notebook, "8186")
