@@ -1,0 +1,94 @@
+"""The homework on nbgrader: generate the student version from the exported source, autograde
+a correct submission (full marks), an untouched one and one whose locked test cells were
+edited (no marks: nbgrader restores them from the source)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import ROOT
+
+from tmm_course.teach.nbgrader_export import source_notebook
+
+pytest.importorskip("nbgrader")
+HOMEWORK = ROOT / "notebooks" / "05_homework_transpose.ipynb"
+
+
+def nbgrader(course: Path, *args: str) -> None:
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+    done = subprocess.run(
+        [sys.executable, "-m", "nbgrader", *args, "--create", "--force"],
+        cwd=course, env=env, capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+
+
+def solutions(source: dict) -> dict[str, str]:
+    return {
+        c["metadata"]["nbgrader"]["grade_id"]: re.sub(
+            r"### (BEGIN|END) SOLUTION\n", "", "".join(c["source"])
+        )
+        for c in source["cells"]
+        if c["metadata"].get("nbgrader", {}).get("solution")
+    }
+
+
+@pytest.fixture(scope="module")
+def scores(tmp_path_factory):
+    course = tmp_path_factory.mktemp("course")
+    (course / "nbgrader_config.py").write_text(
+        f"c = get_config()\nc.CourseDirectory.root = {str(course)!r}\n"
+        f"c.Exchange.root = {str(course / 'exchange')!r}\n"
+    )
+    source = source_notebook(json.loads(HOMEWORK.read_text(encoding="utf-8")))
+    (course / "source" / "hw").mkdir(parents=True)
+    (course / "source" / "hw" / "hw.ipynb").write_text(json.dumps(source))
+    nbgrader(course, "generate_assignment", "hw")
+    release = json.loads((course / "release" / "hw" / "hw.ipynb").read_text())
+    correct, tampered = json.loads(json.dumps(release)), json.loads(json.dumps(release))
+    answers = solutions(source)
+    for cell in correct["cells"]:
+        grading = cell["metadata"].get("nbgrader", {})
+        if grading.get("solution"):
+            cell["source"] = answers[grading["grade_id"]]
+    for cell in tampered["cells"]:
+        if cell["metadata"].get("nbgrader", {}).get("grade"):
+            cell["source"] = "pass  # edited: every test passes"
+    for student, notebook in (("alice", correct), ("bob", release), ("eve", tampered)):
+        folder = course / "submitted" / student / "hw"
+        folder.mkdir(parents=True)
+        (folder / "hw.ipynb").write_text(json.dumps(notebook))
+    nbgrader(course, "autograde", "hw")
+    from nbgrader.api import Gradebook
+
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as book:
+        return {
+            s: (book.find_submission("hw", s).score, book.find_submission("hw", s).max_score)
+            for s in ("alice", "bob", "eve")
+        }
+
+
+def test_the_source_has_a_solution_and_a_pointed_test_per_exercise():
+    source = source_notebook(json.loads(HOMEWORK.read_text(encoding="utf-8")))
+    grading = [c["metadata"]["nbgrader"] for c in source["cells"] if "nbgrader" in c["metadata"]]
+    assert sum(g["solution"] for g in grading) == 4
+    assert [g["points"] for g in grading if g["grade"]] == [1, 1, 1, 1]
+    assert all(g["locked"] for g in grading if g["grade"])
+
+
+def test_a_correct_submission_gets_full_marks(scores):
+    assert scores["alice"] == (4.0, 4.0)
+
+
+def test_an_untouched_submission_gets_none(scores):
+    assert scores["bob"] == (0.0, 4.0)
+
+
+def test_edited_test_cells_are_restored_and_give_no_marks(scores):
+    assert scores["eve"] == (0.0, 4.0)
