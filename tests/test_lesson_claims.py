@@ -7,8 +7,9 @@ import pytest
 from conftest import ROOT
 from nbclient import NotebookClient
 
-from tmm_course.kernels.launch_order import launch_order
-from tmm_course.perf import intensity, journey, roofline
+from tmm_course.kernels import dispatch
+from tmm_course.kernels.launch_order import launch_order, wave_strips
+from tmm_course.perf import intensity, journey, results, roofline
 
 
 @pytest.fixture(scope="module")
@@ -64,3 +65,23 @@ def test_a_byte_address_is_base_plus_itemsize_times_the_element_offset():
     notebook = nbformat.read(ROOT / "notebooks" / "03_strides.ipynb", as_version=4)
     NotebookClient(notebook, timeout=300).execute()
     assert "rows are 8186 bytes apart, and 8186 % 16 = 10" in printed(notebook, "8186")
+
+
+def test_what_lesson_6_says_about_the_compiled_kernels():
+    facts = {name: kernels[0] for name, kernels in results.compiled().journey.items()}
+    lesson_4, bigger = facts["lesson 4"]["registers"], facts["bigger tiles"]["registers"]
+    assert bigger >= 3 * lesson_4  # "three times lesson 4's"
+    assert 65_536 // (bigger * 32 * journey.BIG.num_warps) == 2  # "two such programs at most"
+    assert facts["grouped order"]["registers"] > facts["pipelined"]["registers"]
+    for step in journey.STEPS[:5]:  # the pointer kernels: the formula is the compiler's figure
+        predicted = dispatch.shared_memory_bytes(step.config, itemsize=2)
+        assert facts[step.name]["shared_bytes"] == predicted, step.name
+
+
+def test_a_wave_of_lesson_4_fits_the_h200_l2_at_4096():
+    tiles, strip = 4096 // 128, 128 * 4096 * 2
+    for order in (launch_order(tiles, tiles).T.copy(), launch_order(tiles, tiles, group_m=8)):
+        waves = wave_strips(order, roofline.H200_SMS)
+        assert max((a + b) * strip for a, b in waves) < roofline.H200_L2_BYTES
+    race = results.bench().journey.ratio_to_torch
+    assert 0 < race["pipelined"] - race["grouped order"] < 0.05  # "about 3%"

@@ -6,11 +6,11 @@ import json
 
 import pytest
 
-from tmm_course.perf import results
+from tmm_course.perf import journey, results
 from tmm_course.perf.problems import GOALS
 
 
-@pytest.mark.parametrize("read", [results.bench, results.sweep, results.pitfalls])
+@pytest.mark.parametrize("read", [results.bench, results.sweep, results.pitfalls, results.compiled])
 def test_shipped_results_say_where_when_and_how(read):
     provenance = read().provenance
     assert provenance.device.startswith("NVIDIA") and provenance.date.count("-") == 2
@@ -21,7 +21,12 @@ def test_shipped_results_say_where_when_and_how(read):
 
 
 def test_every_shipped_file_has_a_reader():
-    assert results.shipped() == ["bench_h200.json", "pitfalls_h200.json", "sweep_h200.json"]
+    assert results.shipped() == [
+        "bench_h200.json",
+        "compiled_h200.json",
+        "pitfalls_h200.json",
+        "sweep_h200.json",
+    ]
 
 
 def test_shipped_benchmark_holds_every_goal_checked_and_timed():
@@ -59,6 +64,14 @@ def test_stored_pitfall_figures():
     lab = results.pitfalls()
     assert lab.precision_errors["ieee"] < lab.precision_errors["tf32"]
     assert lab.loop_bound_timing["runtime / constexpr"] > 0
+
+
+def test_stored_compiled_facts_cover_every_journey_step():
+    facts = results.compiled().journey
+    assert set(facts) == {step.name for step in journey.STEPS}
+    for step in journey.STEPS:
+        (kernel,) = facts[step.name]
+        assert kernel["registers"] > 0 and kernel["num_warps"] == step.config.num_warps
 
 
 def test_a_race_survives_a_round_trip_through_json():

@@ -30,15 +30,21 @@ def launch_order(grid_m: int, grid_n: int, group_m: int = 1) -> np.ndarray:
     return order.cpu().numpy()
 
 
-def tiles_fetched(order: np.ndarray, in_flight: int) -> tuple[int, int]:
-    """Row-blocks of A and column-blocks of B fetched from memory if the programs run in
-    waves of ``in_flight`` (in pid order) and each wave shares what it loads (through L2)."""
+def wave_strips(order: np.ndarray, in_flight: int) -> list[tuple[int, int]]:
+    """For each wave of ``in_flight`` programs (in pid order): how many distinct row-blocks of A
+    and column-blocks of B it needs."""
     validate.positive("in_flight", in_flight)
     tile_of = np.argsort(order, axis=None)  # pid -> flat tile index
     grid_n = order.shape[1]
-    a_loads = b_loads = 0
+    waves = []
     for start in range(0, order.size, in_flight):
         wave = tile_of[start : start + in_flight]
-        a_loads += len(set((wave // grid_n).tolist()))
-        b_loads += len(set((wave % grid_n).tolist()))
-    return a_loads, b_loads
+        waves.append((len(set((wave // grid_n).tolist())), len(set((wave % grid_n).tolist()))))
+    return waves
+
+
+def tiles_fetched(order: np.ndarray, in_flight: int) -> tuple[int, int]:
+    """Row-blocks of A and column-blocks of B fetched from memory if the programs run in
+    waves of ``in_flight`` (in pid order) and each wave shares what it loads (through L2)."""
+    waves = wave_strips(order, in_flight)
+    return sum(a for a, _ in waves), sum(b for _, b in waves)

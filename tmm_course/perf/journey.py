@@ -20,8 +20,13 @@ class Step:
     name: str
     change: str
     run: Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
-    tile: tuple[int, int]  # BLOCK_M, BLOCK_N at 4096^3 float16 (matmul_fast: its plan's)
+    config: Config  # its launch at 4096^3 float16 on an H200 (matmul_fast: its plan's)
     needs_tma: bool = False  # Hopper or newer (or the interpreter), 16-byte aligned rows
+
+    @property
+    def tile(self) -> tuple[int, int]:
+        """BLOCK_M, BLOCK_N."""
+        return self.config.block_m, self.config.block_n
 
 
 def lesson4_launcher(config: Config) -> Callable[[torch.Tensor, torch.Tensor], torch.Tensor]:
@@ -56,24 +61,25 @@ def persistent_tma_launcher(config: Config) -> Callable[[torch.Tensor, torch.Ten
     return run
 
 
+LESSON_4 = Config(64, 64, 32, num_warps=4, num_stages=2)
 BIG = Config(128, 128, 32, num_warps=4, num_stages=2)
 DEEP = Config(128, 128, 64, num_warps=8, num_stages=4)
 
 STEPS = (
     Step("lesson 4", "the kernel of lesson 4: 64x64x32 tiles, 2-D grid",
-         lesson4_launcher(Config(64, 64, 32, num_warps=4, num_stages=2)), (64, 64)),
+         lesson4_launcher(LESSON_4), LESSON_4),
     Step("bigger tiles", "128x128 tiles: twice the FLOPs per byte loaded", lesson4_launcher(BIG),
-         (128, 128)),
+         BIG),
     Step("pipelined", "BLOCK_K 64, 8 warps, num_stages=4: loads run ahead of tl.dot",
-         lesson4_launcher(DEEP), (128, 128)),
+         lesson4_launcher(DEEP), DEEP),
     Step("grouped order", "1-D grid taken in groups of 8 rows: A and B tiles reused in L2",
-         grouped_launcher(DEEP), (128, 128)),
+         grouped_launcher(DEEP), DEEP),
     Step("autotuned", "the best of a sweep of configurations for this shape",
-         grouped_launcher(dispatch.LARGE_GROUPED), (128, 256)),
+         grouped_launcher(dispatch.LARGE_GROUPED), dispatch.LARGE_GROUPED),
     Step("persistent + TMA", "one program per SM; tiles loaded by the TMA unit (Hopper)",
-         persistent_tma_launcher(dispatch.LARGE_TMA), (128, 256), needs_tma=True),
+         persistent_tma_launcher(dispatch.LARGE_TMA), dispatch.LARGE_TMA, needs_tma=True),
     Step("matmul_fast", "the capstone: picks kernel and configuration per shape",
-         dispatch.matmul_fast, (128, 256)),
+         dispatch.matmul_fast, dispatch.LARGE_TMA),
 )  # fmt: skip
 
 

@@ -203,6 +203,18 @@ class Pitfalls:
         )
 
 
+@dataclass(frozen=True)
+class Compiled:
+    """``python -m tmm_course.perf.compiled``: what the compiler made of each journey step."""
+
+    provenance: Provenance
+    journey: dict[str, list[dict]]  # step name -> its kernels' registers, spills, shared, ...
+
+    @classmethod
+    def from_dict(cls, data: dict) -> Compiled:
+        return cls(Provenance.from_dict(data), data["journey"])
+
+
 def _read(name: str | Path) -> dict:
     """A results file: a path, or the name of one the package ships."""
     path = Path(name)
@@ -236,6 +248,11 @@ def sweep(name: str | Path = "sweep_h200.json") -> Sweep:
 def pitfalls(name: str | Path = "pitfalls_h200.json") -> Pitfalls:
     """A pitfalls-lab file: shipped (by name) or measured (by path)."""
     return Pitfalls.from_dict(_read(name))
+
+
+def compiled(name: str | Path = "compiled_h200.json") -> Compiled:
+    """A compiled-kernel file: shipped (by name) or measured (by path)."""
+    return Compiled.from_dict(_read(name))
 
 
 def provenance(module: str, argv: list[str] | None = None) -> dict:
