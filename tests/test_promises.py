@@ -19,11 +19,22 @@ HEADER = (
     "import tmm_course\nimport torch\nimport triton\nimport triton.language as tl\n"
     "from tmm_course.check import *\n"
 )
+# the cells a solution relies on, by notebook (lesson 0's launcher launches the notebook's kernel)
+SETUP = {
+    "00_start_here.ipynb": "add_kernel",
+}
 
 
 def solution(notebook: str) -> str:
+    """The notebook's first solution as typed in, after the code cell defining what it uses."""
     cells = json.loads((ROOT / "notebooks" / notebook).read_text(encoding="utf-8"))["cells"]
-    return typed_in("".join(next(c for c in cells if is_solution(c))["source"]))
+    setup = ""
+    if notebook in SETUP:
+        setup = next(
+            "".join(c["source"]) for c in cells
+            if c["cell_type"] == "code" and f"def {SETUP[notebook]}(" in "".join(c["source"])
+        ) + "\n\n"  # fmt: skip
+    return setup + typed_in("".join(next(c for c in cells if is_solution(c))["source"]))
 
 
 def markdown(notebook: str) -> str:
@@ -52,6 +63,8 @@ def edited(source: str, *pairs: str) -> str:
 
 # (notebook, the sentence that promises, the edit, the launcher, the check, promised codes)
 PROMISES = [
+    ("00_start_here.ipynb", "launch `n // 256` programs instead of `triton.cdiv(n, 256)`",
+     ("triton.cdiv(n, 256)", "n // 256"), "add", check.check_vector_add, ["unwritten"]),
     ("01_tile_fill.ipynb", "drop the mask\n(`out_of_bounds_write`)", (", mask=mask)", ")"),
      "fill_column_major", check.check_fill_column_major, ["out_of_bounds_write"]),
     ("01_tile_fill.ipynb", "use `M // BLOCK_M` for the grid (`unwritten`)",
@@ -108,8 +121,8 @@ def test_each_suggested_break_gets_the_promised_diagnosis(
     assert set(codes) <= set(result.codes), str(result)
 
 
-def test_lessons_1_to_4_each_have_their_promises_tested():
-    with_exercises = [n.name for n in NOTEBOOKS if n.name[:2] in ("01", "02", "03", "04")]
+def test_lessons_0_to_4_each_have_their_promises_tested():
+    with_exercises = [n.name for n in NOTEBOOKS if n.name[:2] in ("00", "01", "02", "03", "04")]
     assert sorted({p[0] for p in PROMISES}) == with_exercises
 
 

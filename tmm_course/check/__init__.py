@@ -14,6 +14,7 @@ from tmm_course.check.exercises import (
     check_scaled_matmul,
     check_strided_copy,
     check_transpose,
+    check_vector_add,
 )
 from tmm_course.check.result import CheckResult
 
@@ -25,4 +26,5 @@ __all__ = [
     "check_scaled_matmul",
     "check_strided_copy",
     "check_transpose",
+    "check_vector_add",
 ]

@@ -29,6 +29,7 @@ __all__ = [
     "check_scaled_matmul",
     "check_strided_copy",
     "check_transpose",
+    "check_vector_add",
 ]
 
 ALIGNED = [(64, 64), (64, 128)]
@@ -59,6 +60,43 @@ def _tiles_transposed(value: torch.Tensor, block: int) -> torch.Tensor:
         for j in range(0, n, block):
             out[i : i + block, j : j + block] = value[i : i + block, j : j + block].t()
     return out
+
+
+def check_vector_add(
+    fn: Callable[[torch.Tensor, torch.Tensor, torch.Tensor], object],
+    *,
+    allow_course_kernels: bool = False,
+) -> CheckResult:
+    """Lesson 0: ``fn(x, y, out)`` must launch a kernel that stores ``x + y`` into ``out``, for
+    any length, a multiple of the block or not."""
+    trials = []
+    for n in (1, 7, 128, 1000, 4097):
+        x = torch.randn(n, device=tmm_course.DEVICE)
+        y = torch.randn(n, device=tmm_course.DEVICE)
+        guard = guarded_output((1, n), torch.float32)
+        guard.out = guard.out[0]  # the 1-D view the launcher fills
+        trials.append(
+            Trial(
+                case=Case(f"n = {n}", (n,), ragged=_ragged(N=n)),
+                inputs=(x, y),
+                guard=guard,
+                expected=x + y,
+                atol=1e-6,
+            )
+        )
+    return run_trials(
+        "vector_add",
+        fn,
+        trials,
+        ("x", "y", "out"),
+        messages={
+            "ragged_edge": "launch triton.cdiv(n, BLOCK) programs, not n // BLOCK, and keep the "
+            "kernel's mask: the last program covers the leftover elements.",
+            "unwritten": "launch triton.cdiv(n, BLOCK) programs: n // BLOCK leaves the last, "
+            "partial block without a program.",
+        },
+        allow_course_kernels=allow_course_kernels,
+    )
 
 
 STORE_MASK = "mask the store with (offs_m[:, None] < M) & (offs_n[None, :] < N)."
