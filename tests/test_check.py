@@ -7,7 +7,12 @@ import triton
 import triton.language as tl
 
 import tmm_course
-from tmm_course.check import check_fill_column_major, check_outer_product, check_strided_copy
+from tmm_course.check import (
+    check_fill_column_major,
+    check_outer_product,
+    check_strided_copy,
+    check_vector_add,
+)
 from tmm_course.check.buffers import CANARY, guarded_output, padded_input
 from tmm_course.check.result import MESSAGES
 from tmm_course.kernels.strides import strided_copy_kernel
@@ -201,3 +206,23 @@ def test_a_lost_gpu_context_stops_the_check_and_says_how_to_recover():
     assert result.codes == ["crashed"]
     assert "restart the kernel" in result.cases[0].problem
     assert all(c.problem == "not run: the GPU context was lost" for c in result.cases[1:])
+
+
+@triton.jit
+def add_with_runtime_block(x_ptr, y_ptr, out_ptr, n, BLOCK):  # BLOCK is not tl.constexpr
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offsets < n
+    tl.store(
+        out_ptr + offsets,
+        tl.load(x_ptr + offsets, mask=mask) + tl.load(y_ptr + offsets, mask=mask),
+        mask=mask,
+    )
+
+
+def test_a_runtime_block_size_is_what_a_gpu_refuses():
+    def launch(x, y, out):
+        add_with_runtime_block[(triton.cdiv(x.numel(), 16),)](x, y, out, x.numel(), 16)
+
+    result = check_vector_add(launch)
+    assert result.primary.code == "gpu_would_reject", str(result)
+    assert "tl.constexpr" in result.cases[0].problem

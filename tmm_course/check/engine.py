@@ -196,6 +196,9 @@ def _failed(case: Case, error: Exception, trace: Trace | None, views) -> bool:
     if (rejected := _cause(error, gpu_rules.GpuWouldReject)) is not None:
         case.code, case.problem = "gpu_would_reject", str(rejected)
         return False
+    if gpu_rules.NOT_CONSTEXPR in str(error):  # refused on both backends, in Triton's words
+        case.code, case.problem = "gpu_would_reject", gpu_rules.not_constexpr(str(error))
+        return False
     if gpu_rules.DOT_TOO_SMALL in str(error):  # the GPU compiler's own words for the same rule
         case.code = "gpu_would_reject"
         case.problem = gpu_rules.compiler_said(str(error))

@@ -36,6 +36,19 @@ def dot_shape_problem(a_shape: tuple[int, ...], b_shape: tuple[int, ...]) -> str
     )
 
 
+NOT_CONSTEXPR = "must be of type tl.constexpr"  # a block size passed as a runtime value
+
+
+def not_constexpr(message: str) -> str:
+    """Triton's refusal of a runtime block size, with the fix."""
+    start = message.find(NOT_CONSTEXPR)
+    said = message[max(0, message.rfind("(", 0, start) - 40) : start + len(NOT_CONSTEXPR)]
+    return (
+        f"a size that must be known when compiling was passed as a runtime value ({said.strip()})."
+        " Fix: annotate the kernel's argument, e.g. BLOCK: tl.constexpr."
+    )
+
+
 def compiler_said(message: str) -> str:
     """The compiler's refusal of a small ``tl.dot``, in the words the interpreter check uses."""
     start = message.find(DOT_TOO_SMALL)
