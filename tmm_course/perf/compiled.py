@@ -70,12 +70,21 @@ def _cached(kernel: object) -> dict:
 
 
 def compiled_by(run: Callable[[], object]) -> list[CompiledFacts]:
-    """The facts of every course kernel ``run`` launches: the in-memory caches are emptied
-    first, so each kernel it launches is loaded again (from Triton's disk cache) and seen."""
+    """The facts of every course kernel ``run`` launches: the in-memory caches are emptied and
+    the quick launches switched off first, so each kernel it launches goes through Triton's JIT
+    (loaded again from its disk cache) and is seen."""
     for kernel in KERNELS:
         kernel.device_caches.clear()
-    run()
-    torch.cuda.synchronize()
+    quick = (fast._grouped, fast._sum_slices)  # launches that skip the JIT once warm
+    enabled = [q.enabled for q in quick]
+    for q in quick:
+        q.enabled = False
+    try:
+        run()
+        torch.cuda.synchronize()
+    finally:
+        for q, was in zip(quick, enabled, strict=True):
+            q.enabled = was
     facts = []
     for kernel in KERNELS:
         for compiled in _cached(kernel).values():
