@@ -6,21 +6,12 @@ written hatched, and lanes that fell outside a view marked in red."""
 from __future__ import annotations
 
 import numpy as np
-from matplotlib import colormaps
-from matplotlib.colors import ListedColormap
 from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 from matplotlib.ticker import MaxNLocator
 
 from tmm_course.check.memory_guard import Trace
-from tmm_course.viz.draw import new_figure
-
-
-def program_colours(count: int) -> ListedColormap:
-    """``count`` distinct colours (tab20 up to 20 programs, then evenly spaced hues)."""
-    if count <= 20:
-        return ListedColormap(colormaps["tab20"].colors[: max(count, 1)])
-    return ListedColormap(colormaps["turbo"](np.linspace(0.05, 0.95, count)))
+from tmm_course.viz.draw import new_figure, program_colours
 
 
 def access_maps(trace: Trace) -> dict[str, dict]:

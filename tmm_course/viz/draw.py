@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import numpy as np
+from matplotlib import colormaps
 from matplotlib.axes import Axes
+from matplotlib.colors import ListedColormap
 from matplotlib.figure import Figure
 
 MAX_LABELLED_CELLS = 24 * 24
@@ -48,3 +50,11 @@ def matrix_axes(ax: Axes, title: str) -> None:
     ax.set_title(title, fontsize=10)
     ax.set_xlabel("column j")
     ax.set_ylabel("row i")
+
+
+def program_colours(count: int) -> ListedColormap:
+    """``count`` distinct colours, one per program: tab20 up to 20, then evenly spaced hues
+    (no colour repeats, however many programs)."""
+    if count <= 20:
+        return ListedColormap(colormaps["tab20"].colors[: max(count, 1)])
+    return ListedColormap(colormaps["turbo"](np.linspace(0.05, 0.95, count)))

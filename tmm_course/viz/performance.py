@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator
 
 from tmm_course.perf import roofline
 from tmm_course.perf.results import SweepRow
@@ -49,13 +50,15 @@ def launch_order_figure(
         ax.imshow(order, cmap="viridis")
         for (i, j), pid in np.ndenumerate(order):
             first_wave = pid < in_flight
-            ax.text(j, i, str(pid), ha="center", va="center", fontsize=6,
+            ax.text(j, i, str(pid), ha="center", va="center", fontsize=7,
                     color="white" if not first_wave else "red",
                     fontweight="bold" if first_wave else "normal")  # fmt: skip
         a_tiles, b_tiles = fetched[name]
         ax.set_title(f"{name}\nA tiles fetched {a_tiles}, B tiles {b_tiles}", fontsize=9)
         ax.set_xlabel("pid_n")
         ax.set_ylabel("pid_m")
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        ax.yaxis.set_major_locator(MaxNLocator(integer=True))
     fig.suptitle(f"program ids; red: the first {in_flight} programs in flight", fontsize=10)
     return fig
 

@@ -4,32 +4,17 @@
 from __future__ import annotations
 
 import numpy as np
-from matplotlib.colors import ListedColormap
 from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
 from tmm_course.kernels.tile_fill import TileFill
-from tmm_course.viz.draw import grid_lines, label_cells, matrix_axes, new_figure
-
-
-def _owner_colours(count: int) -> ListedColormap:
-    base = np.array(
-        [
-            "#4e79a7",
-            "#f28e2b",
-            "#59a14f",
-            "#e15759",
-            "#76b7b2",
-            "#edc948",
-            "#b07aa1",
-            "#ff9da7",
-            "#9c755f",
-            "#86bcb6",
-            "#d4a6c8",
-            "#a0cbe8",
-        ]
-    )
-    return ListedColormap(base[np.arange(count) % len(base)])
+from tmm_course.viz.draw import (
+    grid_lines,
+    label_cells,
+    matrix_axes,
+    new_figure,
+    program_colours,
+)
 
 
 def ownership_figure(data: TileFill, labels: str = "index") -> Figure:
@@ -41,7 +26,7 @@ def ownership_figure(data: TileFill, labels: str = "index") -> Figure:
     owner[: data.m, : data.n] = data.owner
     fig, (ax,) = new_figure(min(11, 2.5 + 0.32 * cols), min(9, 1.8 + 0.32 * rows))
     ax.imshow(
-        owner, cmap=_owner_colours(gm * gn), vmin=-0.5, vmax=gm * gn - 0.5, interpolation="nearest"
+        owner, cmap=program_colours(gm * gn), vmin=-0.5, vmax=gm * gn - 0.5, interpolation="nearest"
     )
     masked_i, masked_j = np.nonzero(data.lanes == 0)
     for i, j in zip(masked_i, masked_j, strict=True):
@@ -68,4 +53,16 @@ def ownership_figure(data: TileFill, labels: str = "index") -> Figure:
         f"C is {data.m}x{data.n}; grid {gm}x{gn} programs of {data.block_m}x"
         f"{data.block_n}; {data.masked_lanes} lanes masked off (hatched)",
     )
+    _label_tiles(ax, gm, gn, data.block_m, data.block_n)
     return fig
+
+
+def _label_tiles(ax, grid_m: int, grid_n: int, block_m: int, block_n: int) -> None:
+    """pid_n along the top and pid_m down the right, at each tile's centre: tile (pid_m,
+    pid_n) is where they cross."""
+    top = ax.secondary_xaxis("top")
+    top.set_xticks([pn * block_n + (block_n - 1) / 2 for pn in range(grid_n)],
+                   [f"pid_n={pn}" for pn in range(grid_n)], fontsize=7)  # fmt: skip
+    right = ax.secondary_yaxis("right")
+    right.set_yticks([pm * block_m + (block_m - 1) / 2 for pm in range(grid_m)],
+                     [f"pid_m={pm}" for pm in range(grid_m)], fontsize=7)  # fmt: skip
