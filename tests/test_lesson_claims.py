@@ -85,3 +85,12 @@ def test_a_wave_of_lesson_4_fits_the_h200_l2_at_4096():
         assert max((a + b) * strip for a, b in waves) < roofline.H200_L2_BYTES
     race = results.bench().journey.ratio_to_torch
     assert 0 < race["pipelined"] - race["grouped order"] < 0.05  # "about 3%"
+
+
+def test_a_64x64_tile_fed_from_dram_reaches_a_tenth_of_the_h200_peak():
+    h200 = results.bench()
+    ridge = h200.peak_tflops["float16"] * 1e3 / h200.copy_bandwidth_gbs
+    assert round(ridge) == 158
+    dram_bound = intensity.tile_intensity(64, 64) * h200.copy_bandwidth_gbs / 1e3
+    assert round(dram_bound) == 68 and round(h200.peak_tflops["float16"]) == 671
+    assert 0.09 < dram_bound / h200.peak_tflops["float16"] < 0.11  # "a tenth"
