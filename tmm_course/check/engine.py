@@ -233,11 +233,8 @@ def _judge(
         names = ", ".join(sorted({f"{x.module}.{x.kernel}" for x in launched.seen}))
         case.problem = f"launched only the course's {names}"
         return
-    if trace is not None and (stores := trace.outside("store")):
-        name, lanes = next(iter(stores.items()))
-        first = where(trace.first_stray("store", name), tuple(views[name].shape))
-        case.code = "out_of_bounds_write"
-        case.problem = f"stored {lanes} lane(s) outside {name}, first at {first}; not performed"
+    if (stray := _stray(trace, "store", views)) is not None:
+        case.code, case.problem = "out_of_bounds_write", stray
         return
     if not trial.guard.canaries_intact():
         case.code = "out_of_bounds_write"
@@ -254,11 +251,8 @@ def _judge(
                 else f"every cell is NaN: {output} (full of NaN) was read and scaled by beta = 0"
             )
             return
-    if trace is not None and (loads := trace.outside("load")):
-        name, lanes = next(iter(loads.items()))
-        first = where(trace.first_stray("load", name), tuple(views[name].shape))
-        case.code = "out_of_bounds_read"
-        case.problem = f"loaded {lanes} lane(s) outside {name}, first at {first}; not performed"
+    if (stray := _stray(trace, "load", views)) is not None:
+        case.code, case.problem = "out_of_bounds_read", stray
         return
     if trial.initial is None:
         holes = int(_unwritten(out).sum())
@@ -290,6 +284,17 @@ def _judge(
         return
     bad = int((~_isclose(out, trial.expected, trial.atol)).sum())
     case.problem = f"{bad} of {out.numel()} cells wrong"
+
+
+def _stray(trace: Trace | None, kind: str, views: Mapping[str, torch.Tensor]) -> str | None:
+    """Where lanes of ``kind`` ("load" or "store") fell outside a view, or None."""
+    outside = trace.outside(kind) if trace is not None else {}
+    if not outside:
+        return None
+    name, lanes = next(iter(outside.items()))
+    first = where(trace.first_stray(kind, name), tuple(views[name].shape))
+    verb = "stored" if kind == "store" else "loaded"
+    return f"{verb} {lanes} lane(s) outside {name}, first at {first}; not performed"
 
 
 def _verdict(exercise: str, cases: list[Case], messages: Mapping[str, str]) -> CheckResult:

@@ -220,14 +220,14 @@ def _read(name: str | Path) -> dict:
     path = Path(name)
     if path.suffix == ".json" and (path.is_absolute() or path.parent != Path(".")):
         return json.loads(path.read_text(encoding="utf-8"))
-    shipped = resources.files(DATA_PACKAGE) / DATA_FOLDER / str(name)
-    if not shipped.is_file():
-        available = sorted(p.name for p in (resources.files(DATA_PACKAGE) / DATA_FOLDER).iterdir())
+    in_package = resources.files(DATA_PACKAGE) / DATA_FOLDER / str(name)
+    if not in_package.is_file():
+        available = shipped()
         raise FileNotFoundError(
             f"no results file {str(name)!r} ships with tmm_course; expected one of "
             f"{', '.join(available)}, or a path to a file you measured (e.g. './bench_mine.json')."
         )
-    return json.loads(shipped.read_text(encoding="utf-8"))
+    return json.loads(in_package.read_text(encoding="utf-8"))
 
 
 def shipped() -> list[str]:

@@ -297,27 +297,24 @@ def grade_folder(
     return rows
 
 
-class _CappedClient:
+def _capped_client(notebook, limit: float, folder: str):
     """An nbclient NotebookClient that keeps no output (results travel elsewhere) and stops a
     notebook whose output runs past :data:`OUTPUT_CAP` bytes."""
+    from nbclient import NotebookClient
 
-    @staticmethod
-    def make(notebook, limit: float, folder: str):
-        from nbclient import NotebookClient
+    class Client(NotebookClient):
+        printed = 0
 
-        class Client(NotebookClient):
-            printed = 0
+        def output(self, outs, msg, display_id, cell_index):
+            self.printed += len(json.dumps(msg.get("content", {}), default=str))
+            if self.printed > OUTPUT_CAP:
+                raise OutputLimit(f"more than {OUTPUT_CAP} bytes of output")
+            return None
 
-            def output(self, outs, msg, display_id, cell_index):
-                self.printed += len(json.dumps(msg.get("content", {}), default=str))
-                if self.printed > OUTPUT_CAP:
-                    raise OutputLimit(f"more than {OUTPUT_CAP} bytes of output")
-                return None
-
-        return Client(
-            notebook, timeout=limit, startup_timeout=120, kernel_name="python3",
-            allow_errors=True, resources={"metadata": {"path": folder}},
-        )  # fmt: skip
+    return Client(
+        notebook, timeout=limit, startup_timeout=120, kernel_name="python3",
+        allow_errors=True, resources={"metadata": {"path": folder}},
+    )  # fmt: skip
 
 
 class OutputLimit(RuntimeError):
@@ -332,7 +329,7 @@ def _execute_one(path: Path, limit: float) -> int:
     status = {"status": "ok"}
     try:
         notebook = nbformat.read(path, as_version=4)
-        _CappedClient.make(notebook, limit, str(path.parent.resolve())).execute()
+        _capped_client(notebook, limit, str(path.parent.resolve())).execute()
     except CellTimeoutError:
         status = {"status": "timeout", "detail": f"a cell ran past the {limit:g} s limit"}
     except DeadKernelError as error:
