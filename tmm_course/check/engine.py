@@ -1,7 +1,8 @@
 """The engine behind tmm_course.check: run a learner's launcher on fresh random cases, into an
 output the check owns (poisoned, surrounded by canaries), watch which kernels it launched and,
-on the interpreter, every lane it loaded and stored; then turn what happened into a verdict and
-one primary diagnosis that names the cause. Nothing here raises into the notebook.
+every lane it loaded and stored (on a GPU, by replaying the case through the interpreter); then
+turn what happened into a verdict and one primary diagnosis that names the cause. Nothing here
+raises into the notebook.
 """
 
 from __future__ import annotations
@@ -14,10 +15,16 @@ from dataclasses import dataclass, field
 import torch
 
 import tmm_course
-from tmm_course.backend import INTERPRETER
+from tmm_course.backend import GPU, INTERPRETER
 from tmm_course.check import gpu_rules, launches
 from tmm_course.check.buffers import Guarded, padded_input
-from tmm_course.check.memory_guard import OutOfBoundsAccess, Trace, only_these_tensors
+from tmm_course.check.memory_guard import (
+    OutOfBoundsAccess,
+    Trace,
+    only_these_tensors,
+    unsupported_reason,
+)
+from tmm_course.check.replay import Replay
 from tmm_course.check.result import MESSAGES, Case, CheckResult, Diagnosis
 
 # the order diagnoses are reported in: the first one found is the primary diagnosis
@@ -45,10 +52,17 @@ GPU_CONTEXT_LOST = (
     "store strayed, run the check on the interpreter (TMM_BACKEND=interpreter), which stops "
     "the access and names it."
 )
+RESTART = "The GPU cannot be used again in this Python session: restart the kernel."
 GPU_CANNOT_SEE = (
     "(on a GPU the check sees stores through the canaries around the output, but not loads "
     "outside the inputs: run it on the interpreter to see those)"
 )
+
+
+def replays() -> bool:
+    """On a GPU, whether each case is also replayed through the interpreter (the memory guard
+    must know this Triton's interpreter)."""
+    return tmm_course.BACKEND == GPU and unsupported_reason() is None
 
 
 @dataclass(frozen=True)
@@ -168,6 +182,7 @@ def run_trials(
             trial.guard.out.copy_(trial.initial)
         tensors = [x for x in inputs if isinstance(x, torch.Tensor)]
         views = dict(zip(names, [*tensors, trial.guard.out], strict=True))
+        replay = Replay.before(inputs, trial.guard.out) if replays() else None
         stack, launched, trace = _watch(views)
         try:
             with stack:
@@ -175,11 +190,18 @@ def run_trials(
             if tmm_course.DEVICE.type == "cuda":
                 torch.cuda.synchronize()
         except Exception as error:  # a learner's bug must not crash the notebook
-            if _failed(case, error, trace, views):
+            replayed = replay.run(fn, names) if replay is not None else None
+            if _failed(case, error, replayed if isinstance(replayed, Trace) else trace, views):
                 for later in cases[index + 1 :]:
                     later.code, later.problem = "crashed", "not run: the GPU context was lost"
                 break
             continue
+        if replay is not None:
+            trace = replay.run(fn, names)
+            if isinstance(trace, OutOfBoundsAccess):  # right on the GPU by luck
+                case.code = f"out_of_bounds_{'read' if trace.kind == 'load' else 'write'}"
+                case.problem = f"{trace} (found by replaying the case on the interpreter)"
+                continue
         case.trace = trace
         _judge(trial, launched, trace, views, allow_course_kernels)
         if case.passed:
@@ -210,6 +232,11 @@ def _failed(case: Case, error: Exception, trace: Trace | None, views) -> bool:
     case.code, case.problem = "crashed", _first_line(error)
     if _gpu_context_lost(error):
         case.problem = GPU_CONTEXT_LOST
+        for kind in ("store", "load"):  # the replay on the interpreter saw where
+            if (stray := _stray(trace, kind, views)) is not None:
+                case.code = f"out_of_bounds_{'write' if kind == 'store' else 'read'}"
+                case.problem = f"{stray}. {RESTART}"
+                break
         return True
     case.problem += "  (" + traceback.extract_tb(error.__traceback__)[-1].name + ")"
     return False
@@ -238,7 +265,7 @@ def _judge(
         return
     if not trial.guard.canaries_intact():
         case.code = "out_of_bounds_write"
-        case.problem = "memory around the output changed " + GPU_CANNOT_SEE
+        case.problem = "memory around the output changed" + ("" if trace else " " + GPU_CANNOT_SEE)
         return
     if trial.output_must_not_be_read:
         read = trace is not None and trace.touched("load", output) > 0
@@ -331,6 +358,8 @@ def _cause_first(codes: list[str]) -> list[str]:
 def _message(code: str, cases: list[Case], messages: Mapping[str, str]) -> str:
     """A case's precise cause, else the exercise's sentence, else the generic one."""
     cause = next((c.cause for c in cases if c.code == code and c.cause), "")
+    if (mixup := messages.get(f"{code} when M != N")) and _only_when_not_square(cases):
+        return mixup
     if code == "ragged_edge":
         return _axes_message(cases, messages)
     if code == "ignores_strides":
@@ -360,6 +389,15 @@ def _where_wrong(failed: list[Case], cases: list[Case]) -> list[str]:
     if any(c.code is None for c in located):
         return ["wrong_values"]
     return []
+
+
+def _only_when_not_square(cases: list[Case]) -> bool:
+    """Every failure has M != N, and some M == N case passed: the two sizes were mixed up."""
+    failed = [c for c in cases if not c.passed and c.code != "skipped"]
+    square = [c.shape[0] == c.shape[1] for c in failed]
+    return bool(failed) and not any(square) and any(
+        c.passed and c.shape[0] == c.shape[1] for c in cases
+    )
 
 
 def _strayed(cases: list[Case]) -> str:

@@ -321,6 +321,9 @@ def check_transpose(
             "the store with the same mask (the tile is stored transposed, its mask too).",
             "ignores_strides": "take x's and out's strides as kernel arguments and build both "
             "pointer tiles from them; out is N x M, so its row stride goes with offs_n.",
+            "out_of_bounds_write when M != N": "Stores land outside out, and only when M != N: "
+            "the store mask compares with the wrong sizes. out is N x M, so the stored tile's "
+            "mask is (offs_m[:, None] < M) & (offs_n[None, :] < N), the same as the load's.",
         },
         allow_course_kernels=allow_course_kernels,
     )
