@@ -508,9 +508,7 @@ BANK = [
     Entry("matmul", "b_ptrs strides swapped", mm(swap_b=True), "transposed"),
     Entry("matmul", "C stored transposed", mm(swap_c=True), "transposed"),
     Entry("matmul", "no K mask", mm(k_mask=False), "ragged_edge"),
-    Entry(
-        "matmul", "no M/N masks on the loads", mm(mn_load_mask=False), "ragged_edge"
-    ),
+    Entry("matmul", "no M/N masks on the loads", mm(mn_load_mask=False), "ragged_edge"),
     Entry("matmul", "no store mask", mm(store_mask=False), "out_of_bounds_write"),
     Entry("matmul", "float16 accumulator", mm(acc16=True), "precision"),
     Entry("matmul", "BLOCK_K = 8", mm(block=(32, 32, 8)), "gpu_would_reject"),

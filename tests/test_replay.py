@@ -21,10 +21,7 @@ def _double(x):
 
 def _copy(x_ptr, out_ptr, n, BLOCK: tl.constexpr, MASK_LOAD: tl.constexpr):
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    if MASK_LOAD:
-        x = tl.load(x_ptr + offs, mask=offs < n)
-    else:
-        x = tl.load(x_ptr + offs)
+    x = tl.load(x_ptr + offs, mask=offs < n if MASK_LOAD else None)
     tl.store(out_ptr + offs, double(x), mask=offs < n)
 
 

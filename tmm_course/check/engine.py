@@ -395,8 +395,10 @@ def _only_when_not_square(cases: list[Case]) -> bool:
     """Every failure has M != N, and some M == N case passed: the two sizes were mixed up."""
     failed = [c for c in cases if not c.passed and c.code != "skipped"]
     square = [c.shape[0] == c.shape[1] for c in failed]
-    return bool(failed) and not any(square) and any(
-        c.passed and c.shape[0] == c.shape[1] for c in cases
+    return (
+        bool(failed)
+        and not any(square)
+        and any(c.passed and c.shape[0] == c.shape[1] for c in cases)
     )
 
 
