@@ -63,4 +63,75 @@ def test_refuses_to_time_on_the_interpreter(tmp_path, capsys):
 def test_unknown_suite_is_named(tmp_path, capsys):
     with pytest.raises(SystemExit):
         bench.main(["gools", "--out", str(tmp_path / "x.json")])
-    assert "unknown suite(s) gools; expected any of goals" in capsys.readouterr().err
+    assert "unknown suite(s) gools; expected any of fit, grid, goals" in capsys.readouterr().err
+
+
+def test_the_grid_is_broad_and_split_into_two_halves_that_each_cover_every_family():
+    from tmm_course.perf.problems import FITTED, GRID, HELD_OUT
+
+    labels = [p.label for p in GRID]
+    assert len(GRID) >= 60 and len(set(labels)) == len(labels)
+    assert set(FITTED).isdisjoint(HELD_OUT) and set(FITTED) | set(HELD_OUT) == set(GRID)
+    for half in (FITTED, HELD_OUT):
+        assert {p.dtype for p in half} == {"float16", "bfloat16", "float32"}
+        assert any(p.b_layout == "col" for p in half)
+        assert any(min(p.m, p.n) <= 64 for p in half)  # few rows or columns
+        assert any(p.k <= 256 for p in half)  # small K
+        assert any(p.k % 8 for p in half)  # rows no tensor descriptor can read
+    squares = {p.m for p in GRID if p.m == p.n == p.k}
+    assert min(squares) <= 256 and max(squares) >= 16384 and any(s & (s - 1) for s in squares)
+
+
+def test_a_column_major_b_is_the_transpose_of_a_row_major_tensor():
+    b = Problem(8, 6, 4, b_layout="col").operands()[1]
+    assert b.shape == (4, 6) and b.stride() == (1, 4)
+    assert Problem(8, 6, 4, b_layout="col").label == "8x6x4 float16, B column-major"
+
+
+def _fitted(m, n, k, path="grouped", dtype="float16", layout="row"):
+    from tmm_course.kernels.fast import Config
+    from tmm_course.perf.results import Fitted
+
+    config = Config(m % 100 + 16, 64, 64)  # tells the entries apart
+    return Fitted(Problem(m, n, k, dtype, b_layout=layout), path, config, 1.1, config, 1.0)
+
+
+def test_the_plan_takes_the_nearest_fitted_problem_of_the_same_dtype(monkeypatch):
+    from tmm_course.kernels import dispatch
+
+    near, far = _fitted(16, 4096, 4096), _fitted(4096, 4096, 4096)
+    monkeypatch.setattr(dispatch, "_FIT", [far, near, _fitted(24, 4096, 4096, dtype="bfloat16")])
+    a, b = torch.empty(20, 3000), torch.empty(3000, 5000)
+    chosen = dispatch._plan_by_fit(a.half(), b.half(), None)
+    assert chosen.config == near.config and "fitted on 16x4096x4096 float16" in chosen.reason
+    assert dispatch._plan_by_fit(a.double(), b.double(), None) is None  # nothing fitted
+
+
+def test_a_fitted_persistent_choice_falls_back_to_its_grouped_one_where_tma_cannot_read(
+    monkeypatch,
+):
+    from tmm_course.kernels import dispatch
+
+    entry = _fitted(4096, 4096, 4096, path="persistent_tma")
+    monkeypatch.setattr(dispatch, "_FIT", [entry])
+    a, b = torch.empty(512, 510).half(), torch.empty(510, 512).half()  # 1020-byte rows
+    assert dispatch._plan_by_fit(a, b, None).path == "grouped"
+
+
+def test_the_grid_summary_is_a_geometric_mean_with_the_worst_first():
+    from tmm_course.perf.results import Grid
+
+    def row(m, ratio, fitted):
+        problem = Problem(m, m, m).as_dict()
+        ratios = {"torch.matmul": 1.0, "matmul_fast": ratio}
+        empty = {key: {} for key in ("error", "ms", "tflops", "host_us", "device_ms")}
+        return {"problem": problem, "tolerance": 0.0, "wrong": [], "ratio_to_torch": ratios,
+                "device_ratio_to_torch": {}, "fitted": fitted, **empty}  # fmt: skip
+
+    data = {"device": "x", "capability": [9, 0], "versions": {}, "date": "d", "command": "c",
+            "grid": [row(256, 0.5, True), row(512, 2.0, False), row(1024, 0.8, False)]}  # fmt: skip
+    grid = Grid.from_dict(data)
+    assert abs(grid.summary().geomean - 0.8 ** (1 / 3)) < 1e-9
+    held_out = grid.summary(fitted=False)
+    assert held_out.problems == 2 and held_out.worst[0] == ("1024^3 float16", 0.8)
+    assert held_out.below == 1 and grid.summary(fitted=True).below == 1

@@ -74,6 +74,22 @@ def test_split_k_sums_every_slice_once(split_k):
     assert error(c, a, b) <= tolerance(torch.float32, tmm_course.BACKEND, "ieee")
 
 
+def test_split_k_is_one_launch_and_leaves_its_tile_counters_at_zero():
+    from tmm_course.check import launches
+
+    a, b = operands(40, 24, 200, torch.float32)
+    config = Config(16, 16, 16, split_k=4)
+    with launches.recording() as launched:
+        c = matmul_fast(a, b, precision="ieee", path="grouped", config=config)
+        c2 = matmul_fast(a, b, precision="ieee", path="grouped", config=config)  # counters reused
+    assert launched.kernels == ["grouped_matmul_kernel"] * 2
+    assert torch.equal(c, c2) and error(c, a, b) <= tolerance(
+        torch.float32, tmm_course.BACKEND, "ieee"
+    )
+    counters = fast.tile_counters(a.device, 1)
+    assert int(counters.count_nonzero()) == 0
+
+
 def test_split_k_with_more_slices_than_slabs():
     a, b = operands(16, 16, 20, torch.float32)  # 2 slabs of 16, 4 slices: two slices are empty
     c = matmul_fast(a, b, precision="ieee", path="grouped", config=Config(16, 16, 16, split_k=4))

@@ -4,7 +4,8 @@ device, shape and dtype, check the call once, and launch it with as little Pytho
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import torch
@@ -36,8 +37,8 @@ class Plan:
 
 PATHS = ("persistent_tma", "grouped")
 
-# Chosen from the H200 sweep, tmm_course/perf/data/sweep_h200.json
-# (python -m tmm_course.perf.bench sweep)
+# The rules used where no fit is available; chosen from the H200 sweep,
+# tmm_course/perf/data/sweep_h200.json (python -m tmm_course.perf.bench sweep)
 ON_INTERPRETER = Config(32, 32, 32, group_m=4)
 LARGE_TMA = Config(128, 256, 64, num_warps=8, num_stages=3, subtile=True)
 FLOAT32_TMA = Config(128, 256, 32, num_warps=8, num_stages=3, subtile=True)
@@ -49,10 +50,14 @@ SOME_ROWS = Config(64, 64, 128, num_warps=4, num_stages=4)
 
 
 def plan(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None) -> Plan:
-    """Choose a kernel and a configuration for ``a @ b`` (into ``out``) on this backend."""
-    chosen = _plan_by_shape(a, b, out)
-    if a.dtype == torch.float32 and chosen.path == "grouped" and tmm_course.BACKEND == GPU:
-        chosen = Plan("grouped", _for_float32(chosen.config), chosen.reason + "; BLOCK_K halved")
+    """Choose a kernel and a configuration for ``a @ b`` (into ``out``) on this backend: on a
+    GPU, what won on the nearest problem of the fit (:func:`fit_table`), else by rules."""
+    chosen = _plan_by_fit(a, b, out) if tmm_course.BACKEND == GPU else None
+    if chosen is None:
+        chosen = _plan_by_shape(a, b, out)
+        if a.dtype == torch.float32 and chosen.path == "grouped" and tmm_course.BACKEND == GPU:
+            halved = _for_float32(chosen.config)
+            chosen = Plan("grouped", halved, chosen.reason + "; BLOCK_K halved")
     here = gpu.current()
     if here is None:
         return chosen
@@ -86,6 +91,55 @@ def fit_shared_memory(config: Config, itemsize: int, here: gpu.Gpu) -> Config:
 def _for_float32(config: Config) -> Config:
     """float32 tiles take twice the shared memory per pipeline stage: halve BLOCK_K."""
     return dataclasses.replace(config, block_k=max(16, config.block_k // 2))
+
+
+_FIT: list | None = None  # the fitted problems plan() reads (None: not loaded yet)
+
+
+def fit_table() -> list:
+    """The fitted problems (:class:`~tmm_course.perf.results.Fitted`) the plan chooses from:
+    those of :func:`use_fit`, else the shipped H200 fit (``perf/data/grid_h200.json``)."""
+    global _FIT
+    if _FIT is None:
+        from tmm_course.perf import results
+
+        try:
+            _FIT = results.grid().fit
+        except FileNotFoundError:  # a package without a fit: the rules below decide
+            _FIT = []
+    return _FIT
+
+
+def use_fit(fitted: Sequence | None) -> None:
+    """Plan from ``fitted`` from now on (``results.grid(path).fit`` from your own GPU's
+    ``python -m tmm_course.perf.bench fit``); None goes back to the shipped fit."""
+    global _FIT
+    _FIT = None if fitted is None else list(fitted)
+    _READY.clear()
+
+
+def _column_major(b: torch.Tensor) -> bool:
+    return b.stride(0) == 1 and b.shape[0] > 1
+
+
+def _distance(fitted, m: int, n: int, k: int, column_major: bool) -> float:
+    p = fitted.problem
+    apart = sum(abs(math.log2(max(x, 1)) - math.log2(max(y, 1))) for x, y in
+                ((m, p.m), (n, p.n), (k, p.k)))  # fmt: skip
+    return apart + (0.5 if column_major != (p.b_layout == "col") else 0.0)
+
+
+def _plan_by_fit(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None) -> Plan | None:
+    dtype = str(a.dtype).removeprefix("torch.")
+    table = [f for f in fit_table() if f.problem.dtype == dtype]
+    if not table:
+        return None
+    (m, k), n = a.shape, b.shape[1]
+    nearest = min(table, key=lambda f: _distance(f, m, n, k, _column_major(b)))
+    where = f"fitted on {nearest.problem.label}"
+    if nearest.path == "persistent_tma" and tma_problem(a, b, out) is None:
+        return Plan("persistent_tma", nearest.config, f"{where} ({nearest.ratio:.2f}x torch)")
+    return Plan("grouped", nearest.grouped, f"{where} ({nearest.grouped_ratio:.2f}x torch)")
 
 
 def _plan_by_shape(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None) -> Plan:

@@ -60,15 +60,15 @@ def grouped_tile(tile_id, grid_m, grid_n, GROUP_M: tl.constexpr):
 
 
 @triton.jit
-def grouped_matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K,
-                          stride_am, stride_ak, stride_bk, stride_bn,
-                          stride_cs, stride_cm, stride_cn,
+def grouped_matmul_kernel(a_ptr, b_ptr, c_ptr, partial_ptr, count_ptr, M, N, K,
+                          stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
                           PRECISION: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
                           BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr, SPLIT_K: tl.constexpr):
     # lesson 4's kernel on a grid whose programs take their tiles in grouped order; axis 1
-    # cuts K into SPLIT_K slices, each summed into its own float32 partial (stride_cs apart)
-    pid_m, pid_n = grouped_tile(tl.program_id(axis=0), tl.cdiv(M, BLOCK_M), tl.cdiv(N, BLOCK_N),
-                            GROUP_M)
+    # cuts K into SPLIT_K slices: each leaves a float32 partial, and the last slice of a tile
+    # to finish adds them up into C (one launch; count_ptr holds a counter per tile)
+    tile = tl.program_id(axis=0)
+    pid_m, pid_n = grouped_tile(tile, tl.cdiv(M, BLOCK_M), tl.cdiv(N, BLOCK_N), GROUP_M)
     slabs = tl.cdiv(tl.cdiv(K, BLOCK_K), SPLIT_K)  # K-slabs per slice
     k_first = tl.program_id(axis=1) * slabs * BLOCK_K
     offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
@@ -86,23 +86,21 @@ def grouped_matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K,
         acc = tl.dot(a, b, acc, input_precision=PRECISION)
         a_ptrs += BLOCK_K * stride_ak
         b_ptrs += BLOCK_K * stride_bk
-    c_ptrs = (c_ptr + tl.program_id(axis=1) * stride_cs
-              + offs_m[:, None] * stride_cm + offs_n[None, :] * stride_cn)
-    tl.store(c_ptrs, acc.to(c_ptr.dtype.element_ty),
-             mask=(offs_m[:, None] < M) & (offs_n[None, :] < N))
-
-
-@triton.jit
-def sum_slices_kernel(partial_ptr, c_ptr, M, N, stride_cm, stride_cn,
-                      SPLIT_K: tl.constexpr, BLOCK: tl.constexpr):
-    # C = the sum of SPLIT_K float32 partials, each M x N and contiguous, cast on store
-    offs = tl.program_id(axis=0) * BLOCK + tl.arange(0, BLOCK)
-    inside = offs < M * N
-    total = tl.zeros((BLOCK,), dtype=tl.float32)
-    for s in tl.static_range(SPLIT_K):
-        total += tl.load(partial_ptr + s * M * N + offs, mask=inside, other=0.0)
-    c_ptrs = c_ptr + (offs // N) * stride_cm + (offs % N) * stride_cn
-    tl.store(c_ptrs, total.to(c_ptr.dtype.element_ty), mask=inside)
+    inside = (offs_m[:, None] < M) & (offs_n[None, :] < N)
+    c_ptrs = c_ptr + offs_m[:, None] * stride_cm + offs_n[None, :] * stride_cn
+    if SPLIT_K == 1:
+        tl.store(c_ptrs, acc.to(c_ptr.dtype.element_ty), mask=inside)
+    else:
+        in_tile = offs_m[:, None] * N + offs_n[None, :]  # each partial is M x N, contiguous
+        tl.store(partial_ptr + tl.program_id(axis=1) * M * N + in_tile, acc, mask=inside)
+        arrived = tl.atomic_add(count_ptr + tile, 1)  # acq_rel: the partial above is visible
+        if arrived == SPLIT_K - 1:  # every other slice of this tile has stored its partial
+            total = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+            for s in tl.static_range(SPLIT_K):
+                total += tl.load(partial_ptr + s * M * N + in_tile, mask=inside, other=0.0,
+                                 cache_modifier=".cg")
+            tl.store(c_ptrs, total.to(c_ptr.dtype.element_ty), mask=inside)
+            tl.atomic_xchg(count_ptr + tile, 0)  # ready for the next launch
 
 
 @triton.jit
@@ -142,7 +140,19 @@ def _precision(a: torch.Tensor, precision: str) -> str | None:
 
 
 _grouped = QuickLaunch(grouped_matmul_kernel, tmm_course.BACKEND)
-_sum_slices = QuickLaunch(sum_slices_kernel, tmm_course.BACKEND)
+_persistent = QuickLaunch(persistent_tma_matmul_kernel, tmm_course.BACKEND)
+_counters: dict[tuple, torch.Tensor] = {}  # (device, stream) -> zeroed int32 tile counters
+
+
+def tile_counters(device: torch.device, tiles: int) -> torch.Tensor:
+    """Split-K's counters, one per tile, zero between launches (the last slice of a tile
+    resets its own); one set per device and stream, so launches in turn can share it."""
+    stream = torch.cuda.current_stream(device).cuda_stream if device.type == "cuda" else 0
+    counters = _counters.get((device, stream))
+    if counters is None or counters.numel() < tiles:
+        counters = torch.zeros(max(tiles, 4096), dtype=torch.int32, device=device)
+        _counters[(device, stream)] = counters
+    return counters
 
 
 def launch_grouped(
@@ -153,32 +163,27 @@ def launch_grouped(
     precision: str = "tf32",
     traits: Hashable = None,
 ) -> torch.Tensor:
-    """Run :func:`grouped_matmul_kernel` with ``config`` into ``out`` (no input checks); with
-    split-K, into float32 partials that :func:`sum_slices_kernel` adds up into ``out``.
-    ``traits``: a key that fixes the shapes, strides, dtypes and alignments of a, b and out."""
+    """Run :func:`grouped_matmul_kernel` with ``config`` into ``out`` (no input checks), in
+    one launch also with split-K. ``traits``: a key that fixes the shapes, strides, dtypes and
+    alignments of a, b and out."""
     (m, k), n = a.shape, b.shape[1]
     if m == 0 or n == 0:
         return out
     split = config.split_k
+    tiles = triton.cdiv(m, config.block_m) * triton.cdiv(n, config.block_n)
     if split == 1:
-        target, strides = out, (0, *out.stride())
+        partials = counters = out  # never touched: SPLIT_K == 1 stores straight into out
     else:
-        target = torch.empty((split, m, n), dtype=torch.float32, device=out.device)
-        strides = target.stride()
-    grid = (triton.cdiv(m, config.block_m) * triton.cdiv(n, config.block_n), split)
+        partials = torch.empty((split, m, n), dtype=torch.float32, device=out.device)
+        counters = tile_counters(out.device, tiles)
     _grouped(
-        grid, (a, b, target, m, n, k, *a.stride(), *b.stride(), *strides),
-        None if traits is None else (traits, "partials" if split > 1 else "out"),
+        (tiles, split), (a, b, out, partials, counters, m, n, k, *a.stride(), *b.stride(),
+                         *out.stride()),
+        None if traits is None else (traits, split > 1),
         PRECISION=_precision(a, precision), BLOCK_M=config.block_m, BLOCK_N=config.block_n,
         BLOCK_K=config.block_k, GROUP_M=config.group_m, SPLIT_K=split,
         num_warps=config.num_warps, num_stages=config.num_stages,
     )  # fmt: skip
-    if split > 1:
-        block = 1024
-        _sum_slices(
-            (triton.cdiv(m * n, block),), (target, out, m, n, *out.stride()), traits,
-            SPLIT_K=split, BLOCK=block,
-        )  # fmt: skip
     return out
 
 
@@ -213,9 +218,10 @@ def launch_persistent_tma(
         b_desc = TensorDescriptor.from_tensor(b, [bk, bn])
     c_block = [bm, bn // 2] if config.subtile else [bm, bn]
     programs = min(program_slots(), triton.cdiv(m, bm) * triton.cdiv(n, bn))
-    persistent_tma_matmul_kernel[(programs,)](
-        TensorDescriptor.from_tensor(a, [bm, bk]), b_desc,
-        TensorDescriptor.from_tensor(out, c_block), m, n, k,
+    _persistent(
+        (programs,), (TensorDescriptor.from_tensor(a, [bm, bk]), b_desc,
+                      TensorDescriptor.from_tensor(out, c_block), m, n, k),
+        None if traits is None else (traits, programs),
         PRECISION=_precision(a, precision), BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk,
         GROUP_M=config.group_m, NUM_PROGRAMS=programs, B_TRANSPOSED=transposed,
         SUBTILE=config.subtile, FLATTEN=config.flatten,

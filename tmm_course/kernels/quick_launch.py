@@ -19,6 +19,9 @@ from tmm_course.backend import GPU
 def _traits(arg: object) -> object:
     if isinstance(arg, torch.Tensor):
         return (arg.dtype, arg.data_ptr() % 16 == 0)
+    if hasattr(arg, "block_shape") and hasattr(arg, "base"):  # a host-side tensor descriptor
+        shape = (*arg.shape, *arg.strides, *arg.block_shape)
+        return (_traits(arg.base), tuple(shape), getattr(arg, "padding", None))
     if isinstance(arg, bool) or arg is None:
         return arg
     if isinstance(arg, int):

@@ -5,6 +5,7 @@ On a GPU::
 
     python -m tmm_course.perf.bench --out bench_mine.json               # goals, journey, host
     python -m tmm_course.perf.bench sweep --out sweep_mine.json         # every configuration
+    python -m tmm_course.perf.bench fit grid --out grid_mine.json       # fit the plan, race it
 
 writes TFLOP/s, ratios to torch, the fraction of the measured peak, host launch time, GPU
 clocks, and where, when and how it was measured. The committed H200 files live in
@@ -17,6 +18,7 @@ import argparse
 import dataclasses
 import statistics
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import torch
@@ -24,6 +26,7 @@ import torch
 import tmm_course
 from tmm_course.backend import GPU
 from tmm_course.kernels import dispatch, fast
+from tmm_course.numerics import error
 from tmm_course.perf import journey, results, tuning
 from tmm_course.perf.measure import (
     copy_bandwidth_gbs,
@@ -33,7 +36,17 @@ from tmm_course.perf.measure import (
     race,
     torch_precision,
 )
-from tmm_course.perf.problems import FINALS, GOALS, JOURNEY_PROBLEM, SWEEPS, Problem
+from tmm_course.perf.problems import (
+    CANDIDATES,
+    FINALS,
+    FITTED,
+    GOALS,
+    GRID,
+    JOURNEY_PROBLEM,
+    SWEEPS,
+    Problem,
+    size_class,
+)
 
 
 def suite_goals(rounds: int) -> list[dict]:
@@ -46,6 +59,100 @@ def suite_goals(rounds: int) -> list[dict]:
         print(f"{problem.label:28s} ratio {row.ratio_to_torch['matmul_fast']:.3f} "
               f"(goal {target:.2f}) host {row.host_us['matmul_fast']:.0f} us "
               f"vs {row.host_us['torch.matmul']:.0f} us  {row.plan}", flush=True)  # fmt: skip
+    return rows
+
+
+def _progress(problems, done: set[str], what: str):
+    from tqdm.auto import tqdm
+
+    left = [p for p in problems if p.label not in done]
+    return tqdm(left, desc=what, unit="problem", initial=len(problems) - len(left),
+                total=len(problems), file=sys.stdout)  # fmt: skip
+
+
+def _candidates(problem: Problem, a: torch.Tensor, b: torch.Tensor):
+    """(path, config) pairs the fit tries on ``problem``: its size class's configurations,
+    with BLOCK_K halved for float32, the persistent kernel only where descriptors can read."""
+    for path, configs in CANDIDATES[size_class(problem.m, problem.n, problem.k)].items():
+        if path == "persistent_tma" and fast.tma_problem(a, b) is not None:
+            continue
+        for config in configs:
+            if problem.dtype == "float32":
+                config = dataclasses.replace(config, block_k=max(16, config.block_k // 2))
+            yield path, config
+
+
+def fit_one(problem: Problem) -> results.Fitted | None:
+    """Each candidate configuration on ``problem`` timed by do_bench (host time included, as
+    in the races) against torch.matmul before and after them; the fastest right one wins,
+    and the fastest of the grouped kernel is kept beside it (None if no grouped one ran)."""
+    from triton.testing import do_bench
+
+    a, b = problem.operands()
+    limit = problem.tolerance()
+    timed = []
+
+    def bench(fn) -> float:
+        return do_bench(fn, rep=25, return_mode="median")
+
+    def reference() -> torch.Tensor:
+        return torch.matmul(a, b)
+
+    with torch_precision(problem):
+        torch_ms = [bench(reference)]
+        for path, config in _candidates(problem, a, b):
+
+            def run(path=path, config=config) -> torch.Tensor:
+                return dispatch.matmul_fast(a, b, path=path, config=config)
+
+            try:
+                if error(run(), a, b) <= limit:
+                    timed.append((bench(run), path, config))
+            except Exception as exc:  # too much shared memory, say: not a candidate here
+                print(f"{problem.label}: {path} {config} failed: {type(exc).__name__}")
+        torch_ms.append(bench(reference))
+    grouped = [t for t in timed if t[1] == "grouped"]
+    if not grouped:
+        return None
+    best = min(timed, key=lambda t: t[0])
+    grouped = min(grouped, key=lambda t: t[0])
+    ms = statistics.median(torch_ms)
+    return results.Fitted(problem, best[1], best[2], ms / best[0], grouped[2], ms / grouped[0])
+
+
+Keep = Callable[[list[dict]], None]
+
+
+def suite_fit(rounds: int, done: list[dict], keep: Keep) -> list[dict]:
+    """fit_one on every FITTED problem (``keep`` saves the rows after each); matmul_fast plans
+    from the result at once."""
+    rows = list(done)
+    for problem in _progress(FITTED, {r["problem"]["label"] for r in done}, "fit"):
+        fitted = fit_one(problem)
+        if fitted is None:
+            print(f"{problem.label}: no candidate ran, left out of the fit", flush=True)
+            continue
+        rows.append(fitted.as_dict())
+        keep(rows)
+        print(f"{problem.label:34s} {fitted.ratio:.3f} {fitted.path} {fitted.config}", flush=True)
+    dispatch.use_fit([results.Fitted.from_dict(r) for r in rows])
+    return rows
+
+
+def suite_grid(rounds: int, done: list[dict], keep: Keep) -> list[dict]:
+    """matmul_fast raced against torch.matmul on every GRID problem, as the goals are; each
+    row says whether the plan was fitted on it (``keep`` saves the rows after each)."""
+    rows = list(done)
+    fitted = {p.label for p in FITTED}
+    for problem in _progress(GRID, {r["problem"]["label"] for r in done}, "grid"):
+        a, b = problem.operands()
+        row = race(problem, {"matmul_fast": dispatch.matmul_fast}, rounds, (a, b))
+        row = dataclasses.replace(row, plan=str(dispatch.plan(a, b)))
+        rows.append({**row.as_dict(), "fitted": problem.label in fitted})
+        keep(rows)
+        print(f"{problem.label:34s} {row.ratio_to_torch.get('matmul_fast', 0.0):.3f} "
+              f"host {row.host_us.get('matmul_fast', 0.0):.0f} vs "
+              f"{row.host_us['torch.matmul']:.0f} us  {row.plan}", flush=True)  # fmt: skip
     return rows
 
 
@@ -130,6 +237,16 @@ def suite_host(rounds: int) -> list[dict]:
         "persistent kernel launch": lambda: fast.launch_persistent_tma(a, b, c, dispatch.LARGE_TMA),
         "lesson 4 matmul()": lambda: matmul(a, b),
         "matmul_fast()": lambda: dispatch.matmul_fast(a, b),
+        **{
+            f"matmul_fast(), {name}": lambda path=path, config=config: dispatch.matmul_fast(
+                a, b, path=path, config=config
+            )
+            for name, path, config in [
+                ("grouped", "grouped", dispatch.MEDIUM_GROUPED),
+                ("split-K 4", "grouped", fast.Config(64, 64, 64, split_k=4)),
+                ("persistent TMA", "persistent_tma", dispatch.LARGE_TMA),
+            ]
+        },
     }
     for fn in parts.values():
         fn()
@@ -154,6 +271,8 @@ def add_peak_fractions(rows: list[dict]) -> dict[str, float]:
 
 
 SUITES = {
+    "fit": suite_fit,
+    "grid": suite_grid,
     "goals": suite_goals,
     "journey": suite_journey,
     "sweep": suite_sweep,
@@ -163,6 +282,7 @@ SUITES = {
 
 
 DEFAULT = ("goals", "journey", "host")
+RESUMABLE = ("fit", "grid")  # an existing --out file's rows are kept, not measured again
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -182,11 +302,23 @@ def main(argv: list[str] | None = None) -> int:
               file=sys.stderr)  # fmt: skip
         return 2
     torch.manual_seed(0)
+    earlier = results._read(args.out) if args.out.is_file() else {}
     data = results.provenance("tmm_course.perf.bench", argv)
     data["clocks_before"] = gpu_clocks()
     data["copy_bandwidth_gbs"] = copy_bandwidth_gbs()
+    data.update({suite: earlier[suite] for suite in RESUMABLE if suite in earlier})
+    if "fit" in data and "fit" not in args.suites:  # a grid resumed after its fit
+        dispatch.use_fit([results.Fitted.from_dict(r) for r in data["fit"]])
     for suite in args.suites or DEFAULT:
-        data[suite] = SUITES[suite](args.rounds)
+        if suite in RESUMABLE:
+
+            def keep(rows: list[dict], suite: str = suite) -> None:
+                data[suite] = rows
+                results.write(args.out, data)
+
+            data[suite] = SUITES[suite](args.rounds, data.get(suite, []), keep)
+        else:
+            data[suite] = SUITES[suite](args.rounds)
         results.write(args.out, data)  # after each suite: a long run keeps what it measured
     if "goals" in data:
         data["peak_tflops"] = add_peak_fractions(data["goals"])

@@ -2,7 +2,9 @@
 
 A :class:`Problem` is one product C = A @ B; ``GOALS`` are ``matmul_fast``'s targets on an H200,
 ``SWEEPS`` the tile configurations tried per problem and kernel, ``FINALS`` the sweep's front
-runners raced once more.
+runners raced once more. ``GRID`` is the broad set of problems ``matmul_fast`` is judged on: its
+plan is fitted on ``FITTED`` (every other problem) and reported apart on ``HELD_OUT``, with
+``CANDIDATES`` the configurations the fit tries.
 """
 
 from __future__ import annotations
@@ -18,13 +20,15 @@ from tmm_course.numerics import tolerance
 
 @dataclass(frozen=True)
 class Problem:
-    """C = A @ B with A (m, k), B (k, n), both row-major, in ``dtype``."""
+    """C = A @ B with A (m, k) row-major and B (k, n) row-major, or column-major when
+    ``b_layout == "col"`` (B is then the transpose of a row-major (n, k) tensor)."""
 
     m: int
     n: int
     k: int
     dtype: str = "float16"
     precision: str = "tf32"  # how float32 products are formed, on both sides
+    b_layout: str = "row"
 
     @property
     def kind(self) -> str:
@@ -34,7 +38,7 @@ class Problem:
     @property
     def label(self) -> str:
         shape = f"{self.m}^3" if self.m == self.n == self.k else f"{self.m}x{self.n}x{self.k}"
-        return f"{shape} {self.kind}"
+        return f"{shape} {self.kind}" + (", B column-major" if self.b_layout == "col" else "")
 
     def as_dict(self) -> dict:
         return {**asdict(self), "kind": self.kind, "label": self.label}
@@ -47,7 +51,8 @@ class Problem:
         gen = torch.Generator(device=tmm_course.DEVICE).manual_seed(seed)
         dtype = getattr(torch, self.dtype)
         new = lambda r, c: torch.randn(r, c, device=tmm_course.DEVICE, generator=gen).to(dtype)
-        return new(self.m, self.k), new(self.k, self.n)
+        a = new(self.m, self.k)
+        return a, (new(self.n, self.k).t() if self.b_layout == "col" else new(self.k, self.n))
 
 
 # The goals on an H200: problem -> lowest acceptable ratio torch time / our time
@@ -162,3 +167,90 @@ FINALS = {
         Config(128, 256, 32, num_warps=8, num_stages=3, subtile=True, flatten=False),
     )},
 }  # fmt: skip
+
+
+def _grid() -> tuple[Problem, ...]:
+    """At least 60 problems across the shape space, families interleaved so that every other
+    one (the fitted half) covers each family."""
+    squares = [256, 384, 512, 768, 1000, 1024, 1536, 2048, 2500, 3072, 4096, 5000, 6144, 8192,
+               12288, 16384]  # fmt: skip
+    problems = [Problem(s, s, s) for s in squares]
+    problems += [Problem(s, s, s, "bfloat16") for s in (512, 1024, 1536, 2048, 3000, 4096, 8192)]
+    problems += [Problem(s, s, s, "float32") for s in (512, 1024, 2048, 3000, 4096, 8192)]
+    problems += [Problem(m, 4096, 4096) for m in (1, 8, 16, 32, 64, 100, 128, 256, 384, 512)]
+    problems += [Problem(m, 8192, 8192, "bfloat16") for m in (16, 128)]
+    problems += [Problem(4096, n, 4096) for n in (1, 16, 64, 256)]
+    problems += [Problem(4096, 4096, k) for k in (16, 64, 128, 256)]
+    problems += [
+        Problem(m, n, k)
+        for m, n, k in [(4095, 4097, 4093), (1023, 1025, 1027), (3001, 2999, 4093),
+                        (777, 1333, 2049), (4096, 4096, 4093), (2048, 2048, 2047)]
+    ]  # fmt: skip
+    problems += [
+        Problem(m, n, k, dtype, b_layout="col")
+        for m, n, k, dtype in [(1024, 1024, 1024, "float16"), (4096, 4096, 4096, "float16"),
+                               (8192, 8192, 8192, "float16"), (128, 4096, 4096, "float16"),
+                               (4096, 4096, 4096, "bfloat16"), (2048, 2048, 2048, "float32")]
+    ]  # fmt: skip
+    problems += [
+        Problem(m, n, k)
+        for m, n, k in [(8192, 1024, 1024), (1024, 8192, 1024), (1024, 1024, 8192),
+                        (2048, 8192, 512), (16384, 4096, 256)]
+    ]  # fmt: skip
+    return tuple(problems)
+
+
+GRID = _grid()
+FITTED = GRID[0::2]  # the plan is fitted on these
+HELD_OUT = GRID[1::2]  # and judged apart on these
+
+# the configurations the fit races per problem (python -m tmm_course.perf.bench fit)
+CANDIDATES = {
+    "few rows": {
+        "grouped": (
+            Config(16, 64, 128, num_warps=4, num_stages=4, split_k=4),
+            Config(16, 128, 128, num_warps=4, num_stages=4, split_k=2),
+            Config(32, 64, 128, num_warps=4, num_stages=4, split_k=4),
+            Config(64, 64, 128, num_warps=4, num_stages=4, split_k=2),
+            Config(64, 64, 128, num_warps=4, num_stages=4),
+            Config(64, 128, 64, num_warps=4, num_stages=4, split_k=4),
+            Config(32, 128, 128, num_warps=4, num_stages=4),
+        ),
+    },
+    "middle": {
+        "grouped": (
+            Config(64, 64, 64, num_warps=4, num_stages=4, group_m=4),
+            Config(64, 128, 64, num_warps=4, num_stages=4),
+            Config(128, 64, 64, num_warps=4, num_stages=4),
+            Config(128, 128, 64, num_warps=8, num_stages=4),
+            Config(64, 64, 128, num_warps=4, num_stages=3, split_k=2),
+            Config(128, 128, 64, num_warps=8, num_stages=4, split_k=2),
+        ),
+        "persistent_tma": (
+            Config(64, 128, 64, num_warps=4, num_stages=4),
+            Config(128, 128, 64, num_warps=8, num_stages=4),
+        ),
+    },
+    "large": {
+        "grouped": (
+            Config(128, 256, 64, num_warps=8, num_stages=4),
+            Config(128, 128, 64, num_warps=8, num_stages=4),
+            Config(128, 256, 32, num_warps=8, num_stages=5),
+        ),
+        "persistent_tma": (
+            Config(128, 256, 64, num_warps=8, num_stages=3, subtile=True),
+            Config(128, 256, 64, num_warps=8, num_stages=4, subtile=True),
+            Config(128, 128, 64, num_warps=8, num_stages=4),
+            Config(256, 128, 64, num_warps=8, num_stages=3, subtile=True),
+        ),
+    },
+}
+
+
+def size_class(m: int, n: int, k: int) -> str:
+    """Which family of CANDIDATES suits a product's shape."""
+    if min(m, n) <= 128:
+        return "few rows"
+    if min(m, n) <= 1024 or m * n <= 2048 * 2048:
+        return "middle"
+    return "large"

@@ -5,6 +5,7 @@ benchmark commands write, each carrying where, when and how it was measured.
     from tmm_course.perf import results
     h200 = results.bench()                   # the committed H200 benchmark
     h200.journey.ratio_to_torch["matmul_fast"], h200.provenance.where
+    results.grid().summary(fitted=False)     # matmul_fast on problems its plan never saw
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import json
+import math
 import platform
 import sys
 from dataclasses import dataclass, field
@@ -59,7 +61,15 @@ class Provenance:
 
 
 def _problem(data: dict) -> Problem:
-    return Problem(data["m"], data["n"], data["k"], data["dtype"], data["precision"])
+    return Problem(
+        data["m"], data["n"], data["k"], data["dtype"], data["precision"],
+        data.get("b_layout", "row"),
+    )  # fmt: skip
+
+
+def _config(data: dict) -> Config:
+    names = {f.name for f in dataclasses.fields(Config)}
+    return Config(**{k: v for k, v in data.items() if k in names})
 
 
 @dataclass(frozen=True)
@@ -157,11 +167,10 @@ class SweepRow:
 
     @classmethod
     def from_dict(cls, data: dict) -> SweepRow:
-        names = {f.name for f in dataclasses.fields(Config)}
         trials = [
             SweepTrial(
                 kernel,
-                Config(**{k: v for k, v in t.items() if k in names}),
+                _config(t),
                 t["ms"],
                 t["error"],
                 t["failure"],
@@ -215,6 +224,81 @@ class Compiled:
         return cls(Provenance.from_dict(data), data["journey"])
 
 
+@dataclass(frozen=True)
+class Fitted:
+    """The fit's choice on one problem: the fastest configuration of all, and the fastest of
+    the grouped kernel (for tensors the persistent one cannot read), as ratios to torch."""
+
+    problem: Problem
+    path: str
+    config: Config
+    ratio: float
+    grouped: Config
+    grouped_ratio: float
+
+    @classmethod
+    def from_dict(cls, data: dict) -> Fitted:
+        return cls(
+            _problem(data["problem"]), data["path"], _config(data["config"]), data["ratio"],
+            _config(data["grouped"]), data["grouped_ratio"],
+        )  # fmt: skip
+
+    def as_dict(self) -> dict:
+        return {
+            "problem": self.problem.as_dict(), "path": self.path,
+            "config": dataclasses.asdict(self.config), "ratio": self.ratio,
+            "grouped": dataclasses.asdict(self.grouped), "grouped_ratio": self.grouped_ratio,
+        }  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Summary:
+    """matmul_fast against torch.matmul over a set of problems."""
+
+    problems: int
+    geomean: float
+    worst: list[tuple[str, float]]  # the ten lowest ratios, lowest first
+    below: int  # problems under the floor
+    floor: float = 0.85
+
+    def __str__(self) -> str:
+        return (
+            f"{self.problems} problems: geometric mean {self.geomean:.3f}, lowest "
+            f"{self.worst[0][1]:.3f} ({self.worst[0][0]}), {self.below} below {self.floor}"
+        )
+
+
+@dataclass(frozen=True)
+class Grid:
+    """``python -m tmm_course.perf.bench fit grid``: the plan fitted on half of the grid, then
+    matmul_fast raced against torch.matmul on all of it."""
+
+    provenance: Provenance
+    fit: list[Fitted]
+    rows: list[Race]
+    fitted: frozenset[str]  # labels of the problems the plan was fitted on
+
+    def part(self, fitted: bool | None = None) -> list[Race]:
+        """Every row, or those the plan was (``True``) or was not (``False``) fitted on."""
+        return [r for r in self.rows if fitted is None or (r.label in self.fitted) == fitted]
+
+    def summary(self, fitted: bool | None = None, floor: float = 0.85) -> Summary:
+        ratios = sorted((r.ratio_to_torch["matmul_fast"], r.label) for r in self.part(fitted))
+        geomean = math.exp(sum(math.log(x) for x, _ in ratios) / len(ratios))
+        worst = [(label, x) for x, label in ratios[:10]]
+        return Summary(len(ratios), geomean, worst, sum(x < floor for x, _ in ratios), floor)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> Grid:
+        rows = data.get("grid", [])
+        return cls(
+            Provenance.from_dict(data),
+            [Fitted.from_dict(f) for f in data.get("fit", [])],
+            [Race.from_dict(r) for r in rows],
+            frozenset(r["problem"]["label"] for r in rows if r.get("fitted")),
+        )
+
+
 def _read(name: str | Path) -> dict:
     """A results file: a path, or the name of one the package ships."""
     path = Path(name)
@@ -243,6 +327,11 @@ def bench(name: str | Path = "bench_h200.json") -> Bench:
 def sweep(name: str | Path = "sweep_h200.json") -> Sweep:
     """A sweep file: shipped (by name) or measured (by path)."""
     return Sweep.from_dict(_read(name))
+
+
+def grid(name: str | Path = "grid_h200.json") -> Grid:
+    """A grid file (the fitted plan and the race over the grid): shipped or measured."""
+    return Grid.from_dict(_read(name))
 
 
 def pitfalls(name: str | Path = "pitfalls_h200.json") -> Pitfalls:
