@@ -229,22 +229,23 @@ def out_of_shared_memory_above(stages, real):
 
 
 def test_a_planned_config_too_big_for_the_gpu_is_shrunk_and_remembered(monkeypatch):
-    launch, tried = out_of_shared_memory_above(2, fast.launch_grouped)
+    launch, tried = out_of_shared_memory_above(2, fast.prepare_grouped)
     monkeypatch.setattr(dispatch, "_READY", {})  # forget calls other tests made
-    monkeypatch.setattr(dispatch, "launch_grouped", launch)
+    monkeypatch.setattr(dispatch, "prepare_grouped", launch)
     monkeypatch.setattr(dispatch, "ON_INTERPRETER", Config(32, 32, 32, num_stages=4))
     a, b = operands(40, 36, 24, torch.float16)
     c = matmul_fast(a, b)
     assert [t.num_stages for t in tried] == [4, 3, 2]
     assert error(c, a, b) <= tolerance(torch.float16, tmm_course.BACKEND)
-    matmul_fast(a, b)  # the same call again starts from the config that fitted
-    assert [t.num_stages for t in tried] == [4, 3, 2, 2]
+    again = matmul_fast(a, b)  # the same call again goes straight to the launch that fitted
+    assert [t.num_stages for t in tried] == [4, 3, 2]
+    assert torch.equal(again, c)
 
 
 def test_an_explicit_config_too_big_for_the_gpu_is_explained(monkeypatch):
-    launch, _ = out_of_shared_memory_above(2, fast.launch_grouped)
+    launch, _ = out_of_shared_memory_above(2, fast.prepare_grouped)
     monkeypatch.setattr(dispatch, "_READY", {})
-    monkeypatch.setattr(dispatch, "launch_grouped", launch)
+    monkeypatch.setattr(dispatch, "prepare_grouped", launch)
     a, b = operands(40, 36, 24, torch.float16)
     with pytest.raises(KernelInputError, match=r"needs more shared memory than this GPU has"):
         matmul_fast(a, b, path="grouped", config=Config(32, 32, 32, num_stages=3))

@@ -35,6 +35,7 @@ def interpreted() -> Iterator[None]:
     from triton.runtime import interpreter
     from triton.runtime.jit import JITFunction
 
+    from tmm_course.kernels import dispatch
     from tmm_course.kernels.quick_launch import QuickLaunch
 
     twins: dict[Callable, interpreter.InterpretedFunction] = {}
@@ -57,14 +58,22 @@ def interpreted() -> Iterator[None]:
     def quick(self, grid, args, traits=None, **constexprs):
         self.kernel[tuple(grid)](*args, **constexprs)
 
-    saved = (JITFunction.run, JITFunction.__call__, QuickLaunch.__call__)
+    def prepared(self, grid, args, **constexprs):
+        quick(self, grid, args, **constexprs)
+        return lambda args: quick(self, grid, args, **constexprs)
+
+    saved = (JITFunction.run, JITFunction.__call__, QuickLaunch.__call__, QuickLaunch.prepared,
+             dispatch._READY)  # fmt: skip
     interpret = triton.knobs.runtime.interpret
-    JITFunction.run, JITFunction.__call__, QuickLaunch.__call__ = run, call, quick
+    JITFunction.run, JITFunction.__call__ = run, call
+    QuickLaunch.__call__, QuickLaunch.prepared = quick, prepared
+    dispatch._READY = {}  # matmul_fast's prepared launches are compiled ones: none here
     triton.knobs.runtime.interpret = True
     try:
         yield
     finally:
-        JITFunction.run, JITFunction.__call__, QuickLaunch.__call__ = saved
+        (JITFunction.run, JITFunction.__call__, QuickLaunch.__call__, QuickLaunch.prepared,
+         dispatch._READY) = saved  # fmt: skip
         triton.knobs.runtime.interpret = interpret
 
 

@@ -16,8 +16,9 @@ from tmm_course import gpu, validate
 from tmm_course.backend import GPU
 from tmm_course.kernels.fast import (
     Config,
-    launch_grouped,
-    launch_persistent_tma,
+    Ready,
+    prepare_grouped,
+    prepare_persistent_tma,
     tma_problem,
 )
 from tmm_course.kernels.matmul import check_blocks, check_operands, output_for
@@ -175,12 +176,18 @@ def smaller(config: Config) -> Config | None:
     return dataclasses.replace(config, block_n=config.block_n // 2)
 
 
-Launcher = Callable[..., torch.Tensor]
-_READY: dict[tuple, tuple[Launcher, Config]] = {}  # call signature -> checked launch
+_READY: dict[tuple, Ready] = {}  # call signature -> its prepared launch
 
 
-def _signature(t: torch.Tensor) -> tuple:
-    return (t.shape, t.stride(), t.dtype, t.device, t.data_ptr() % 16)
+def _call_key(a, b, out, precision: str, path: str | None, config: Config | None) -> tuple:
+    """Everything a prepared launch depends on: shapes, strides, dtypes, devices, 16-byte
+    alignment of every tensor, and the options."""
+    mine = None
+    if out is not None:
+        mine = (out.shape, out.stride(), out.dtype, out.get_device(), out.data_ptr() % 16)
+    return (a.shape, b.shape, a.stride(), b.stride(), a.dtype, b.dtype, a.get_device(),
+            b.get_device(), a.data_ptr() % 16, b.data_ptr() % 16, mine, precision, path,
+            config)  # fmt: skip
 
 
 def matmul_fast(
@@ -197,25 +204,22 @@ def matmul_fast(
     choice; the other arguments are lesson 4's :func:`~tmm_course.kernels.matmul`'s.
 
     A call shaped like an earlier one (same shapes, strides, dtypes, devices and alignment)
-    skips the checks and the planning it already passed: a small product is over in a few
-    microseconds on a GPU, and Python time would otherwise dominate it."""
+    skips the checks and the planning it already passed and goes straight to the compiled
+    kernel: a small product is over in a few microseconds on a GPU, and Python time would
+    otherwise dominate it."""
     try:
-        call = (_signature(a), _signature(b), out is None or _signature(out), precision, path,
-                config)  # fmt: skip
+        call = _call_key(a, b, out, precision, path, config)
         ready = _READY.get(call)
     except (AttributeError, TypeError):  # not tensors, say: the checks below say what is wrong
         call = ready = None
     if ready is not None:
-        launch, chosen_config = ready
-        if out is None:
-            out = torch.empty((a.shape[0], b.shape[1]), dtype=a.dtype, device=a.device)
-        return launch(a, b, out, chosen_config, precision, call)
+        return ready(a, b, out)
     check_operands(a, b, precision)
     out = output_for(a, b, out)
-    launch, chosen_config = _prepare(a, b, out, path, config)
+    prepare, chosen_config = _prepare(a, b, out, path, config)
     while True:  # a GPU with less shared memory than the plan assumed gets a smaller config
         try:
-            launch(a, b, out, chosen_config, precision, call)
+            ready = prepare(a, b, out, chosen_config, precision)
             break
         except OutOfResources as exc:
             if config is not None:
@@ -228,7 +232,7 @@ def matmul_fast(
             if chosen_config is None:
                 raise
     if call is not None and len(_READY) < 4096:
-        _READY[call] = (launch, chosen_config)
+        _READY[call] = ready
     return out
 
 
@@ -238,7 +242,7 @@ def _prepare(
     out: torch.Tensor,
     path: str | None,
     config: Config | None,
-) -> tuple[Launcher, Config]:
+) -> tuple[Callable[..., Ready], Config]:
     """Choose the kernel and configuration for checked operands: what matmul_fast will run."""
     chosen = plan(a, b, out)
     if path is not None and path != chosen.path:
@@ -264,18 +268,20 @@ def _prepare(
         )
     config = config or chosen.config
     check_blocks((config.block_m, config.block_n, config.block_k))
-    if a.shape[0] == 0 or b.shape[1] == 0:
-        return _nothing_to_do, config
-    if a.shape[1] == 0:
-        return _zeros, config
+    if a.shape[0] == 0 or b.shape[1] == 0 or a.shape[1] == 0:
+        return _without_a_kernel, config
     if chosen.path == "persistent_tma":
-        return launch_persistent_tma, config
-    return launch_grouped, config
+        return prepare_persistent_tma, config
+    return prepare_grouped, config
 
 
-def _nothing_to_do(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, *_: object) -> torch.Tensor:
-    return out
+def _without_a_kernel(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, *_: object) -> Ready:
+    """An empty C, or K = 0 (every sum is empty: C is zero)."""
 
+    def ready(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None) -> torch.Tensor:
+        if out is None:
+            out = torch.empty((a.shape[0], b.shape[1]), dtype=a.dtype, device=a.device)
+        return out.zero_() if a.shape[1] == 0 else out
 
-def _zeros(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, *_: object) -> torch.Tensor:
-    return out.zero_()  # K = 0: every sum is empty
+    ready(a, b, out)
+    return ready

@@ -4,7 +4,7 @@ with which :class:`Config`, is :mod:`tmm_course.kernels.dispatch`'s choice (``ma
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 
 import torch
@@ -155,6 +155,33 @@ def tile_counters(device: torch.device, tiles: int) -> torch.Tensor:
     return counters
 
 
+# a prepared launch: ``ready(a, b, out)`` computes a @ b into out (a new tensor if None)
+Ready = Callable[[torch.Tensor, torch.Tensor, "torch.Tensor | None"], torch.Tensor]
+
+
+def _grouped_launch(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, config: Config,
+                    precision: str) -> tuple[tuple, dict, tuple[int, int], int]:  # fmt: skip
+    """The grouped kernel's grid, fixed arguments (sizes and strides) and constexprs."""
+    (m, k), n = a.shape, b.shape[1]
+    tiles = triton.cdiv(m, config.block_m) * triton.cdiv(n, config.block_n)
+    fixed = (m, n, k, *a.stride(), *b.stride(), *out.stride())
+    constexprs = dict(
+        PRECISION=_precision(a, precision), BLOCK_M=config.block_m, BLOCK_N=config.block_n,
+        BLOCK_K=config.block_k, GROUP_M=config.group_m, SPLIT_K=config.split_k,
+        num_warps=config.num_warps, num_stages=config.num_stages,
+    )  # fmt: skip
+    return fixed, constexprs, (tiles, config.split_k), tiles
+
+
+def _scratch(out: torch.Tensor, config: Config, tiles: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Split-K's float32 partials and tile counters (``out`` twice without split-K: unused)."""
+    if config.split_k == 1:
+        return out, out
+    m, n = out.shape
+    partials = torch.empty((config.split_k, m, n), dtype=torch.float32, device=out.device)
+    return partials, tile_counters(out.device, tiles)
+
+
 def launch_grouped(
     a: torch.Tensor,
     b: torch.Tensor,
@@ -166,25 +193,31 @@ def launch_grouped(
     """Run :func:`grouped_matmul_kernel` with ``config`` into ``out`` (no input checks), in
     one launch also with split-K. ``traits``: a key that fixes the shapes, strides, dtypes and
     alignments of a, b and out."""
-    (m, k), n = a.shape, b.shape[1]
-    if m == 0 or n == 0:
+    if a.shape[0] == 0 or b.shape[1] == 0:
         return out
-    split = config.split_k
-    tiles = triton.cdiv(m, config.block_m) * triton.cdiv(n, config.block_n)
-    if split == 1:
-        partials = counters = out  # never touched: SPLIT_K == 1 stores straight into out
-    else:
-        partials = torch.empty((split, m, n), dtype=torch.float32, device=out.device)
-        counters = tile_counters(out.device, tiles)
-    _grouped(
-        (tiles, split), (a, b, out, partials, counters, m, n, k, *a.stride(), *b.stride(),
-                         *out.stride()),
-        None if traits is None else (traits, split > 1),
-        PRECISION=_precision(a, precision), BLOCK_M=config.block_m, BLOCK_N=config.block_n,
-        BLOCK_K=config.block_k, GROUP_M=config.group_m, SPLIT_K=split,
-        num_warps=config.num_warps, num_stages=config.num_stages,
-    )  # fmt: skip
+    fixed, constexprs, grid, tiles = _grouped_launch(a, b, out, config, precision)
+    _grouped(grid, (a, b, out, *_scratch(out, config, tiles), *fixed),
+             None if traits is None else (traits, config.split_k > 1), **constexprs)  # fmt: skip
     return out
+
+
+def prepare_grouped(
+    a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, config: Config, precision: str = "tf32"
+) -> Ready:
+    """Launch :func:`launch_grouped` once, and return a :data:`Ready` for later calls with
+    tensors shaped, strided and aligned like these."""
+    fixed, constexprs, grid, tiles = _grouped_launch(a, b, out, config, precision)
+    launch = _grouped.prepared(grid, (a, b, out, *_scratch(out, config, tiles), *fixed),
+                               **constexprs)  # fmt: skip
+    shape, dtype, device = out.shape, out.dtype, out.device
+
+    def ready(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None) -> torch.Tensor:
+        if out is None:
+            out = torch.empty(shape, dtype=dtype, device=device)
+        launch((a, b, out, *_scratch(out, config, tiles), *fixed))
+        return out
+
+    return ready
 
 
 def program_slots() -> int:
@@ -199,6 +232,34 @@ def reads_b_transposed(b: torch.Tensor) -> bool:
     return (b.stride(0) == 1 and b.shape[0] > 1) or b.dtype == torch.float32
 
 
+def _persistent_launch(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, config: Config,
+                       precision: str) -> tuple[Callable, dict, tuple[int]]:  # fmt: skip
+    """The persistent kernel's grid, constexprs, and ``arguments(a, b, out)`` that builds its
+    tensor descriptors (B^T read from a copy for float32, whose tensor cores need K-major B)."""
+    (m, k), n = a.shape, b.shape[1]
+    bm, bn, bk = config.block_m, config.block_n, config.block_k
+    transposed = reads_b_transposed(b)
+    copy = transposed and b.stride(0) != 1
+    c_block = [bm, bn // 2] if config.subtile else [bm, bn]
+    describe = TensorDescriptor.from_tensor
+
+    def arguments(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor) -> tuple:
+        if transposed:
+            b_desc = describe(b.t().contiguous() if copy else b.t(), [bn, bk])
+        else:
+            b_desc = describe(b, [bk, bn])
+        return describe(a, [bm, bk]), b_desc, describe(out, c_block), m, n, k
+
+    programs = min(program_slots(), triton.cdiv(m, bm) * triton.cdiv(n, bn))
+    constexprs = dict(
+        PRECISION=_precision(a, precision), BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk,
+        GROUP_M=config.group_m, NUM_PROGRAMS=programs, B_TRANSPOSED=transposed,
+        SUBTILE=config.subtile, FLATTEN=config.flatten,
+        num_warps=config.num_warps, num_stages=config.num_stages,
+    )  # fmt: skip
+    return arguments, constexprs, (programs,)
+
+
 def launch_persistent_tma(
     a: torch.Tensor,
     b: torch.Tensor,
@@ -209,25 +270,28 @@ def launch_persistent_tma(
 ) -> torch.Tensor:
     """Run :func:`persistent_tma_matmul_kernel` with ``config`` into ``out``; the tensors must
     pass :func:`tma_problem` (no input checks here)."""
-    (m, k), n = a.shape, b.shape[1]
-    bm, bn, bk = config.block_m, config.block_n, config.block_k
-    transposed = reads_b_transposed(b)
-    if transposed:
-        b_desc = TensorDescriptor.from_tensor(b.t().contiguous(), [bn, bk])
-    else:
-        b_desc = TensorDescriptor.from_tensor(b, [bk, bn])
-    c_block = [bm, bn // 2] if config.subtile else [bm, bn]
-    programs = min(program_slots(), triton.cdiv(m, bm) * triton.cdiv(n, bn))
-    _persistent(
-        (programs,), (TensorDescriptor.from_tensor(a, [bm, bk]), b_desc,
-                      TensorDescriptor.from_tensor(out, c_block), m, n, k),
-        None if traits is None else (traits, programs),
-        PRECISION=_precision(a, precision), BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk,
-        GROUP_M=config.group_m, NUM_PROGRAMS=programs, B_TRANSPOSED=transposed,
-        SUBTILE=config.subtile, FLATTEN=config.flatten,
-        num_warps=config.num_warps, num_stages=config.num_stages,
-    )  # fmt: skip
+    arguments, constexprs, grid = _persistent_launch(a, b, out, config, precision)
+    _persistent(grid, arguments(a, b, out), None if traits is None else (traits, grid),
+                **constexprs)  # fmt: skip
     return out
+
+
+def prepare_persistent_tma(
+    a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, config: Config, precision: str = "tf32"
+) -> Ready:
+    """Launch :func:`launch_persistent_tma` once, and return a :data:`Ready` for later calls
+    with tensors shaped, strided and aligned like these."""
+    arguments, constexprs, grid = _persistent_launch(a, b, out, config, precision)
+    launch = _persistent.prepared(grid, arguments(a, b, out), **constexprs)
+    shape, dtype, device = out.shape, out.dtype, out.device
+
+    def ready(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None) -> torch.Tensor:
+        if out is None:
+            out = torch.empty(shape, dtype=dtype, device=device)
+        launch(arguments(a, b, out))
+        return out
+
+    return ready
 
 
 def _misaligned(name: str, row_stride: int, t: torch.Tensor) -> str | None:

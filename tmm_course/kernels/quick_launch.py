@@ -9,7 +9,8 @@ interpreter, launch hooks, an unknown Triton) takes Triton's own path.
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Sequence
+from collections.abc import Callable, Hashable, Sequence
+from typing import ClassVar
 
 import torch
 
@@ -43,6 +44,9 @@ class QuickLaunch:
     are its runtime arguments in order, and the constexprs follow them in the signature and
     are passed in that order (the compiled launcher takes them positionally)."""
 
+    # told of every launch that skips Triton's own path (which a recorder can watch itself)
+    observer: ClassVar[Callable[[object, Sequence[object]], None] | None] = None
+
     def __init__(self, kernel: object, backend: str) -> None:
         self.kernel = kernel
         self.enabled = backend == GPU and _launch_hooks_known()
@@ -63,9 +67,7 @@ class QuickLaunch:
         from triton import knobs
         from triton.runtime import driver
 
-        if traits is None:
-            traits = tuple(_traits(a) for a in args)
-        key = (tuple(constexprs.items()), traits)
+        key = self._key(args, traits, constexprs)
         hit = self.compiled.get(key)
         if hit is None:
             compiled = self.kernel[tuple(grid)](*args, **constexprs)
@@ -74,6 +76,8 @@ class QuickLaunch:
             self.compiled[key] = (compiled, values)
             return
         compiled, values = hit
+        if QuickLaunch.observer is not None:
+            QuickLaunch.observer(self.kernel, args)
         g = (*grid, 1, 1)[:3]
         stream = driver.active.get_current_stream(driver.active.get_current_device())
         hooks = knobs.runtime  # profilers' launch hooks see these launches too
@@ -85,3 +89,42 @@ class QuickLaunch:
         except (AttributeError, TypeError):  # a Triton whose launcher differs: stop trying
             self.enabled = False
             self.kernel[tuple(grid)](*args, **constexprs)
+
+    def _key(self, args: Sequence[object], traits: Hashable, constexprs: dict) -> tuple:
+        if traits is None:
+            traits = tuple(_traits(a) for a in args)
+        return (tuple(constexprs.items()), traits)
+
+    def prepared(
+        self, grid: Sequence[int], args: Sequence[object], **constexprs: object
+    ) -> Callable[[Sequence[object]], None]:
+        """Launch on ``grid`` now, and return ``launch(args)`` for later calls whose arguments
+        Triton would specialize the same way (the same dtypes, shapes and alignments; other
+        addresses): it goes to the compiled binary without computing any key."""
+        self(grid, args, None, **constexprs)
+        hit = self.compiled.get(self._key(args, None, constexprs)) if self.enabled else None
+        if hit is None:  # quick launches are off here
+            return lambda args: self(grid, args, None, **constexprs)
+        from triton import knobs
+        from triton.runtime import driver
+
+        compiled, values = hit
+        g0, g1, g2 = (*grid, 1, 1)[:3]
+        run, function, packed = compiled.run, compiled.function, compiled.packed_metadata
+        device = driver.active.get_current_device()
+        stream = driver.active.get_current_stream
+        hooks = knobs.runtime
+
+        def launch(args: Sequence[object]) -> None:
+            if hooks.launch_enter_hook is not None or not self.enabled:  # a profiler listens
+                self(grid, args, None, **constexprs)
+                return
+            if QuickLaunch.observer is not None:
+                QuickLaunch.observer(self.kernel, args)
+            try:
+                run(g0, g1, g2, stream(device), function, packed, None, None, None, *args, *values)
+            except (AttributeError, TypeError):  # a Triton whose launcher differs
+                self.enabled = False
+                self(grid, args, None, **constexprs)
+
+        return launch
