@@ -55,6 +55,14 @@ def interpreted() -> Iterator[None]:
         finally:
             scope.restore()
 
+    patch_tensor = interpreter._patch_lang_tensor
+
+    def patch_tensor_with_scalar_index(tensor, scope):
+        # a loop bound is a one-element array there; numpy >= 2.4 refuses int() of it, which
+        # Triton < 3.7's interpreter does (it squeezes it from 3.7 on)
+        patch_tensor(tensor, scope)
+        scope.set_attr(tensor, "__index__", lambda self: int(self.handle.data.squeeze()))
+
     def quick(self, grid, args, traits=None, **constexprs):
         self.kernel[tuple(grid)](*args, **constexprs)
 
@@ -67,6 +75,7 @@ def interpreted() -> Iterator[None]:
     interpret = triton.knobs.runtime.interpret
     JITFunction.run, JITFunction.__call__ = run, call
     QuickLaunch.__call__, QuickLaunch.prepared = quick, prepared
+    interpreter._patch_lang_tensor = patch_tensor_with_scalar_index
     dispatch._READY = {}  # matmul_fast's prepared launches are compiled ones: none here
     triton.knobs.runtime.interpret = True
     try:
@@ -74,6 +83,7 @@ def interpreted() -> Iterator[None]:
     finally:
         (JITFunction.run, JITFunction.__call__, QuickLaunch.__call__, QuickLaunch.prepared,
          dispatch._READY) = saved  # fmt: skip
+        interpreter._patch_lang_tensor = patch_tensor
         triton.knobs.runtime.interpret = interpret
 
 

@@ -109,20 +109,26 @@ class QuickLaunch:
         from triton.runtime import driver
 
         compiled, values = hit
-        g0, g1, g2 = (*grid, 1, 1)[:3]
+        grid3 = (*grid, 1, 1)[:3]
+        g0, g1, g2 = grid3
         run, function, packed = compiled.run, compiled.function, compiled.packed_metadata
         device = driver.active.get_current_device()
         stream = driver.active.get_current_stream
         hooks = knobs.runtime
 
         def launch(args: Sequence[object]) -> None:
-            if hooks.launch_enter_hook is not None or not self.enabled:  # a profiler listens
+            if not self.enabled:
                 self(grid, args, None, **constexprs)
                 return
             if QuickLaunch.observer is not None:
                 QuickLaunch.observer(self.kernel, args)
+            here = stream(device)
+            enter, leave = hooks.launch_enter_hook, hooks.launch_exit_hook  # profilers' hooks
+            metadata = None
+            if enter is not None:
+                metadata = compiled.launch_metadata(grid3, here, *args, *values)
             try:
-                run(g0, g1, g2, stream(device), function, packed, None, None, None, *args, *values)
+                run(g0, g1, g2, here, function, packed, metadata, enter, leave, *args, *values)
             except (AttributeError, TypeError):  # a Triton whose launcher differs
                 self.enabled = False
                 self(grid, args, None, **constexprs)
