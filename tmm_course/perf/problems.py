@@ -247,6 +247,22 @@ CANDIDATES = {
 }
 
 
+def family(problem: Problem) -> str:
+    """The part of the grid a problem stands for."""
+    m, n, k = problem.m, problem.n, problem.k
+    if problem.b_layout == "col":
+        return "B column-major"
+    if min(m, n) <= 512 and max(m, n) >= 4096:
+        return "few rows or columns"
+    if k <= 256 and min(m, n) >= 4096:
+        return "small K"
+    if m == n == k:
+        return "square"
+    if any(x % 8 for x in (m, n, k)):
+        return "odd sizes"
+    return "rectangular"
+
+
 def size_class(m: int, n: int, k: int) -> str:
     """Which family of CANDIDATES suits a product's shape."""
     if min(m, n) <= 128:

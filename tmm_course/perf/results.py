@@ -288,6 +288,23 @@ class Grid:
         worst = [(label, x) for x, label in ratios[:10]]
         return Summary(len(ratios), geomean, worst, sum(x < floor for x, _ in ratios), floor)
 
+    def families(self) -> dict[str, tuple[int, float, float]]:
+        """Per family of problems (:func:`~tmm_course.perf.problems.family`): how many, and the
+        geometric means of matmul_fast's ratio with host time and of device time alone."""
+        from tmm_course.perf.problems import family
+
+        def geomean(values: list[float]) -> float:
+            return math.exp(sum(math.log(v) for v in values) / len(values)) if values else math.nan
+
+        table = {}
+        for name in dict.fromkeys(family(r.problem) for r in self.rows):
+            rows = [r for r in self.rows if family(r.problem) == name]
+            host = [r.ratio_to_torch["matmul_fast"] for r in rows]
+            device = [r.device_ratio_to_torch["matmul_fast"] for r in rows
+                      if "matmul_fast" in r.device_ratio_to_torch]  # fmt: skip
+            table[name] = (len(rows), geomean(host), geomean(device))
+        return table
+
     @classmethod
     def from_dict(cls, data: dict) -> Grid:
         rows = data.get("grid", [])

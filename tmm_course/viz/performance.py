@@ -7,7 +7,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
 from tmm_course.perf import roofline
-from tmm_course.perf.results import SweepRow
+from tmm_course.perf.results import Race, SweepRow
 from tmm_course.viz.draw import new_figure
 
 
@@ -117,4 +117,47 @@ def host_time_figure(host_us: dict[str, float], where: str) -> Figure:
     ax.invert_yaxis()
     ax.set_xlabel("host microseconds per call")
     ax.set_title(f"where a call's host time goes\n{where}", fontsize=9)
+    return fig
+
+
+# Okabe-Ito blue and vermillion: told apart with any colour vision, and by marker shape too
+FITTED_STYLE = {"color": "#0072B2", "marker": "o", "label": "fitted on"}
+HELD_OUT_STYLE = {"color": "#D55E00", "marker": "^", "label": "held out"}
+
+
+def grid_figure(
+    rows: list[Race], fitted: set[str] | frozenset[str], where: str, floor: float = 0.85
+) -> Figure:
+    """matmul_fast / torch.matmul per problem, one panel per dtype, problems ordered by their
+    FLOPs (log scale); the problems the plan was fitted on apart from those held out."""
+    kinds = sorted({r.problem.kind for r in rows}, key=lambda k: (k.startswith("float32"), k))
+    fig, axes = new_figure(4.2 * len(kinds), 3.6, ncols=len(kinds))
+    low = min([floor, *(r.ratio_to_torch["matmul_fast"] for r in rows)])
+    for ax, kind in zip(axes, kinds, strict=True):
+        here = [r for r in rows if r.problem.kind == kind]
+        for style, part in ((FITTED_STYLE, True), (HELD_OUT_STYLE, False)):
+            chosen = [r for r in here if (r.label in fitted) == part]
+            ax.scatter(
+                [2 * r.problem.m * r.problem.n * r.problem.k for r in chosen],
+                [r.ratio_to_torch["matmul_fast"] for r in chosen],
+                s=22, facecolors=style["color"] if part else "none",
+                edgecolors=style["color"], marker=style["marker"], label=style["label"],
+            )  # fmt: skip
+        worst = min(here, key=lambda r: r.ratio_to_torch["matmul_fast"])
+        ax.annotate(
+            worst.label.removesuffix(f" {kind}"),
+            (2 * worst.problem.m * worst.problem.n * worst.problem.k,
+             worst.ratio_to_torch["matmul_fast"]),
+            textcoords="offset points", xytext=(4, -10), fontsize=7,
+        )  # fmt: skip
+        ax.set_xscale("log")
+        ax.axhline(1.0, color="grey", ls=":")
+        ax.axhline(floor, color="grey", ls="--", lw=0.8)
+        ax.set_ylim(max(0.0, low - 0.1), None)
+        ax.set_title(f"{kind} ({len(here)} problems)", fontsize=9)
+        ax.set_xlabel("FLOPs of the product (2mnk)")
+    axes[0].set_ylabel("torch.matmul time / matmul_fast time")
+    axes[0].legend(fontsize=7, loc="lower right")
+    fig.suptitle(f"matmul_fast across the grid (dotted: parity, dashed: {floor}); {where}",
+                 fontsize=9)  # fmt: skip
     return fig
