@@ -61,6 +61,17 @@ def test_the_tma_step_runs_only_on_hopper(card):
     names = {step.name for step in journey.runnable(a, b)}
     assert ("persistent + TMA" in names) == card.tma
     assert (fast.tma_problem(a, b) is None) == card.tma
+    assert (fast.tma_problem(a, b, stage=True) is None) == card.tma  # copies cannot help
+
+
+def test_unaligned_rows_are_staged_on_hopper_and_the_grouped_kernel_runs_elsewhere(card):
+    a, b = operands(4096, 4096, 4093)
+    chosen = dispatch.plan(a, b)
+    if chosen.path == "persistent_tma":
+        assert card.tma and chosen.stage
+    if not card.tma:
+        with pytest.raises(validate.KernelInputError, match=r"cannot run here: TMA needs"):
+            dispatch._prepare(a, b, torch.empty(4096, 4096, dtype=a.dtype), "persistent_tma", None)
 
 
 @pytest.mark.parametrize(("problem", "target"), GOALS, ids=[p.label for p, _ in GOALS])

@@ -4,6 +4,7 @@ device, shape and dtype, check the call once, and launch it with as little Pytho
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -31,6 +32,7 @@ class Plan:
     path: str  # "persistent_tma" or "grouped"
     config: Config
     reason: str
+    stage: bool = False  # persistent_tma: rows the TMA cannot read go through aligned copies
 
     def __str__(self) -> str:
         return f"{self.path} kernel, {self.config}: {self.reason}"
@@ -138,8 +140,12 @@ def _plan_by_fit(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None) -> 
     (m, k), n = a.shape, b.shape[1]
     nearest = min(table, key=lambda f: _distance(f, m, n, k, _column_major(b)))
     where = f"fitted on {nearest.problem.label}"
-    if nearest.path == "persistent_tma" and tma_problem(a, b, out) is None:
-        return Plan("persistent_tma", nearest.config, f"{where} ({nearest.ratio:.2f}x torch)")
+    if nearest.path == "persistent_tma":
+        if tma_problem(a, b, out) is None:
+            return Plan("persistent_tma", nearest.config, f"{where} ({nearest.ratio:.2f}x torch)")
+        if tma_problem(a, b, out, stage=True) is None:
+            why = f"{where} ({nearest.ratio:.2f}x torch); rows the TMA cannot read are copied"
+            return Plan("persistent_tma", nearest.config, why, stage=True)
     return Plan("grouped", nearest.grouped, f"{where} ({nearest.grouped_ratio:.2f}x torch)")
 
 
@@ -250,17 +256,20 @@ def _prepare(
             raise validate.KernelInputError(
                 f"path={path!r}: expected one of {', '.join(PATHS)}, or None to let plan() choose."
             )
-        reason = tma_problem(a, b, out) if path == "persistent_tma" else None
-        if reason is not None:
-            raise validate.KernelInputError(
-                f"path='persistent_tma' cannot run here: {reason}. Expected tensors whose rows "
-                "are contiguous and 16-byte aligned, on a Hopper GPU or the interpreter. "
-                "Fix: path='grouped', or make K and N multiples of 8 (float16) or 4 (float32)."
-            )
+        stage = False
+        if path == "persistent_tma" and tma_problem(a, b, out) is not None:
+            reason = tma_problem(a, b, out, stage=True)
+            if reason is not None:
+                raise validate.KernelInputError(
+                    f"path='persistent_tma' cannot run here: {reason}. Expected a Hopper GPU "
+                    "(or the interpreter) and Triton 3.4 or later. Fix: path='grouped'."
+                )
+            stage = True  # rows the TMA cannot read go through aligned copies
         on_gpu = {"persistent_tma": LARGE_TMA, "grouped": LARGE_GROUPED}[path]
         if a.dtype == torch.float32:
             on_gpu = FLOAT32_TMA if path == "persistent_tma" else _for_float32(on_gpu)
-        chosen = Plan(path, on_gpu if tmm_course.BACKEND == GPU else ON_INTERPRETER, "asked for")
+        config_here = on_gpu if tmm_course.BACKEND == GPU else ON_INTERPRETER
+        chosen = Plan(path, config_here, "asked for", stage=stage)
     if config is not None and not isinstance(config, Config):
         raise validate.KernelInputError(
             f"config is a {type(config).__name__}; expected a Config. Fix: "
@@ -271,7 +280,7 @@ def _prepare(
     if a.shape[0] == 0 or b.shape[1] == 0 or a.shape[1] == 0:
         return _without_a_kernel, config
     if chosen.path == "persistent_tma":
-        return prepare_persistent_tma, config
+        return functools.partial(prepare_persistent_tma, stage=chosen.stage), config
     return prepare_grouped, config
 
 

@@ -232,23 +232,49 @@ def reads_b_transposed(b: torch.Tensor) -> bool:
     return (b.stride(0) == 1 and b.shape[0] > 1) or b.dtype == torch.float32
 
 
-def _persistent_launch(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, config: Config,
-                       precision: str) -> tuple[Callable, dict, tuple[int]]:  # fmt: skip
+def _readable(t: torch.Tensor) -> bool:
+    """Whether a tensor descriptor can read ``t`` as it is: contiguous rows that start on
+    16-byte boundaries."""
+    rows_apart = t.stride(0) * t.element_size()
+    return t.stride(1) == 1 and rows_apart % 16 == 0 and t.data_ptr() % 16 == 0
+
+
+def aligned_like(t: torch.Tensor) -> torch.Tensor:
+    """An uninitialised tensor shaped like ``t`` whose rows start on 16-byte boundaries (the
+    row pitch rounded up; the columns past the last one are never read or written)."""
+    rows, cols = t.shape
+    per = 16 // t.element_size()
+    pitch = -(-cols // per) * per
+    return torch.empty((rows, pitch), dtype=t.dtype, device=t.device)[:, :cols]
+
+
+def _persistent_launch(
+    a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, config: Config, precision: str, stage: bool
+) -> tuple[Callable, dict, tuple[int]]:
     """The persistent kernel's grid, constexprs, and ``arguments(a, b, out)`` that builds its
-    tensor descriptors (B^T read from a copy for float32, whose tensor cores need K-major B)."""
+    tensor descriptors and says where C lands. B^T is read from a copy for float32, whose
+    tensor cores need K-major B; with ``stage``, a tensor whose rows the TMA cannot read is
+    copied into one it can (and C, if so, is written there and copied back)."""
     (m, k), n = a.shape, b.shape[1]
     bm, bn, bk = config.block_m, config.block_n, config.block_k
     transposed = reads_b_transposed(b)
-    copy = transposed and b.stride(0) != 1
+    copy_b = transposed and b.stride(0) != 1
     c_block = [bm, bn // 2] if config.subtile else [bm, bn]
     describe = TensorDescriptor.from_tensor
 
+    def readable(t: torch.Tensor, copy: bool = False) -> torch.Tensor:
+        if copy or (stage and not _readable(t)):
+            return aligned_like(t).copy_(t)
+        return t
+
     def arguments(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor) -> tuple:
         if transposed:
-            b_desc = describe(b.t().contiguous() if copy else b.t(), [bn, bk])
+            b_desc = describe(readable(b.t(), copy_b), [bn, bk])
         else:
-            b_desc = describe(b, [bk, bn])
-        return describe(a, [bm, bk]), b_desc, describe(out, c_block), m, n, k
+            b_desc = describe(readable(b), [bk, bn])
+        target = aligned_like(out) if stage and not _readable(out) else out
+        args = (describe(readable(a), [bm, bk]), b_desc, describe(target, c_block), m, n, k)
+        return args, target
 
     programs = min(program_slots(), triton.cdiv(m, bm) * triton.cdiv(n, bn))
     constexprs = dict(
@@ -270,26 +296,36 @@ def launch_persistent_tma(
 ) -> torch.Tensor:
     """Run :func:`persistent_tma_matmul_kernel` with ``config`` into ``out``; the tensors must
     pass :func:`tma_problem` (no input checks here)."""
-    arguments, constexprs, grid = _persistent_launch(a, b, out, config, precision)
-    _persistent(grid, arguments(a, b, out), None if traits is None else (traits, grid),
-                **constexprs)  # fmt: skip
+    arguments, constexprs, grid = _persistent_launch(a, b, out, config, precision, stage=False)
+    args, _ = arguments(a, b, out)
+    _persistent(grid, args, None if traits is None else (traits, grid), **constexprs)
     return out
 
 
 def prepare_persistent_tma(
-    a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, config: Config, precision: str = "tf32"
+    a: torch.Tensor,
+    b: torch.Tensor,
+    out: torch.Tensor,
+    config: Config,
+    precision: str = "tf32",
+    stage: bool = False,
 ) -> Ready:
     """Launch :func:`launch_persistent_tma` once, and return a :data:`Ready` for later calls
-    with tensors shaped, strided and aligned like these."""
-    arguments, constexprs, grid = _persistent_launch(a, b, out, config, precision)
-    launch = _persistent.prepared(grid, arguments(a, b, out), **constexprs)
+    with tensors shaped, strided and aligned like these. ``stage``: tensors whose rows the TMA
+    cannot read (:func:`tma_problem` with ``stage=False``) go through aligned copies."""
+    arguments, constexprs, grid = _persistent_launch(a, b, out, config, precision, stage)
+    args, target = arguments(a, b, out)
+    launch = _persistent.prepared(grid, args, **constexprs)
+    if target is not out:
+        out.copy_(target)
     shape, dtype, device = out.shape, out.dtype, out.device
 
     def ready(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None) -> torch.Tensor:
         if out is None:
             out = torch.empty(shape, dtype=dtype, device=device)
-        launch(arguments(a, b, out))
-        return out
+        args, target = arguments(a, b, out)
+        launch(args)
+        return out if target is out else out.copy_(target)
 
     return ready
 
@@ -303,9 +339,12 @@ def _misaligned(name: str, row_stride: int, t: torch.Tensor) -> str | None:
     return None
 
 
-def tma_problem(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None) -> str | None:
+def tma_problem(
+    a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None, stage: bool = False
+) -> str | None:
     """Why the persistent kernel cannot read these tensors through tensor descriptors, or
-    None if it can: each needs contiguous rows that start on 16-byte boundaries."""
+    None if it can: each needs contiguous rows that start on 16-byte boundaries, unless
+    ``stage`` (then such tensors go through aligned copies)."""
     if TensorDescriptor is None:
         return f"triton {triton.__version__} has no host-side tensor descriptors (3.4+)"
     here = gpu.current()
@@ -316,6 +355,8 @@ def tma_problem(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = Non
     for name, t in named:
         if min(t.shape) == 0:
             return f"{name} is empty {tuple(t.shape)}"
+    if stage:
+        return None
     rows = {name: t.stride() for name, t in named}  # (row stride, column stride)
     if reads_b_transposed(b):  # B^T: b's columns if b is column-major, else a dense copy
         rows["b"] = (b.stride(1), 1) if b.stride(0) == 1 else (b.shape[0], 1)

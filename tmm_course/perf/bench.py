@@ -74,7 +74,7 @@ def _candidates(problem: Problem, a: torch.Tensor, b: torch.Tensor):
     """(path, config) pairs the fit tries on ``problem``: its size class's configurations,
     with BLOCK_K halved for float32, the persistent kernel only where descriptors can read."""
     for path, configs in CANDIDATES[size_class(problem.m, problem.n, problem.k)].items():
-        if path == "persistent_tma" and fast.tma_problem(a, b) is not None:
+        if path == "persistent_tma" and fast.tma_problem(a, b, stage=True) is not None:
             continue
         for config in configs:
             if problem.dtype == "float32":
@@ -307,6 +307,10 @@ def main(argv: list[str] | None = None) -> int:
     data["clocks_before"] = gpu_clocks()
     data["copy_bandwidth_gbs"] = copy_bandwidth_gbs()
     data.update({suite: earlier[suite] for suite in RESUMABLE if suite in earlier})
+    if any(suite in earlier for suite in RESUMABLE):  # what measured the rows kept
+        data["earlier"] = earlier.get("earlier", []) + [
+            {key: earlier[key] for key in ("date", "command") if key in earlier}
+        ]
     if "fit" in data and "fit" not in args.suites:  # a grid resumed after its fit
         dispatch.use_fit([results.Fitted.from_dict(r) for r in data["fit"]])
     for suite in args.suites or DEFAULT:
