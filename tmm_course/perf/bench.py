@@ -308,9 +308,8 @@ def main(argv: list[str] | None = None) -> int:
     data["copy_bandwidth_gbs"] = copy_bandwidth_gbs()
     data.update({suite: earlier[suite] for suite in RESUMABLE if suite in earlier})
     if any(suite in earlier for suite in RESUMABLE):  # what measured the rows kept
-        data["earlier"] = earlier.get("earlier", []) + [
-            {key: earlier[key] for key in ("date", "command") if key in earlier}
-        ]
+        before = {key: earlier[key] for key in ("date", "command") if key in earlier}
+        data["earlier"] = [*earlier.get("earlier", []), before]
     if "fit" in data and "fit" not in args.suites:  # a grid resumed after its fit
         dispatch.use_fit([results.Fitted.from_dict(r) for r in data["fit"]])
     for suite in args.suites or DEFAULT:
