@@ -375,8 +375,13 @@ def provenance(module: str, argv: list[str] | None = None) -> dict:
             "triton": triton.__version__,
         },
         date=datetime.date.today().isoformat(),
-        command=" ".join(["python", "-m", module, *args]),
+        command=" ".join(["python", "-m", module, *(_no_folders(a) for a in args)]),
     ).as_dict()
+
+
+def _no_folders(arg: str) -> str:
+    """A file argument without the folders of the machine it ran on."""
+    return Path(arg).name if arg.endswith(".json") else arg
 
 
 def write(path: Path, data: dict) -> None:
