@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 from matplotlib.figure import Figure
-from matplotlib.ticker import MaxNLocator
+from matplotlib.ticker import FixedLocator, FormatStrFormatter, MaxNLocator, NullLocator
 
 from tmm_course.perf import roofline
 from tmm_course.perf.results import Race, SweepRow
@@ -121,6 +121,7 @@ def host_time_figure(host_us: dict[str, float], where: str) -> Figure:
 
 
 # Okabe-Ito blue and vermillion: told apart with any colour vision, and by marker shape too
+RATIO_TICKS = (0.25, 0.5, 0.7, 0.85, 1, 1.5, 2, 3, 4, 6)
 FITTED_STYLE = {"color": "#0072B2", "marker": "o", "label": "fitted on"}
 HELD_OUT_STYLE = {"color": "#D55E00", "marker": "^", "label": "held out"}
 
@@ -132,7 +133,10 @@ def grid_figure(
     FLOPs (log scale); the problems the plan was fitted on apart from those held out."""
     kinds = sorted({r.problem.kind for r in rows}, key=lambda k: (k.startswith("float32"), k))
     fig, axes = new_figure(4.2 * len(kinds), 3.6, ncols=len(kinds))
-    low = min([floor, *(r.ratio_to_torch["matmul_fast"] for r in rows)])
+    for ax in axes[1:]:
+        ax.sharey(axes[0])
+    ratios = [r.ratio_to_torch["matmul_fast"] for r in rows]
+    low, high = min([floor, *ratios]), max([1.0, *ratios])
     for ax, kind in zip(axes, kinds, strict=True):
         here = [r for r in rows if r.problem.kind == kind]
         for style, part in ((FITTED_STYLE, True), (HELD_OUT_STYLE, False)):
@@ -151,9 +155,16 @@ def grid_figure(
             textcoords="offset points", xytext=(4, -10), fontsize=7,
         )  # fmt: skip
         ax.set_xscale("log")
+        ax.set_yscale("log")  # twice as fast and half as fast sit equally far from parity
+        ticks = [
+            t for t in (0.25, 0.5, 0.7, 0.85, 1, 1.5, 2, 3, 4, 6) if low * 0.9 <= t <= high * 1.1
+        ]
+        ax.yaxis.set_major_locator(FixedLocator(ticks))
+        ax.yaxis.set_major_formatter(FormatStrFormatter("%g"))
+        ax.yaxis.set_minor_locator(NullLocator())
         ax.axhline(1.0, color="grey", ls=":")
         ax.axhline(floor, color="grey", ls="--", lw=0.8)
-        ax.set_ylim(max(0.0, low - 0.1), None)
+        ax.set_ylim(low * 0.9, high * 1.1)
         ax.set_title(f"{kind} ({len(here)} problems)", fontsize=9)
         ax.set_xlabel("FLOPs of the product (2mnk)")
     axes[0].set_ylabel("torch.matmul time / matmul_fast time")
