@@ -28,6 +28,7 @@ from tmm_course.check import (
     check_strided_copy,
     check_transpose,
 )
+from tmm_course.check.linear import check_linear_relu
 from tmm_course.kernels.matmul import matmul
 
 PASS = "pass"
@@ -46,6 +47,7 @@ CHECKS = {
     "outer_product": check_outer_product,
     "strided_copy": check_strided_copy,
     "transpose": check_transpose,
+    "linear_relu": check_linear_relu,
     "matmul": check_matmul,
     "scaled_matmul": check_scaled_matmul,
 }
@@ -407,6 +409,59 @@ def course_matmul(a, b, c):
     matmul(a, b, out=c)
 
 
+# --- lesson 4's variant: out = relu(x @ w^T + bias) ------------------------------------------
+@triton.jit
+def linear_kernel(
+    x_ptr, w_ptr, bias_ptr, out_ptr, M, N, K, sxm, sxk, swn, swk, som, son,
+    BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
+    W_AS_KN: tl.constexpr, BIAS_MASK: tl.constexpr, RELU: tl.constexpr, BIAS_FIRST: tl.constexpr,
+):  # fmt: skip
+    offs_m = tl.program_id(0) * BM + tl.arange(0, BM)
+    offs_n = tl.program_id(1) * BN + tl.arange(0, BN)
+    offs_k = tl.arange(0, BK)
+    x_ptrs = x_ptr + offs_m[:, None] * sxm + offs_k[None, :] * sxk
+    if W_AS_KN:
+        w_ptrs = w_ptr + offs_k[:, None] * swn + offs_n[None, :] * swk
+    else:
+        w_ptrs = w_ptr + offs_k[:, None] * swk + offs_n[None, :] * swn
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k in range(0, tl.cdiv(K, BK)):
+        left = K - k * BK
+        x = tl.load(x_ptrs, mask=(offs_m[:, None] < M) & (offs_k[None, :] < left), other=0.0)
+        w = tl.load(w_ptrs, mask=(offs_k[:, None] < left) & (offs_n[None, :] < N), other=0.0)
+        acc = tl.dot(x, w, acc)
+        x_ptrs += BK * sxk
+        w_ptrs += BK * (swn if W_AS_KN else swk)
+    if BIAS_MASK:
+        bias = tl.load(bias_ptr + offs_n, mask=offs_n < N, other=0.0).to(tl.float32)
+    else:
+        bias = tl.load(bias_ptr + offs_n).to(tl.float32)
+    if BIAS_FIRST:
+        acc = acc + bias[None, :]
+        if RELU:
+            acc = tl.maximum(acc, 0.0)
+    else:
+        acc = tl.maximum(acc, 0.0) + bias[None, :]
+    out_ptrs = out_ptr + offs_m[:, None] * som + offs_n[None, :] * son
+    tl.store(out_ptrs, acc.to(out_ptr.dtype.element_ty),
+             mask=(offs_m[:, None] < M) & (offs_n[None, :] < N))  # fmt: skip
+
+
+def linear(block=(32, 32, 32), contiguous_out=False, **bugs):
+    flags = {"W_AS_KN": False, "BIAS_MASK": True, "RELU": True, "BIAS_FIRST": True}
+    flags.update({k.upper(): v for k, v in bugs.items()})
+    bm, bn, bk = block
+
+    def launch(x, w, bias, out):
+        (m, k), n = x.shape, w.shape[0]
+        so = (n, 1) if contiguous_out else out.stride()
+        linear_kernel[(triton.cdiv(m, bm), triton.cdiv(n, bn))](
+            x, w, bias, out, m, n, k, *x.stride(), *w.stride(), *so, BM=bm, BN=bn, BK=bk, **flags
+        )
+
+    return launch
+
+
 BANK = [
     # lesson 1
     Entry("fill_column_major", "correct, 16x16 blocks", fill(), PASS),
@@ -539,6 +594,13 @@ BANK = [
     ),
     Entry("scaled_matmul", "a_ptrs strides swapped", scaled(swap_a=True), "transposed"),
     Entry("scaled_matmul", "no K mask", scaled(k_mask=False), "ragged_edge"),
+    Entry("linear_relu", "correct", linear(), PASS),
+    Entry("linear_relu", "correct, 64x64x32 blocks", linear(block=(64, 64, 32)), PASS),
+    Entry("linear_relu", "w read as K x N", linear(w_as_kn=True), "transposed"),
+    Entry("linear_relu", "bias loaded without a mask", linear(bias_mask=False), "ragged_edge"),
+    Entry("linear_relu", "no ReLU", linear(relu=False), "wrong_values"),
+    Entry("linear_relu", "ReLU before the bias", linear(bias_first=False), "wrong_values"),
+    Entry("linear_relu", "out assumed contiguous", linear(contiguous_out=True), "ignores_strides"),
 ]
 
 

@@ -25,8 +25,9 @@ SETUP = {
 }
 
 
-def solution(notebook: str) -> str:
-    """The notebook's first solution as typed in, after the code cell defining what it uses."""
+def solution(notebook: str, defining: str = "") -> str:
+    """The notebook's first solution (or the one defining ``solution_<defining>``) as typed in,
+    after the code cell defining what it uses."""
     cells = json.loads((ROOT / "notebooks" / notebook).read_text(encoding="utf-8"))["cells"]
     setup = ""
     if notebook in SETUP:
@@ -34,7 +35,9 @@ def solution(notebook: str) -> str:
             "".join(c["source"]) for c in cells
             if c["cell_type"] == "code" and f"def {SETUP[notebook]}(" in "".join(c["source"])
         ) + "\n\n"  # fmt: skip
-    return setup + typed_in("".join(next(c for c in cells if is_solution(c))["source"]))
+    wanted = f"def solution_{defining}"
+    found = next(c for c in cells if is_solution(c) and wanted in "".join(c["source"]))
+    return setup + typed_in("".join(found["source"]))
 
 
 def markdown(notebook: str) -> str:
@@ -119,6 +122,35 @@ def test_each_suggested_break_gets_the_promised_diagnosis(
     result = check_fn(getattr(module, name))
     assert result.primary.code == codes[0], str(result)
     assert set(codes) <= set(result.codes), str(result)
+
+
+LINEAR = "The diagnoses name this exercise's own mistakes"
+# (the mistake, the edit to lesson 4's linear-layer solution, the primary diagnosis)
+LINEAR_PROMISES = [
+    ("`w` read as if it were `K x N` (`transposed`)",
+     ("offs_k[:, None] * stride_wk + offs_n[None, :] * stride_wn",
+      "offs_k[:, None] * stride_wn + offs_n[None, :] * stride_wk"), "transposed"),
+    ("the bias forgotten", ("acc + bias[None, :].to(tl.float32)", "acc"), "wrong_values"),
+    ("added per row", ("bias_ptr + offs_n, mask=offs_n < N", "bias_ptr + offs_m, mask=offs_m < N",
+                       "bias[None, :]", "bias[:, None]"), "wrong_values"),
+    ("added after the ReLU", ("tl.maximum(acc + bias[None, :].to(tl.float32), 0.0)",
+                              "tl.maximum(acc, 0.0) + bias[None, :].to(tl.float32)"),
+     "wrong_values"),
+    ("the ReLU left out", ("tl.maximum(acc + bias[None, :].to(tl.float32), 0.0)",
+                           "acc + bias[None, :].to(tl.float32)"), "wrong_values"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("mistake", "edit", "code"), LINEAR_PROMISES, ids=lambda x: str(x)[:20])
+def test_the_linear_layer_names_its_own_mistakes(mistake, edit, code, tmp_path):
+    text = markdown("04_tiled_matmul.ipynb").replace("\n", " ")
+    assert LINEAR in text and mistake in text[text.index(LINEAR) :]
+    source = edited(solution("04_tiled_matmul.ipynb", "linear_relu"), *edit)
+    module = load(source, tmp_path, f"broken_linear_{abs(hash(edit)) % 10**8}")
+    result = check.check_linear_relu(module.linear_relu)
+    assert result.primary.code == code, str(result)
+    words = {"transposed": "w was read", "wrong_values": "matches"}[code]
+    assert words in result.primary.message or "per row" in result.primary.message, str(result)
 
 
 def test_lessons_0_to_4_each_have_their_promises_tested():

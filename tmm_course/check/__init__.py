@@ -5,7 +5,9 @@ the memory it hands out (:mod:`~tmm_course.check.buffers`), the kernels a launch
 load and store per view (:mod:`~tmm_course.check.memory_guard`) and the rules a GPU compiler
 would enforce (:mod:`~tmm_course.check.gpu_rules`).
 
-``from tmm_course.check import check_matmul`` is what a lesson imports."""
+Lesson 4's variant exercise, a linear layer, has a module of its own
+(:mod:`~tmm_course.check.linear`). ``from tmm_course.check import check_matmul`` is what a
+lesson imports."""
 
 from tmm_course.check.exercises import (
     check_fill_column_major,
@@ -16,11 +18,13 @@ from tmm_course.check.exercises import (
     check_transpose,
     check_vector_add,
 )
+from tmm_course.check.linear import check_linear_relu
 from tmm_course.check.result import CheckResult
 
 __all__ = [
     "CheckResult",
     "check_fill_column_major",
+    "check_linear_relu",
     "check_matmul",
     "check_outer_product",
     "check_scaled_matmul",

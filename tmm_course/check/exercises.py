@@ -47,7 +47,7 @@ def _label(shape: tuple[int, ...], note: str = "") -> str:
     return "x".join(map(str, shape)) + f" {kind}" + (f", {note}" if note else "")
 
 
-def _case(shape: tuple[int, ...], note: str = "", strided: tuple[str, ...] = ()) -> Case:
+def labelled_case(shape: tuple[int, ...], note: str = "", strided: tuple[str, ...] = ()) -> Case:
     ragged = _ragged(**dict(zip("MNK", shape, strict=False)))
     return Case(_label(shape, note), shape, ragged=ragged, strided=strided)
 
@@ -126,7 +126,7 @@ def check_fill_column_major(
             )
         trials.append(
             Trial(
-                case=_case((m, n)),
+                case=labelled_case((m, n)),
                 inputs=(),
                 guard=guarded_output((m, n), torch.float32),
                 expected=(j * m + i).float(),
@@ -178,7 +178,7 @@ def check_outer_product(
                 )
         trials.append(
             Trial(
-                case=_case((m, n)),
+                case=labelled_case((m, n)),
                 inputs=(x, y),
                 guard=guarded_output((m, n), torch.float32),
                 expected=right,
@@ -233,7 +233,7 @@ def check_strided_copy(
                 )
             trials.append(
                 Trial(
-                    case=_case((m, n), layout, strided),
+                    case=labelled_case((m, n), layout, strided),
                     inputs=(x,),
                     guard=guarded_output((m, n), torch.float32),
                     expected=x,
@@ -244,7 +244,7 @@ def check_strided_copy(
         x = torch.randn(m, n, device=tmm_course.DEVICE)
         trials.append(
             Trial(
-                case=_case((m, n), "output with padded rows", ("out",)),
+                case=labelled_case((m, n), "output with padded rows", ("out",)),
                 inputs=(x,),
                 guard=guarded_output((m, n), torch.float32, row_gap=5),
                 expected=x,
@@ -293,7 +293,7 @@ def check_transpose(
                 )
             trials.append(
                 Trial(
-                    case=_case((m, n), layout, () if layout == "contiguous" else ("x",)),
+                    case=labelled_case((m, n), layout, () if layout == "contiguous" else ("x",)),
                     inputs=(x,),
                     guard=guarded_output((n, m), torch.float32),
                     expected=x.t(),
@@ -305,7 +305,7 @@ def check_transpose(
             x = torch.randn(m, n, device=tmm_course.DEVICE)
             trials.append(
                 Trial(
-                    case=_case((m, n), "output with padded rows", ("out",)),
+                    case=labelled_case((m, n), "output with padded rows", ("out",)),
                     inputs=(x,),
                     guard=guarded_output((n, m), torch.float32, row_gap=5),
                     expected=x.t(),
@@ -424,12 +424,14 @@ def _matmul_trial(spec: MatmulCase, dtype: torch.dtype) -> Trial:
     bound = tolerance(dtype, tmm_course.BACKEND) * (a64.abs() @ b64.abs())
     wrong = _matmul_mistakes(a64, b64) if m == n == k and layout == "contiguous" else []
     guard = guarded_output((m, n), dtype, row_gap=3 if layout == "padded output" else 0)
-    case = _case((m, n, k), f"{label}, {str(dtype).removeprefix('torch.')}", _strided(layout))
-    extra = _accumulator_precision(a64 @ b64) if spec is LONG_K else None
+    case = labelled_case(
+        (m, n, k), f"{label}, {str(dtype).removeprefix('torch.')}", _strided(layout)
+    )
+    extra = accumulator_precision(a64 @ b64) if spec is LONG_K else None
     return Trial(case, (a, b), guard, a64 @ b64, wrong, atol=bound, extra=extra)
 
 
-def _accumulator_precision(exact: torch.Tensor) -> Callable[..., tuple[str, str] | None]:
+def accumulator_precision(exact: torch.Tensor) -> Callable[..., tuple[str, str] | None]:
     """On the long-K probe: an error against ``exact`` that a float32 accumulator would not
     make (rms error over rms value)."""
 
@@ -507,14 +509,14 @@ def check_scaled_matmul(
         padded = layout == "padded output"
         trials.append(
             Trial(
-                case=_case((m, n, k), label, _strided(layout)),
+                case=labelled_case((m, n, k), label, _strided(layout)),
                 inputs=(a, b, alpha, beta),
                 guard=guarded_output((m, n), torch.float16, row_gap=3 if padded else 0),
                 expected=alpha * (a64 @ b64) + beta * c64,
                 wrong_answers=wrong,
                 atol=bound,
                 initial=c0,
-                extra=_accumulator_precision(alpha * (a64 @ b64) + beta * c64)
+                extra=accumulator_precision(alpha * (a64 @ b64) + beta * c64)
                 if spec is LONG_K
                 else None,
                 only_if_all_passed=spec is LONG_K,
