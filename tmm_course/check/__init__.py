@@ -2,12 +2,13 @@
 them (:mod:`~tmm_course.check.engine`), what a check says (:mod:`~tmm_course.check.result`),
 the memory it hands out (:mod:`~tmm_course.check.buffers`), the kernels a launcher started
 (:mod:`~tmm_course.check.launches`) and, on the interpreter, the memory guard that judges every
-load and store per view (:mod:`~tmm_course.check.memory_guard`) and the rules a GPU compiler
-would enforce (:mod:`~tmm_course.check.gpu_rules`).
+load and store per view (:mod:`~tmm_course.check.memory_guard`; on a GPU each case is replayed
+through it, :mod:`~tmm_course.check.replay`) and the rules a GPU compiler would enforce
+(:mod:`~tmm_course.check.gpu_rules`).
 
-Lesson 4's variant exercise, a linear layer, has a module of its own
-(:mod:`~tmm_course.check.linear`). ``from tmm_course.check import check_matmul`` is what a
-lesson imports."""
+Lesson 4's variant exercise, a linear layer, and lesson 6's graded predictions have modules
+of their own (:mod:`~tmm_course.check.linear`, :mod:`~tmm_course.check.predictions`).
+``from tmm_course.check import check_matmul`` is what a lesson imports."""
 
 from tmm_course.check.exercises import (
     check_fill_column_major,
@@ -19,6 +20,7 @@ from tmm_course.check.exercises import (
     check_vector_add,
 )
 from tmm_course.check.linear import check_linear_relu
+from tmm_course.check.predictions import check_predictions
 from tmm_course.check.result import CheckResult
 
 __all__ = [
@@ -27,6 +29,7 @@ __all__ = [
     "check_linear_relu",
     "check_matmul",
     "check_outer_product",
+    "check_predictions",
     "check_scaled_matmul",
     "check_strided_copy",
     "check_transpose",
