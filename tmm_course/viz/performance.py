@@ -172,3 +172,27 @@ def grid_figure(
     fig.suptitle(f"matmul_fast across the grid (dotted: parity, dashed: {floor}); {where}",
                  fontsize=9)  # fmt: skip
     return fig
+
+
+def size_curve_figure(rows: list[Race], where: str, kind: str = "float16") -> Figure:
+    """TFLOP/s against size for the square ``kind`` problems among ``rows``: torch.matmul
+    and matmul_fast, host time included."""
+    squares = sorted(
+        (r for r in rows if r.problem.kind == kind and r.problem.m == r.problem.n == r.problem.k
+         and r.problem.b_layout == "row"),
+        key=lambda r: r.problem.m,
+    )  # fmt: skip
+    fig, (ax,) = new_figure(6.4, 3.6)
+    sizes = [r.problem.m for r in squares]
+    for name, style in (("torch.matmul", FITTED_STYLE), ("matmul_fast", HELD_OUT_STYLE)):
+        ax.plot(sizes, [r.tflops[name] for r in squares], marker=style["marker"],
+                color=style["color"], label=name)  # fmt: skip
+    ax.set_xscale("log", base=2)
+    ax.xaxis.set_major_locator(FixedLocator(sizes[::2]))
+    ax.xaxis.set_major_formatter(FormatStrFormatter("%d"))
+    ax.xaxis.set_minor_locator(NullLocator())
+    ax.set_xlabel(f"n, for an n x n x n {kind} product")
+    ax.set_ylabel("TFLOP/s (host time included)")
+    ax.legend(fontsize=8)
+    ax.set_title(f"rate against size; {where}", fontsize=9)
+    return fig
