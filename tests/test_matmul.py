@@ -180,3 +180,17 @@ def test_error_metric_sees_nan_and_wrong_cells(device):
     assert error(c, a, b) > 1e-3
     c[0, 0] = float("nan")
     assert error(c, a, b) != error(c, a, b)  # NaN
+
+
+def test_the_smallest_k_loop_adds_one_outer_product_per_step():
+
+    a = torch.randn(2, 5, device=tmm_course.DEVICE)
+    b = torch.randn(5, 2, device=tmm_course.DEVICE)
+    frames = matmul_kloop_frames(a, b, block_m=2, block_n=2, block_k=1, precision="ieee")
+    assert frames.steps == 5
+    previous = torch.zeros(2, 2, device=a.device)
+    for step in range(5):
+        expected = previous + a[:, step : step + 1] @ b[step : step + 1, :]
+        torch.testing.assert_close(frames.acc[step], expected)
+        previous = frames.acc[step]
+    torch.testing.assert_close(frames.acc[-1], a @ b)

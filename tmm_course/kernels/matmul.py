@@ -57,7 +57,8 @@ def matmul_kloop_kernel(a_ptr, b_ptr, acc_snap_ptr, a_snap_ptr, b_snap_ptr,
                         tile_m, tile_n, PRECISION: tl.constexpr,
                         BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
     # matmul_kernel for one tile (tile_m, tile_n), saving after every K step the A and B slabs
-    # it loaded and its accumulator, to float32 buffers of shape (steps, rows, cols)
+    # it loaded and its accumulator, to float32 buffers of shape (steps, rows, cols); with
+    # BLOCK_K = 1 each step adds an outer product (tl.dot needs 16 or more on a GPU)
     offs_m = tile_m * BLOCK_M + tl.arange(0, BLOCK_M)
     offs_n = tile_n * BLOCK_N + tl.arange(0, BLOCK_N)
     offs_k = tl.arange(0, BLOCK_K)
@@ -70,7 +71,10 @@ def matmul_kloop_kernel(a_ptr, b_ptr, acc_snap_ptr, a_snap_ptr, b_snap_ptr,
         k_left = K - k * BLOCK_K
         a = tl.load(a_ptrs, mask=(offs_m[:, None] < M) & (offs_k[None, :] < k_left), other=0.0)
         b = tl.load(b_ptrs, mask=(offs_k[:, None] < k_left) & (offs_n[None, :] < N), other=0.0)
-        acc = tl.dot(a, b, acc, input_precision=PRECISION)
+        if BLOCK_K == 1:
+            acc += a.to(tl.float32) * b.to(tl.float32)  # (BLOCK_M, 1) x (1, BLOCK_N)
+        else:
+            acc = tl.dot(a, b, acc, input_precision=PRECISION)
         a_snap = a_snap_ptr + k * BLOCK_M * BLOCK_K + rows_m * BLOCK_K + offs_k[None, :]
         b_snap = (
             b_snap_ptr + k * BLOCK_K * BLOCK_N + rows_k * BLOCK_N + tl.arange(0, BLOCK_N)[None, :]
@@ -200,9 +204,14 @@ def matmul_kloop_frames(
     block_n: int = 16,
     block_k: int = 16,
 ) -> KLoopFrames:
-    """Run :func:`matmul_kloop_kernel` for output tile ``tile`` and return its K-loop frames."""
+    """Run :func:`matmul_kloop_kernel` for output tile ``tile`` and return its K-loop frames.
+    ``block_k=1`` (one column of A and one row of B per step) allows tiles of any power of two."""
     check_operands(a, b, precision)
-    check_blocks((block_m, block_n, block_k))
+    if block_k == 1:
+        for name, block in (("block_m", block_m), ("block_n", block_n)):
+            validate.power_of_two(name, block, minimum=2)
+    else:
+        check_blocks((block_m, block_n, block_k))
     (m, k), n = a.shape, b.shape[1]
     grid_m, grid_n = triton.cdiv(m, block_m), triton.cdiv(n, block_n)
     if not (0 <= tile[0] < grid_m and 0 <= tile[1] < grid_n):
