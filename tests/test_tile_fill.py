@@ -63,3 +63,15 @@ def test_grid_shape():
 def test_bad_sizes_raise_clear_errors(args, message):
     with pytest.raises(KernelInputError, match=message):
         tile_fill.fill_index(*args)
+
+
+def test_overlapping_tiles_are_counted_and_each_cell_keeps_one_of_its_writers():
+    from tmm_course.kernels.tile_fill import overlapping_fill
+
+    overlap = overlapping_fill(8, 10, block_m=4, block_n=4)  # tiles start 2 cells apart
+    assert overlap.writers.sum() == (4 + 4 + 4 + 2) * (4 + 4 + 4 + 4 + 2)  # rows x columns inside
+    assert overlap.cells_written(1) == 4 and overlap.cells_written(4) > 0
+    for i in range(8):
+        for j in range(10):
+            pid_m, pid_n = divmod(int(overlap.owner[i, j]), 5)
+            assert pid_m * 2 <= i < pid_m * 2 + 4 and pid_n * 2 <= j < pid_n * 2 + 4

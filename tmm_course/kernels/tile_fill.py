@@ -124,3 +124,43 @@ def run_tile_fill(m: int, n: int, block_m: int, block_n: int) -> TileFill:
         owner=host(fill_owner(m, n, block_m, block_n)),
         lanes=host(lane_mask(m, n, block_m, block_n)),
     )
+
+
+@triton.jit
+def overlapping_fill_kernel(owner_ptr, writers_ptr, M, N, STEP_M: tl.constexpr,
+                            STEP_N: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+    # the bug: tiles start STEP apart but are BLOCK wide (STEP < BLOCK), so neighbours overlap;
+    # each program stores its number, and counts itself as one more writer of every cell
+    pid_m = tl.program_id(axis=0)
+    pid_n = tl.program_id(axis=1)
+    offs_m = pid_m * STEP_M + tl.arange(0, BLOCK_M)
+    offs_n = pid_n * STEP_N + tl.arange(0, BLOCK_N)
+    mask = (offs_m[:, None] < M) & (offs_n[None, :] < N)
+    cells = offs_m[:, None] * N + offs_n[None, :]
+    tile = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.int32) + pid_m * tl.num_programs(axis=1) + pid_n
+    tl.store(owner_ptr + cells, tile, mask=mask)
+    tl.atomic_add(writers_ptr + cells, tl.full((BLOCK_M, BLOCK_N), 1, tl.int32), mask=mask)
+
+
+@dataclass(frozen=True)
+class Overlap:
+    """What overlapping tiles left behind: the program whose store each cell kept, and how
+    many programs stored to it."""
+
+    owner: np.ndarray  # (m, n): the program number that ended up in the cell
+    writers: np.ndarray  # (m, n): how many programs stored to the cell
+
+    def cells_written(self, times: int) -> int:
+        return int((self.writers == times).sum())
+
+
+def overlapping_fill(m: int, n: int, block_m: int = 4, block_n: int = 4) -> Overlap:
+    """Launch :func:`overlapping_fill_kernel` with tiles that start half a block apart."""
+    _check(m, n, block_m, block_n)
+    step_m, step_n = max(1, block_m // 2), max(1, block_n // 2)
+    owner = torch.full((m, n), -1, dtype=torch.int32, device=tmm_course.DEVICE)
+    writers = torch.zeros((m, n), dtype=torch.int32, device=tmm_course.DEVICE)
+    grid = (triton.cdiv(m, step_m), triton.cdiv(n, step_n))
+    overlapping_fill_kernel[grid](owner, writers, m, n, STEP_M=step_m, STEP_N=step_n,
+                                  BLOCK_M=block_m, BLOCK_N=block_n)  # fmt: skip
+    return Overlap(owner.cpu().numpy(), writers.cpu().numpy())

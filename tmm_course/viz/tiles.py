@@ -1,5 +1,6 @@
 """Lesson 1: who owns each cell of the output, drawn from what the tile-fill kernels stored
-(:func:`tmm_course.kernels.tile_fill.run_tile_fill`)."""
+(:func:`tmm_course.kernels.tile_fill.run_tile_fill`), and what overlapping tiles leave behind
+(:func:`tmm_course.kernels.tile_fill.overlapping_fill`)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
-from tmm_course.kernels.tile_fill import TileFill
+from tmm_course.kernels.tile_fill import Overlap, TileFill
 from tmm_course.viz.draw import (
     grid_lines,
     label_cells,
@@ -66,3 +67,20 @@ def _label_tiles(ax, grid_m: int, grid_n: int, block_m: int, block_n: int) -> No
     right = ax.secondary_yaxis("right")
     right.set_yticks([pm * block_m + (block_m - 1) / 2 for pm in range(grid_m)],
                      [f"pid_m={pm}" for pm in range(grid_m)], fontsize=7)  # fmt: skip
+
+
+def overlap_figure(data: Overlap, where: str = "") -> Figure:
+    """Left: how many programs stored to each cell. Right: whose store the cell kept."""
+    fig, (left, right) = new_figure(9.0, 4.2, ncols=2)
+    most = int(data.writers.max())
+    image = left.imshow(data.writers, cmap="Blues", vmin=0, vmax=2 * max(most, 1))
+    label_cells(left, data.writers, fmt="{:d}")
+    fig.colorbar(image, ax=left, shrink=0.8, label="programs that stored here")
+    matrix_axes(left, "stores per cell")
+    programs = int(data.owner.max()) + 1
+    right.imshow(data.owner, cmap=program_colours(programs), vmin=-0.5, vmax=programs - 0.5)
+    label_cells(right, data.owner, fmt="{:d}")
+    matrix_axes(right, "the program whose value the cell kept")
+    if where:
+        fig.suptitle(where, fontsize=9)
+    return fig
