@@ -12,18 +12,29 @@ from tmm_course.viz.draw import label_cells, new_figure
 
 def broadcast_figure(tiles: dict[str, np.ndarray], col: torch.Tensor, row: torch.Tensor) -> Figure:
     """Three panels, each a tile the kernel stored (:func:`broadcast_tiles`), with the input
-    vectors on the margins."""
+    column drawn as cells on its left and the input row as cells above it."""
     m, n = len(col), len(row)
-    fig, axes = new_figure(3.2 * 3, 0.9 + 0.45 * m, ncols=3)
+    fig, axes = new_figure(3.6 * 3, 1.6 + 0.45 * m, ncols=3)
     vmax = float(max(np.abs(t).max() for t in tiles.values())) or 1.0
+    style = {"cmap": "YlGnBu", "vmin": -2 * vmax, "vmax": 2 * vmax}  # light: labels stay legible
+    column, line = col.cpu().numpy()[:, None], row.cpu().numpy()[None, :]
     for ax, (title, tile) in zip(axes, tiles.items(), strict=True):
-        ax.imshow(tile, cmap="YlGnBu", vmin=-2 * vmax, vmax=2 * vmax)  # light: labels stay legible
+        ax.imshow(tile, **style)
         label_cells(ax, tile, "{:g}")
-        ax.set_title(title, fontsize=10, family="monospace")
-        ax.set_xticks(range(n), [f"{v:g}" for v in row.tolist()])
-        ax.set_yticks(range(m), [f"{v:g}" for v in col.tolist()])
-        ax.set_xlabel("row vector (BLOCK_N,)")
-    axes[0].set_ylabel("column vector (BLOCK_M,)")
+        ax.set_xticks([])
+        ax.set_yticks([])
+        left = ax.inset_axes([-1.3 / n, 0, 1 / n, 1])  # one cell wide, as tall as the tile
+        left.imshow(column, **style, aspect="auto")
+        label_cells(left, column, "{:g}")
+        left.set_xticks([])
+        left.set_yticks([])
+        left.set_ylabel("column (BLOCK_M,)", fontsize=8)
+        top = ax.inset_axes([0, 1 + 0.3 / m, 1, 1 / m])  # one cell tall, as wide as the tile
+        top.imshow(line, **style, aspect="auto")
+        label_cells(top, line, "{:g}")
+        top.set_xticks([])
+        top.set_yticks([])
+        top.set_title(f"{title}\nrow (BLOCK_N,) above", fontsize=9, family="monospace")
     return fig
 
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
+from matplotlib.patches import Patch
 from matplotlib.ticker import FixedLocator, FormatStrFormatter, MaxNLocator, NullLocator
 
 from tmm_course.perf import roofline
@@ -71,15 +73,22 @@ def ratio_figure(
     fig, (ax,) = new_figure(6.4, 0.42 * len(names) + 1.2)
     values = [ratios[n] for n in names]
     goals = goals or {}
-    colors = ["tab:green" if ratios[n] >= goals.get(n, 1.0) else "tab:orange" for n in names]
-    ax.barh(names, values, color=colors)
+    met = [ratios[n] >= goals.get(n, 1.0) for n in names]
+    colors = [FITTED_STYLE["color"] if ok else HELD_OUT_STYLE["color"] for ok in met]
+    ax.barh(names, values, color=colors, hatch=["" if ok else "//" for ok in met])
     for y, v in enumerate(values):
-        ax.text(v, y, f" {v:.2f}", va="center", fontsize=8)
+        ax.text(v, y, f" {v:.3f}", va="center", fontsize=8)
     for y, n in enumerate(names):
         if n in goals:
             ax.plot([goals[n]] * 2, [y - 0.4, y + 0.4], color="black", lw=2)
     ax.axvline(1.0, color="grey", ls=":")
     ax.invert_yaxis()
+    ax.legend(handles=[
+        Patch(color=FITTED_STYLE["color"], label="meets its goal" if goals else "at least parity"),
+        Patch(facecolor=HELD_OUT_STYLE["color"], hatch="//",
+              label="below its goal" if goals else "below parity"),
+        *([Line2D([], [], color="black", lw=2, label="goal")] if goals else []),
+    ], fontsize=7, loc="lower right")  # fmt: skip
     ax.set_xlabel("speed relative to torch.matmul (torch time / our time)")
     ax.set_title(f"{title}\nmeasured on {where}" if title else f"measured on {where}", fontsize=9)
     return fig
@@ -92,10 +101,15 @@ def sweep_figure(row: SweepRow, where: str, top: int = 14) -> Figure:
     failed = len(row.trials) - len(timed)
     timed = timed[:top]
     fig, (ax,) = new_figure(6.4, 0.3 * len(timed) + 1.4)
-    colors = {"persistent_tma": "tab:blue", "grouped": "tab:orange"}
+    colors = {"persistent_tma": FITTED_STYLE["color"], "grouped": HELD_OUT_STYLE["color"]}
+    hatches = {"persistent_tma": "", "grouped": "//"}
     labels = [f"{t.kernel} {t.config}" for t in timed]
     values = [row.torch_ms / t.ms for t in timed]
-    ax.barh(labels, values, color=[colors.get(t.kernel, "grey") for t in timed])
+    ax.barh(labels, values, color=[colors.get(t.kernel, "grey") for t in timed],
+            hatch=[hatches.get(t.kernel, "") for t in timed])  # fmt: skip
+    kernels = dict.fromkeys(t.kernel for t in timed)
+    ax.legend(handles=[Patch(facecolor=colors.get(k, "grey"), hatch=hatches.get(k, ""), label=k)
+                       for k in kernels], fontsize=7, loc="lower right")  # fmt: skip
     for y, v in enumerate(values):
         ax.text(v, y, f" {v:.2f}", va="center", fontsize=7)
     ax.tick_params(axis="y", labelsize=7)
