@@ -39,8 +39,13 @@ def strides_figure(pic: StridePicture, i: int, j: int) -> Figure:
     strip_ax.add_patch(
         Rectangle((address - 0.5, -0.5), 1, 1, fill=False, edgecolor="red", linewidth=3)
     )
+    if pic.storage_size <= 96:  # number each used cell by the (i, j) that lives there
+        for (row, col), where in np.ndenumerate(pic.addresses):
+            strip_ax.text(int(where), 0, f"{row},{col}", rotation=90, fontsize=7,
+                          ha="center", va="center")  # fmt: skip
     strip_ax.set_yticks([])
-    strip_ax.set_xlabel("address in the 1-D storage (shaded: used by this view)")
+    strip_ax.set_xlabel("address in the 1-D storage (shaded: used by this view; i,j: the "
+                        "element there)")  # fmt: skip
     if pic.storage_size <= 64:
         strip_ax.set_xticks(range(pic.storage_size))
         strip_ax.tick_params(labelsize=7)
