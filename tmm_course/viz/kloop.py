@@ -5,6 +5,8 @@ from __future__ import annotations
 import numpy as np
 import torch
 from matplotlib.axes import Axes
+from matplotlib.cm import ScalarMappable
+from matplotlib.colors import Normalize
 from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
@@ -28,11 +30,16 @@ def _slab_bounds(frames: KLoopFrames, step: int, k: int) -> tuple[int, int]:
     return start, max(0, min(block_k, k - start))
 
 
+OPERANDS = {"cmap": "coolwarm", "vmin": -3, "vmax": 3}
+SUMS = {"cmap": "PiYG"}
+
+
 def _operand(
     ax: Axes, values: np.ndarray, slab: np.ndarray, row0: int, col0: int, title: str
 ) -> None:
-    """The operand dimmed, with the slab the kernel loaded painted in at its place."""
-    style = {"cmap": "coolwarm", "vmin": -3, "vmax": 3, "interpolation": "nearest"}
+    """The operand dimmed, with the slab the kernel loaded painted in at its place; the slab's
+    lanes past the matrix's edge (loaded as zeros by the mask) hatched beyond it."""
+    style = {**OPERANDS, "interpolation": "nearest"}
     ax.imshow(values, alpha=0.25, **style)
     painted = np.full(values.shape, np.nan)
     rows = min(slab.shape[0], values.shape[0] - row0)
@@ -40,6 +47,15 @@ def _operand(
     painted[row0 : row0 + rows, col0 : col0 + cols] = slab[:rows, :cols]
     ax.imshow(painted, **style)
     _hot(ax, row0, col0, rows, cols)
+    past_rows, past_cols = slab.shape[0] - rows, slab.shape[1] - cols
+    if past_cols > 0 and rows > 0:  # A's slab overhangs K on the right
+        ax.add_patch(Rectangle((col0 + cols - 0.5, row0 - 0.5), past_cols, rows, hatch="///",
+                               fill=False, edgecolor="grey", linewidth=0.5))  # fmt: skip
+        ax.set_xlim(-0.5, values.shape[1] - 0.5 + past_cols)
+    if past_rows > 0 and cols > 0:  # B's slab overhangs K at the bottom
+        ax.add_patch(Rectangle((col0 - 0.5, row0 + rows - 0.5), cols, past_rows, hatch="///",
+                               fill=False, edgecolor="grey", linewidth=0.5))  # fmt: skip
+        ax.set_ylim(values.shape[0] - 0.5 + past_rows, -0.5)
     ax.set_title(title, fontsize=9)
     ax.set_xticks([])
     ax.set_yticks([])
@@ -48,8 +64,9 @@ def _operand(
 def draw_frame(
     axes: list[Axes], a: torch.Tensor, b: torch.Tensor, frames: KLoopFrames, step: int, limit: float
 ) -> None:
-    """Four panels for one step: the A and B slabs the kernel loaded (painted into the dimmed
-    operands), the product it added, and its accumulator afterwards."""
+    """Five panels for one step: the A and B slabs the kernel loaded (painted into the dimmed
+    operands; hatched: lanes past K, loaded as zeros), the product it added, its accumulator
+    afterwards, and where in C that accumulator is stored after the last step."""
     bm, bn, _ = frames.blocks
     pid_m, pid_n = frames.tile
     start, width = _slab_bounds(frames, step, a.shape[1])
@@ -76,10 +93,30 @@ def draw_frame(
         (axes[2], acc[step] - before, f"step {step}: a_slab @ b_slab"),
         (axes[3], acc[step], f"acc after step {step}"),
     ):
-        ax.imshow(values, cmap="PiYG", vmin=-limit, vmax=limit, interpolation="nearest")
+        ax.imshow(values, **SUMS, vmin=-limit, vmax=limit, interpolation="nearest")
         ax.set_title(title, fontsize=9)
         ax.set_xticks([])
         ax.set_yticks([])
+    m, n = a.shape[0], b.shape[1]
+    c = np.full((m, n), np.nan)
+    rows, cols = min(bm, m - pid_m * bm), min(bn, n - pid_n * bn)
+    c[pid_m * bm : pid_m * bm + rows, pid_n * bn : pid_n * bn + cols] = acc[step][:rows, :cols]
+    axes[4].imshow(np.zeros((m, n)), cmap="Greys", vmin=0, vmax=1)
+    axes[4].imshow(c, **SUMS, vmin=-limit, vmax=limit, interpolation="nearest")
+    _hot(axes[4], pid_m * bm, pid_n * bn, rows, cols)
+    axes[4].set_title(f"C: where tile {frames.tile} is stored (after the last step)", fontsize=9)
+    axes[4].set_xticks([])
+    axes[4].set_yticks([])
+
+
+def _colour_bars(fig: Figure, operands: list[Axes], sums: list[Axes], limit: float) -> None:
+    """One colour bar for the operands' values, one for the sums (product, acc, C)."""
+    bars = (
+        (operands, Normalize(OPERANDS["vmin"], OPERANDS["vmax"]), OPERANDS["cmap"], "A, B"),
+        (sums, Normalize(-limit, limit), SUMS["cmap"], "product, acc, C"),
+    )
+    for axes, norm, cmap, label in bars:
+        fig.colorbar(ScalarMappable(norm, cmap), ax=axes, shrink=0.8, label=label)
 
 
 def _limit(frames: KLoopFrames) -> float:
@@ -88,19 +125,21 @@ def _limit(frames: KLoopFrames) -> float:
 
 def frame_figure(a: torch.Tensor, b: torch.Tensor, frames: KLoopFrames, step: int) -> Figure:
     """One frame of the K-loop (for the player widget)."""
-    fig, axes = new_figure(12, 3.4, ncols=4)
+    fig, axes = new_figure(15, 3.4, ncols=5)
     draw_frame(axes, a, b, frames, step, _limit(frames))
+    _colour_bars(fig, axes[:2], axes[2:], _limit(frames))
     fig.suptitle(f"program {frames.tile}, K step {step + 1} of {frames.steps}", fontsize=10)
     return fig
 
 
 def frames_figure(a: torch.Tensor, b: torch.Tensor, frames: KLoopFrames) -> Figure:
     """Every frame as a row of small multiples, for readers without a live kernel."""
-    fig = Figure(figsize=(12, 2.6 * frames.steps), layout="constrained")
-    axes = fig.subplots(frames.steps, 4, squeeze=False)
+    fig = Figure(figsize=(15, 2.6 * frames.steps), layout="constrained")
+    axes = fig.subplots(frames.steps, 5, squeeze=False)
     limit = _limit(frames)
     for step in range(frames.steps):
         draw_frame(list(axes[step]), a, b, frames, step, limit)
+    _colour_bars(fig, list(axes[:, :2].ravel()), list(axes[:, 2:].ravel()), limit)
     fig.suptitle(
         f"The K-loop of program {frames.tile}: red boxes are the slabs loaded at each step",
         fontsize=11,
