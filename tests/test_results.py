@@ -10,7 +10,17 @@ from tmm_course.perf import journey, results
 from tmm_course.perf.problems import GOALS
 
 
-@pytest.mark.parametrize("read", [results.bench, results.sweep, results.pitfalls, results.compiled])
+@pytest.mark.parametrize(
+    "read",
+    [
+        results.bench,
+        results.sweep,
+        results.pitfalls,
+        results.compiled,
+        results.grid,
+        lambda: results.bench("goals_h200.json"),
+    ],
+)
 def test_shipped_results_say_where_when_and_how(read):
     provenance = read().provenance
     assert provenance.device.startswith("NVIDIA") and provenance.date.count("-") == 2
@@ -24,13 +34,16 @@ def test_every_shipped_file_has_a_reader():
     assert results.shipped() == [
         "bench_h200.json",
         "compiled_h200.json",
+        "goals_h200.json",
+        "grid_h200.json",
         "pitfalls_h200.json",
         "sweep_h200.json",
     ]
 
 
-def test_shipped_benchmark_holds_every_goal_checked_and_timed():
-    h200 = results.bench()
+@pytest.mark.parametrize("name", ["bench_h200.json", "goals_h200.json"])
+def test_shipped_benchmark_holds_every_goal_checked_and_timed(name):
+    h200 = results.bench(name)
     assert {race.label for race in h200.goals} == {problem.label for problem, _ in GOALS}
     for race in h200.goals:
         assert race.wrong == [] and race.error["matmul_fast"] <= race.tolerance
@@ -89,3 +102,16 @@ def test_a_measured_file_is_read_by_path(tmp_path):
 def test_an_unknown_name_says_what_ships():
     with pytest.raises(FileNotFoundError, match=r"bench_h200\.json"):
         results.bench("bench_mine.json")
+
+
+def test_the_shipped_grid_races_every_grid_problem_with_the_fit_it_was_planned_from():
+    from tmm_course.perf.problems import FITTED, GRID
+
+    grid = results.grid()
+    assert {r.label for r in grid.rows} == {p.label for p in GRID}
+    assert grid.fitted == {p.label for p in FITTED}
+    assert {f.problem.label for f in grid.fit} == {p.label for p in FITTED}
+    for race in grid.rows:
+        assert race.wrong == [] and race.error["matmul_fast"] <= race.tolerance
+        assert race.plan and race.host_us["matmul_fast"] > 0
+    assert grid.summary(fitted=False).problems == len(GRID) - len(FITTED)
