@@ -107,7 +107,7 @@ def test_the_plan_takes_the_nearest_fitted_problem_of_the_same_dtype(monkeypatch
     assert dispatch._plan_by_fit(a.double(), b.double(), None) is None  # nothing fitted
 
 
-def test_a_fitted_persistent_choice_falls_back_to_its_grouped_one_where_tma_cannot_read(
+def test_a_fitted_persistent_choice_stages_unreadable_rows_or_falls_back_to_grouped(
     monkeypatch,
 ):
     from tmm_course.kernels import dispatch
@@ -115,6 +115,10 @@ def test_a_fitted_persistent_choice_falls_back_to_its_grouped_one_where_tma_cann
     entry = _fitted(4096, 4096, 4096, path="persistent_tma")
     monkeypatch.setattr(dispatch, "_FIT", [entry])
     a, b = torch.empty(512, 510).half(), torch.empty(510, 512).half()  # 1020-byte rows
+    staged = dispatch._plan_by_fit(a, b, None)
+    assert (staged.path, staged.stage) == ("persistent_tma", True) and "copied" in staged.reason
+    no_tma = lambda *args, stage=False: "TMA needs compute capability 9.0"
+    monkeypatch.setattr(dispatch, "tma_problem", no_tma)
     assert dispatch._plan_by_fit(a, b, None).path == "grouped"
 
 
