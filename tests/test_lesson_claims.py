@@ -94,3 +94,15 @@ def test_a_64x64_tile_fed_from_dram_reaches_a_tenth_of_the_h200_peak():
     dram_bound = intensity.tile_intensity(64, 64) * h200.copy_bandwidth_gbs / 1e3
     assert round(dram_bound) == 68 and round(h200.peak_tflops["float16"]) == 671
     assert 0.09 < dram_bound / h200.peak_tflops["float16"] < 0.11  # "a tenth"
+
+
+def test_what_lesson_6_says_about_the_grid():
+    grid = results.grid()
+    rows = {r.label: r for r in grid.rows}
+    aligned, ragged = rows["4096^3 float16"], rows["4096x4096x4093 float16"]
+    assert ragged.tflops["torch.matmul"] < 0.5 * aligned.tflops["torch.matmul"]  # "slows down"
+    assert ragged.ratio_to_torch["matmul_fast"] > 1 and "copied" in ragged.plan  # staged, wins
+    fitted = grid.summary(fitted=True)
+    assert fitted.worst[0][0] == "1023x1025x1027 float16"  # "the fitted half's lowest"
+    for name, (_, host, device) in grid.families().items():  # the families' two columns
+        assert host > 0 and device > 0, name
