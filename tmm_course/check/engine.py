@@ -22,6 +22,7 @@ from tmm_course.check.memory_guard import (
     OutOfBoundsAccess,
     Trace,
     only_these_tensors,
+    raised_from,
     unsupported_reason,
 )
 from tmm_course.check.replay import Replay
@@ -99,16 +100,6 @@ class Trial:
 
 def _gpu_context_lost(error: BaseException) -> bool:
     return "illegal memory access" in str(error) or "illegal address" in str(error).lower()
-
-
-def _cause(error: BaseException, kind: type[BaseException]) -> BaseException | None:
-    seen = 0
-    while error is not None and seen < 20:
-        if isinstance(error, kind):
-            return error
-        error = error.__cause__ or error.__context__
-        seen += 1
-    return None
 
 
 def _first_line(error: BaseException) -> str:
@@ -212,10 +203,10 @@ def run_trials(
 def _failed(case: Case, error: Exception, trace: Trace | None, views) -> bool:
     """Record why the launcher raised; True if the GPU can no longer be used."""
     case.trace = trace
-    if _cause(error, NotImplementedError):
+    if raised_from(error, NotImplementedError):
         case.code, case.problem, case.trace = "not_implemented", "NotImplementedError", None
         return False
-    if (rejected := _cause(error, gpu_rules.GpuWouldReject)) is not None:
+    if (rejected := raised_from(error, gpu_rules.GpuWouldReject)) is not None:
         case.code, case.problem = "gpu_would_reject", str(rejected)
         return False
     if gpu_rules.NOT_CONSTEXPR in str(error):  # refused on both backends, in Triton's words
@@ -225,7 +216,7 @@ def _failed(case: Case, error: Exception, trace: Trace | None, views) -> bool:
         case.code = "gpu_would_reject"
         case.problem = gpu_rules.compiler_said(str(error))
         return False
-    if (stray := _cause(error, OutOfBoundsAccess)) is not None:
+    if (stray := raised_from(error, OutOfBoundsAccess)) is not None:
         case.code = f"out_of_bounds_{'read' if stray.kind == 'load' else 'write'}"
         case.problem = f"{stray} (stopped: it points outside every tensor)"
         return False

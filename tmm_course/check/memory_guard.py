@@ -38,6 +38,16 @@ STORE_PARAMETERS = ("self", "ptrs", "value", "mask")
 PICTURE_MARGIN = 8  # cells drawn around a view for lanes that strayed outside it
 
 
+def raised_from(error: BaseException | None, kind: type[BaseException]) -> BaseException | None:
+    """The ``kind`` exception ``error`` was raised from, or None: the interpreter wraps what a
+    kernel raised (an :class:`OutOfBoundsAccess`, say) in an error of its own."""
+    for _ in range(20):
+        if error is None or isinstance(error, kind):
+            return error
+        error = error.__cause__ or error.__context__
+    return None
+
+
 class OutOfBoundsAccess(RuntimeError):
     """A kernel lane loaded or stored outside every tensor it could reach."""
 

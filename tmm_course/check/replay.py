@@ -17,7 +17,12 @@ from dataclasses import dataclass
 import torch
 
 from tmm_course.check import launches
-from tmm_course.check.memory_guard import OutOfBoundsAccess, Trace, only_these_tensors
+from tmm_course.check.memory_guard import (
+    OutOfBoundsAccess,
+    Trace,
+    only_these_tensors,
+    raised_from,
+)
 
 
 def on_the_cpu(x: torch.Tensor) -> torch.Tensor:
@@ -112,17 +117,9 @@ class Replay:
             try:
                 fn(*self.inputs, self.out)
             except Exception as error:  # the GPU run judged the values; this judges memory
-                stray = _stray_in(error)
+                stray = raised_from(error, OutOfBoundsAccess)
                 # a launcher that allocates on the GPU hands the interpreter memory the guard
                 # cannot place: only an all-CPU replay proves that a lane left every tensor
                 on_cpu = all(t.device.type == "cpu" for x in launched.seen for t in x.tensors)
                 return stray if stray is not None and on_cpu else None
         return trace
-
-
-def _stray_in(error: BaseException | None) -> OutOfBoundsAccess | None:
-    for _ in range(20):  # the interpreter wraps what a kernel raised
-        if error is None or isinstance(error, OutOfBoundsAccess):
-            return error
-        error = error.__cause__ or error.__context__
-    return None
