@@ -59,7 +59,7 @@ def plan(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None) -> P
     if chosen is None:
         chosen = _plan_by_shape(a, b, out)
         if a.dtype == torch.float32 and chosen.path == "grouped" and tmm_course.BACKEND == GPU:
-            halved = _for_float32(chosen.config)
+            halved = for_float32(chosen.config)
             chosen = Plan("grouped", halved, chosen.reason + "; BLOCK_K halved")
     here = gpu.current()
     if here is None:
@@ -91,7 +91,7 @@ def fit_shared_memory(config: Config, itemsize: int, here: gpu.Gpu) -> Config:
     return config
 
 
-def _for_float32(config: Config) -> Config:
+def for_float32(config: Config) -> Config:
     """float32 tiles take twice the shared memory per pipeline stage: halve BLOCK_K."""
     return dataclasses.replace(config, block_k=max(16, config.block_k // 2))
 
@@ -267,7 +267,7 @@ def _prepare(
             stage = True  # rows the TMA cannot read go through aligned copies
         on_gpu = {"persistent_tma": LARGE_TMA, "grouped": LARGE_GROUPED}[path]
         if a.dtype == torch.float32:
-            on_gpu = FLOAT32_TMA if path == "persistent_tma" else _for_float32(on_gpu)
+            on_gpu = FLOAT32_TMA if path == "persistent_tma" else for_float32(on_gpu)
         config_here = on_gpu if tmm_course.BACKEND == GPU else ON_INTERPRETER
         chosen = Plan(path, config_here, "asked for", stage=stage)
     if config is not None and not isinstance(config, Config):

@@ -77,9 +77,7 @@ def _candidates(problem: Problem, a: torch.Tensor, b: torch.Tensor):
         if path == "persistent_tma" and fast.tma_problem(a, b, stage=True) is not None:
             continue
         for config in configs:
-            if problem.dtype == "float32":
-                config = dataclasses.replace(config, block_k=max(16, config.block_k // 2))
-            yield path, config
+            yield path, dispatch.for_float32(config) if problem.dtype == "float32" else config
 
 
 def fit_one(problem: Problem) -> results.Fitted | None:

@@ -251,6 +251,11 @@ class Fitted:
         }  # fmt: skip
 
 
+def _geomean(values: list[float]) -> float:
+    """The geometric mean of ratios (NaN for none)."""
+    return math.exp(sum(math.log(v) for v in values) / len(values)) if values else math.nan
+
+
 @dataclass(frozen=True)
 class Summary:
     """matmul_fast against torch.matmul over a set of problems."""
@@ -284,7 +289,7 @@ class Grid:
 
     def summary(self, fitted: bool | None = None, floor: float = 0.85) -> Summary:
         ratios = sorted((r.ratio_to_torch["matmul_fast"], r.label) for r in self.part(fitted))
-        geomean = math.exp(sum(math.log(x) for x, _ in ratios) / len(ratios))
+        geomean = _geomean([x for x, _ in ratios])
         worst = [(label, x) for x, label in ratios[:10]]
         return Summary(len(ratios), geomean, worst, sum(x < floor for x, _ in ratios), floor)
 
@@ -293,16 +298,13 @@ class Grid:
         geometric means of matmul_fast's ratio with host time and of device time alone."""
         from tmm_course.perf.problems import family
 
-        def geomean(values: list[float]) -> float:
-            return math.exp(sum(math.log(v) for v in values) / len(values)) if values else math.nan
-
         table = {}
         for name in dict.fromkeys(family(r.problem) for r in self.rows):
             rows = [r for r in self.rows if family(r.problem) == name]
             host = [r.ratio_to_torch["matmul_fast"] for r in rows]
             device = [r.device_ratio_to_torch["matmul_fast"] for r in rows
                       if "matmul_fast" in r.device_ratio_to_torch]  # fmt: skip
-            table[name] = (len(rows), geomean(host), geomean(device))
+            table[name] = (len(rows), _geomean(host), _geomean(device))
         return table
 
     @classmethod
