@@ -6,8 +6,6 @@ tiles, which the compiler can read and write a row at a time."""
 
 from __future__ import annotations
 
-import statistics
-
 import torch
 import triton
 import triton.language as tl
@@ -62,16 +60,14 @@ TRANSPOSES = {
 
 
 def bandwidth_gbs(x: torch.Tensor, rounds: int = 3) -> dict[str, float]:
-    """Each transpose of ``x``, checked, then timed in turn with do_bench: bytes read plus
-    bytes written per second (a GPU only)."""
-    from triton.testing import do_bench
+    """Each transpose of ``x``, checked, then timed in turn (lesson 6's interleaved do_bench):
+    bytes read plus bytes written per second (a GPU only)."""
+    from tmm_course.perf.measure import interleaved
 
     for name, fn in TRANSPOSES.items():
         if not torch.equal(fn(x), x.t()):
             raise AssertionError(f"{name} did not transpose x")
     moved = 2 * x.numel() * x.element_size()
-    times: dict[str, list[float]] = {name: [] for name in TRANSPOSES}
-    for _ in range(rounds):
-        for name, fn in TRANSPOSES.items():
-            times[name].append(do_bench(lambda fn=fn: fn(x), return_mode="median"))
-    return {name: moved / (statistics.median(ms) * 1e-3) / 1e9 for name, ms in times.items()}
+    runs = {name: (lambda fn=fn: fn(x)) for name, fn in TRANSPOSES.items()}
+    ms = interleaved(runs, rounds, rep_ms=100)  # do_bench's default repetition time
+    return {name: moved / (ms[name] * 1e-3) / 1e9 for name in TRANSPOSES}
