@@ -207,15 +207,32 @@ def prepare_grouped(
     """Launch :func:`launch_grouped` once, and return a :data:`Ready` for later calls with
     tensors shaped, strided and aligned like these."""
     fixed, constexprs, grid, tiles = _grouped_launch(a, b, out, config, precision)
-    launch = _grouped.prepared(grid, (a, b, out, *_scratch(out, config, tiles), *fixed),
-                               **constexprs)  # fmt: skip
+
+    def arguments(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor) -> tuple:
+        return (a, b, out, *_scratch(out, config, tiles), *fixed), out
+
+    return _prepared(_grouped, grid, arguments, constexprs, a, b, out)
+
+
+def _prepared(
+    quick: QuickLaunch, grid: tuple, arguments: Callable, constexprs: dict,
+    a: torch.Tensor, b: torch.Tensor, out: torch.Tensor,
+) -> Ready:  # fmt: skip
+    """Launch ``quick`` once on ``arguments(a, b, out)`` (the kernel's arguments, and the
+    tensor C lands in: ``out`` or an aligned stand-in copied back), and return the
+    :data:`Ready` that repeats it for new tensors shaped like these."""
+    args, target = arguments(a, b, out)
+    launch = quick.prepared(grid, args, **constexprs)
+    if target is not out:
+        out.copy_(target)
     shape, dtype, device = out.shape, out.dtype, out.device
 
     def ready(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None) -> torch.Tensor:
         if out is None:
             out = torch.empty(shape, dtype=dtype, device=device)
-        launch((a, b, out, *_scratch(out, config, tiles), *fixed))
-        return out
+        args, target = arguments(a, b, out)
+        launch(args)
+        return out if target is out else out.copy_(target)
 
     return ready
 
@@ -314,20 +331,7 @@ def prepare_persistent_tma(
     with tensors shaped, strided and aligned like these. ``stage``: tensors whose rows the TMA
     cannot read (:func:`tma_problem` with ``stage=False``) go through aligned copies."""
     arguments, constexprs, grid = _persistent_launch(a, b, out, config, precision, stage)
-    args, target = arguments(a, b, out)
-    launch = _persistent.prepared(grid, args, **constexprs)
-    if target is not out:
-        out.copy_(target)
-    shape, dtype, device = out.shape, out.dtype, out.device
-
-    def ready(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None) -> torch.Tensor:
-        if out is None:
-            out = torch.empty(shape, dtype=dtype, device=device)
-        args, target = arguments(a, b, out)
-        launch(args)
-        return out if target is out else out.copy_(target)
-
-    return ready
+    return _prepared(_persistent, grid, arguments, constexprs, a, b, out)
 
 
 def _misaligned(name: str, row_stride: int, t: torch.Tensor) -> str | None:
