@@ -383,8 +383,11 @@ def _matmul_operands(m: int, n: int, k: int, layout: str, dtype: torch.dtype):
     return torch.randn(m, k, device=device).to(dtype), torch.randn(k, n, device=device).to(dtype)
 
 
-def _strided(layout: str) -> tuple[str, ...]:
-    return {"transposed": ("a", "b"), "sliced": ("a", "b"), "padded output": ("c",)}.get(layout, ())
+def strided_tensors(layout: str, names: tuple[str, str, str] = ("a", "b", "c")) -> tuple[str, ...]:
+    """Which of a product's tensors (A, B, the output: ``names``) a case's layout makes
+    non-contiguous."""
+    inputs, output = names[:2], names[2:]
+    return {"transposed": inputs, "sliced": inputs, "padded output": output}.get(layout, ())
 
 
 def _matmul_mistakes(a64: torch.Tensor, b64: torch.Tensor, scale=lambda p: p) -> list[WrongAnswer]:
@@ -425,7 +428,7 @@ def _matmul_trial(spec: MatmulCase, dtype: torch.dtype) -> Trial:
     wrong = _matmul_mistakes(a64, b64) if m == n == k and layout == "contiguous" else []
     guard = guarded_output((m, n), dtype, row_gap=3 if layout == "padded output" else 0)
     case = labelled_case(
-        (m, n, k), f"{label}, {str(dtype).removeprefix('torch.')}", _strided(layout)
+        (m, n, k), f"{label}, {str(dtype).removeprefix('torch.')}", strided_tensors(layout)
     )
     extra = accumulator_precision(a64 @ b64) if spec is LONG_K else None
     return Trial(case, (a, b), guard, a64 @ b64, wrong, atol=bound, extra=extra)
@@ -509,7 +512,7 @@ def check_scaled_matmul(
         padded = layout == "padded output"
         trials.append(
             Trial(
-                case=labelled_case((m, n, k), label, _strided(layout)),
+                case=labelled_case((m, n, k), label, strided_tensors(layout)),
                 inputs=(a, b, alpha, beta),
                 guard=guarded_output((m, n), torch.float16, row_gap=3 if padded else 0),
                 expected=alpha * (a64 @ b64) + beta * c64,

@@ -16,6 +16,7 @@ from tmm_course.check.exercises import (
     MATMUL_CASES,
     accumulator_precision,
     labelled_case,
+    strided_tensors,
 )
 from tmm_course.check.result import CheckResult
 from tmm_course.numerics import tolerance
@@ -94,10 +95,9 @@ def check_linear_relu(fn: Callable[..., object]) -> CheckResult:
             x64.abs() @ w64.abs().t() + bias64.abs()
         )
         square = m == n == k and layout == "contiguous"
-        strided = {"transposed": ("x", "w"), "sliced": ("x", "w"), "padded output": ("out",)}
         trials.append(
             Trial(
-                case=labelled_case((m, n, k), label, strided.get(layout, ())),
+                case=labelled_case((m, n, k), label, strided_tensors(layout, ("x", "w", "out"))),
                 inputs=(x, w, bias),
                 guard=guarded_output(
                     (m, n), torch.float16, row_gap=3 * (layout == "padded output")
