@@ -12,6 +12,12 @@ from tmm_course.perf import roofline
 from tmm_course.perf.results import Race, SweepRow
 from tmm_course.viz.draw import new_figure
 
+# Okabe-Ito blue and vermillion: told apart with any colour vision (and by hatch or marker)
+BLUE, VERMILLION = "#0072B2", "#D55E00"
+FITTED_STYLE = {"color": BLUE, "marker": "o", "label": "fitted on"}
+HELD_OUT_STYLE = {"color": VERMILLION, "marker": "^", "label": "held out"}
+RATIO_TICKS = (0.25, 0.5, 0.7, 0.85, 1, 1.5, 2, 3, 4, 6)
+
 
 def roofline_figure(
     peak: float,
@@ -74,7 +80,7 @@ def ratio_figure(
     values = [ratios[n] for n in names]
     goals = goals or {}
     met = [ratios[n] >= goals.get(n, 1.0) for n in names]
-    colors = [FITTED_STYLE["color"] if ok else HELD_OUT_STYLE["color"] for ok in met]
+    colors = [BLUE if ok else VERMILLION for ok in met]
     ax.barh(names, values, color=colors, hatch=["" if ok else "//" for ok in met])
     for y, v in enumerate(values):
         ax.text(v, y, f" {v:.3f}", va="center", fontsize=8)
@@ -84,8 +90,8 @@ def ratio_figure(
     ax.axvline(1.0, color="grey", ls=":")
     ax.invert_yaxis()
     ax.legend(handles=[
-        Patch(color=FITTED_STYLE["color"], label="meets its goal" if goals else "at least parity"),
-        Patch(facecolor=HELD_OUT_STYLE["color"], hatch="//",
+        Patch(color=BLUE, label="meets its goal" if goals else "at least parity"),
+        Patch(facecolor=VERMILLION, hatch="//",
               label="below its goal" if goals else "below parity"),
         *([Line2D([], [], color="black", lw=2, label="goal")] if goals else []),
     ], fontsize=7, loc="lower right")  # fmt: skip
@@ -101,7 +107,7 @@ def sweep_figure(row: SweepRow, where: str, top: int = 14) -> Figure:
     failed = len(row.trials) - len(timed)
     timed = timed[:top]
     fig, (ax,) = new_figure(6.4, 0.3 * len(timed) + 1.4)
-    colors = {"persistent_tma": FITTED_STYLE["color"], "grouped": HELD_OUT_STYLE["color"]}
+    colors = {"persistent_tma": BLUE, "grouped": VERMILLION}
     hatches = {"persistent_tma": "", "grouped": "//"}
     labels = [f"{t.kernel} {t.config}" for t in timed]
     values = [row.torch_ms / t.ms for t in timed]
@@ -132,12 +138,6 @@ def host_time_figure(host_us: dict[str, float], where: str) -> Figure:
     ax.set_xlabel("host microseconds per call")
     ax.set_title(f"where a call's host time goes\n{where}", fontsize=9)
     return fig
-
-
-# Okabe-Ito blue and vermillion: told apart with any colour vision, and by marker shape too
-RATIO_TICKS = (0.25, 0.5, 0.7, 0.85, 1, 1.5, 2, 3, 4, 6)
-FITTED_STYLE = {"color": "#0072B2", "marker": "o", "label": "fitted on"}
-HELD_OUT_STYLE = {"color": "#D55E00", "marker": "^", "label": "held out"}
 
 
 def grid_figure(
@@ -198,9 +198,8 @@ def size_curve_figure(rows: list[Race], where: str, kind: str = "float16") -> Fi
     )  # fmt: skip
     fig, (ax,) = new_figure(6.4, 3.6)
     sizes = [r.problem.m for r in squares]
-    for name, style in (("torch.matmul", FITTED_STYLE), ("matmul_fast", HELD_OUT_STYLE)):
-        ax.plot(sizes, [r.tflops[name] for r in squares], marker=style["marker"],
-                color=style["color"], label=name)  # fmt: skip
+    for name, color, marker in (("torch.matmul", BLUE, "o"), ("matmul_fast", VERMILLION, "^")):
+        ax.plot(sizes, [r.tflops[name] for r in squares], marker=marker, color=color, label=name)
     ax.set_xscale("log", base=2)
     ax.xaxis.set_major_locator(FixedLocator(sizes[::2]))
     ax.xaxis.set_major_formatter(FormatStrFormatter("%d"))
