@@ -251,6 +251,15 @@ class Fitted:
         }  # fmt: skip
 
 
+def squares(rows: list[Race], kind: str = "float16") -> list[Race]:
+    """The races of square ``kind`` products with B row-major among ``rows``, smallest first."""
+    return sorted(
+        (r for r in rows if r.problem.kind == kind and r.problem.m == r.problem.n == r.problem.k
+         and r.problem.b_layout == "row"),
+        key=lambda r: r.problem.m,
+    )  # fmt: skip
+
+
 def _geomean(values: list[float]) -> float:
     """The geometric mean of ratios (NaN for none)."""
     return math.exp(sum(math.log(v) for v in values) / len(values)) if values else math.nan

@@ -8,7 +8,7 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 from matplotlib.ticker import FixedLocator, FormatStrFormatter, MaxNLocator, NullLocator
 
-from tmm_course.perf import roofline
+from tmm_course.perf import results, roofline
 from tmm_course.perf.results import Race, SweepRow
 from tmm_course.viz.draw import new_figure
 
@@ -191,11 +191,7 @@ def grid_figure(
 def size_curve_figure(rows: list[Race], where: str, kind: str = "float16") -> Figure:
     """TFLOP/s against size for the square ``kind`` problems among ``rows``: torch.matmul
     and matmul_fast, host time included."""
-    squares = sorted(
-        (r for r in rows if r.problem.kind == kind and r.problem.m == r.problem.n == r.problem.k
-         and r.problem.b_layout == "row"),
-        key=lambda r: r.problem.m,
-    )  # fmt: skip
+    squares = results.squares(rows, kind)
     fig, (ax,) = new_figure(6.4, 3.6)
     sizes = [r.problem.m for r in squares]
     for name, color, marker in (("torch.matmul", BLUE, "o"), ("matmul_fast", VERMILLION, "^")):
