@@ -125,11 +125,18 @@ def _column_major(b: torch.Tensor) -> bool:
     return b.stride(0) == 1 and b.shape[0] > 1
 
 
+def _aligned(*sizes: int) -> bool:
+    return all(size % 8 == 0 for size in sizes)
+
+
 def _distance(fitted, m: int, n: int, k: int, column_major: bool) -> float:
+    """How far apart two problems are: the sizes' log2 distances, and half a unit each for a
+    different layout of B and a different alignment (rows the TMA reads, or copies)."""
     p = fitted.problem
     apart = sum(abs(math.log2(max(x, 1)) - math.log2(max(y, 1))) for x, y in
                 ((m, p.m), (n, p.n), (k, p.k)))  # fmt: skip
-    return apart + (0.5 if column_major != (p.b_layout == "col") else 0.0)
+    apart += 0.5 if column_major != (p.b_layout == "col") else 0.0
+    return apart + (0.5 if _aligned(m, n, k) != _aligned(p.m, p.n, p.k) else 0.0)
 
 
 def _plan_by_fit(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None) -> Plan | None:

@@ -1,9 +1,11 @@
 """Lesson 6: the fast kernels and their launches. A grouped pointer kernel that runs anywhere,
-and a persistent kernel that loads through tensor descriptors (TMA on Hopper). Which one runs,
-with which :class:`Config`, is :mod:`tmm_course.kernels.dispatch`'s choice (``matmul_fast``)."""
+and a persistent kernel that loads through tensor descriptors (TMA on Hopper), which can also
+share K-steps out evenly among its programs (stream-K). Which one runs, with which
+:class:`Config`, is :mod:`tmm_course.kernels.dispatch`'s choice (``matmul_fast``)."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 
@@ -25,8 +27,9 @@ except ImportError:  # pragma: no cover - older triton
 @dataclass(frozen=True)
 class Config:
     """One way to launch a kernel: tile sizes, warps per program, pipeline depth, group of
-    rows, how many slices K is cut into (grouped kernel), and whether C is stored in two
-    halves (persistent kernel: frees shared memory for one more pipeline stage)."""
+    rows, how many slices K is cut into (grouped kernel), whether C is stored in two halves
+    (persistent kernel: frees shared memory for one more pipeline stage), and whether the
+    persistent kernel deals out K-steps instead of whole tiles (stream-K)."""
 
     block_m: int
     block_n: int
@@ -37,6 +40,7 @@ class Config:
     split_k: int = 1
     subtile: bool = False
     flatten: bool = True  # persistent kernel: let the compiler pipeline across tiles
+    stream_k: bool = False
 
     def __str__(self) -> str:
         text = f"{self.block_m}x{self.block_n}x{self.block_k} w{self.num_warps} s{self.num_stages}"
@@ -44,6 +48,7 @@ class Config:
         if self.split_k > 1:
             text += f" split-K {self.split_k}"
         text += " subtiled" if self.subtile else ""
+        text += " stream-K" if self.stream_k else ""
         return text + ("" if self.flatten else " unflattened")
 
 
@@ -104,6 +109,33 @@ def grouped_matmul_kernel(a_ptr, b_ptr, c_ptr, partial_ptr, count_ptr, M, N, K,
 
 
 @triton.jit
+def _dot_step(a_desc, b_desc, acc, pid_m, pid_n, k, PRECISION: tl.constexpr,
+              BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+              B_TRANSPOSED: tl.constexpr):
+    # one K-step of a tile: load its slab of A and of B through the descriptors, add the product
+    # (B_TRANSPOSED: b_desc describes B^T, N x K, the layout TF32 tensor cores read)
+    a = a_desc.load([pid_m * BLOCK_M, k * BLOCK_K])
+    if B_TRANSPOSED:
+        b = b_desc.load([pid_n * BLOCK_N, k * BLOCK_K]).T
+    else:
+        b = b_desc.load([k * BLOCK_K, pid_n * BLOCK_N])
+    return tl.dot(a, b, acc, input_precision=PRECISION)
+
+
+@triton.jit
+def _store_tile(c_desc, acc, pid_m, pid_n, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                SUBTILE: tl.constexpr):
+    # SUBTILE: store C in two halves, so the staging buffer in shared memory is half as big
+    if SUBTILE:
+        halves = tl.permute(tl.reshape(acc, (BLOCK_M, 2, BLOCK_N // 2)), (0, 2, 1))
+        left, right = tl.split(halves)
+        c_desc.store([pid_m * BLOCK_M, pid_n * BLOCK_N], left.to(c_desc.dtype))
+        c_desc.store([pid_m * BLOCK_M, pid_n * BLOCK_N + BLOCK_N // 2], right.to(c_desc.dtype))
+    else:
+        c_desc.store([pid_m * BLOCK_M, pid_n * BLOCK_N], acc.to(c_desc.dtype))
+
+
+@triton.jit
 def persistent_tma_matmul_kernel(a_desc, b_desc, c_desc, M, N, K,
                                  PRECISION: tl.constexpr, BLOCK_M: tl.constexpr,
                                  BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
@@ -111,8 +143,7 @@ def persistent_tma_matmul_kernel(a_desc, b_desc, c_desc, M, N, K,
                                  B_TRANSPOSED: tl.constexpr, SUBTILE: tl.constexpr,
                                  FLATTEN: tl.constexpr):
     # one program per SM, each walking tiles NUM_PROGRAMS apart; the descriptors know the
-    # shapes, so the hardware (TMA) fills tiles past an edge with zeros and clips stores.
-    # B_TRANSPOSED: b_desc describes B^T (N x K), the layout TF32 tensor cores read
+    # shapes, so the hardware (TMA) fills tiles past an edge with zeros and clips stores
     grid_m = tl.cdiv(M, BLOCK_M)
     grid_n = tl.cdiv(N, BLOCK_N)
     for tile_id in tl.range(tl.program_id(axis=0), grid_m * grid_n, NUM_PROGRAMS,
@@ -120,19 +151,60 @@ def persistent_tma_matmul_kernel(a_desc, b_desc, c_desc, M, N, K,
         pid_m, pid_n = grouped_tile(tile_id, grid_m, grid_n, GROUP_M)
         acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
         for k in range(0, tl.cdiv(K, BLOCK_K)):
-            a = a_desc.load([pid_m * BLOCK_M, k * BLOCK_K])
-            if B_TRANSPOSED:
-                b = b_desc.load([pid_n * BLOCK_N, k * BLOCK_K]).T
-            else:
-                b = b_desc.load([k * BLOCK_K, pid_n * BLOCK_N])
-            acc = tl.dot(a, b, acc, input_precision=PRECISION)
-        if SUBTILE:  # store C in two halves: half the staging buffer in shared memory
-            halves = tl.permute(tl.reshape(acc, (BLOCK_M, 2, BLOCK_N // 2)), (0, 2, 1))
-            left, right = tl.split(halves)
-            c_desc.store([pid_m * BLOCK_M, pid_n * BLOCK_N], left.to(c_desc.dtype))
-            c_desc.store([pid_m * BLOCK_M, pid_n * BLOCK_N + BLOCK_N // 2], right.to(c_desc.dtype))
+            acc = _dot_step(a_desc, b_desc, acc, pid_m, pid_n, k, PRECISION, BLOCK_M, BLOCK_N,
+                            BLOCK_K, B_TRANSPOSED)
+        _store_tile(c_desc, acc, pid_m, pid_n, BLOCK_M, BLOCK_N, SUBTILE)
+
+
+@triton.jit
+def stream_k_tma_matmul_kernel(a_desc, b_desc, c_desc, partial_ptr, count_ptr, M, N, K,
+                               PRECISION: tl.constexpr, BLOCK_M: tl.constexpr,
+                               BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+                               GROUP_M: tl.constexpr, NUM_PROGRAMS: tl.constexpr,
+                               B_TRANSPOSED: tl.constexpr, SUBTILE: tl.constexpr):
+    # stream-K: the K-steps of every tile, laid end to end, are cut into NUM_PROGRAMS runs of
+    # equal length, one per program, so each SM does the same work even when the tiles do not
+    # divide evenly among them. A run holds whole tiles (stored at once) and at most two pieces
+    # of tiles it shares with its neighbours; a piece leaves a float32 partial in slot
+    # 2 * program (the run's first piece) or 2 * program + 1 (its last), and the last piece
+    # of a tile to arrive adds them all up into C (count_ptr holds a counter per tile)
+    grid_m = tl.cdiv(M, BLOCK_M)
+    grid_n = tl.cdiv(N, BLOCK_N)
+    steps = tl.cdiv(K, BLOCK_K)  # K-steps per tile
+    total = (grid_m * grid_n).to(tl.int64) * steps
+    me = tl.program_id(axis=0)
+    first = me * total // NUM_PROGRAMS
+    last = (me + 1) * total // NUM_PROGRAMS
+    in_tile = tl.arange(0, BLOCK_M)[:, None] * BLOCK_N + tl.arange(0, BLOCK_N)[None, :]
+    step = first
+    while step < last:
+        tile = (step // steps).to(tl.int32)
+        k_lo = (step - tile.to(tl.int64) * steps).to(tl.int32)
+        k_hi = tl.minimum(steps, k_lo + (last - step)).to(tl.int32)
+        pid_m, pid_n = grouped_tile(tile, grid_m, grid_n, GROUP_M)
+        acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+        for k in range(k_lo, k_hi):
+            acc = _dot_step(a_desc, b_desc, acc, pid_m, pid_n, k, PRECISION, BLOCK_M, BLOCK_N,
+                            BLOCK_K, B_TRANSPOSED)
+        if (k_lo == 0) & (k_hi == steps):  # the whole tile is this run's
+            _store_tile(c_desc, acc, pid_m, pid_n, BLOCK_M, BLOCK_N, SUBTILE)
         else:
-            c_desc.store([pid_m * BLOCK_M, pid_n * BLOCK_N], acc.to(c_desc.dtype))
+            slot = 2 * me + (step != first).to(tl.int32)
+            tl.store(partial_ptr + slot.to(tl.int64) * BLOCK_M * BLOCK_N + in_tile, acc)
+            # the programs whose runs hold this tile's first and last K-steps
+            start = tile.to(tl.int64) * steps
+            owner_lo = ((start + 1) * NUM_PROGRAMS - 1) // total
+            owner_hi = ((start + steps) * NUM_PROGRAMS - 1) // total
+            arrived = tl.atomic_add(count_ptr + tile, 1)  # acq_rel: the partial is visible
+            if arrived == owner_hi - owner_lo:  # every other piece has stored its partial
+                acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+                for owner in range(owner_lo, owner_hi + 1):
+                    their_slot = 2 * owner + (owner * total // NUM_PROGRAMS < start).to(tl.int64)
+                    acc += tl.load(partial_ptr + their_slot * BLOCK_M * BLOCK_N + in_tile,
+                                   cache_modifier=".cg")
+                _store_tile(c_desc, acc, pid_m, pid_n, BLOCK_M, BLOCK_N, SUBTILE)
+                tl.atomic_xchg(count_ptr + tile, 0)  # ready for the next launch
+        step += k_hi - k_lo
 
 
 def _precision(a: torch.Tensor, precision: str) -> str | None:
@@ -141,18 +213,31 @@ def _precision(a: torch.Tensor, precision: str) -> str | None:
 
 _grouped = QuickLaunch(grouped_matmul_kernel, tmm_course.BACKEND)
 _persistent = QuickLaunch(persistent_tma_matmul_kernel, tmm_course.BACKEND)
-_counters: dict[tuple, torch.Tensor] = {}  # (device, stream) -> zeroed int32 tile counters
+_stream_k = QuickLaunch(stream_k_tma_matmul_kernel, tmm_course.BACKEND)
+_workspaces: dict[tuple, torch.Tensor] = {}  # (what, device, stream) -> its buffer
+
+
+def _workspace(what: str, device: torch.device, numel: int, dtype: torch.dtype) -> torch.Tensor:
+    """A zeroed buffer of at least ``numel`` elements, one per purpose, device and stream: the
+    launches of one stream run in turn, so they can share it (and its memory is kept)."""
+    stream = torch.cuda.current_stream(device).cuda_stream if device.type == "cuda" else 0
+    buffer = _workspaces.get((what, device, stream))
+    if buffer is None or buffer.numel() < numel:
+        buffer = torch.zeros(max(numel, 4096), dtype=dtype, device=device)
+        _workspaces[(what, device, stream)] = buffer
+    return buffer
 
 
 def tile_counters(device: torch.device, tiles: int) -> torch.Tensor:
-    """Split-K's counters, one per tile, zero between launches (the last slice of a tile
-    resets its own); one set per device and stream, so launches in turn can share it."""
-    stream = torch.cuda.current_stream(device).cuda_stream if device.type == "cuda" else 0
-    counters = _counters.get((device, stream))
-    if counters is None or counters.numel() < tiles:
-        counters = torch.zeros(max(tiles, 4096), dtype=torch.int32, device=device)
-        _counters[(device, stream)] = counters
-    return counters
+    """Split-K's and stream-K's counters, one per tile, zero between launches (the last piece
+    of a tile resets its own)."""
+    return _workspace("tile counters", device, tiles, torch.int32)
+
+
+def partials(device: torch.device, numel: int) -> torch.Tensor:
+    """Float32 room for split-K's and stream-K's partial tiles (every element is written
+    before it is read)."""
+    return _workspace("partials", device, numel, torch.float32)
 
 
 # a prepared launch: ``ready(a, b, out)`` computes a @ b into out (a new tensor if None)
@@ -178,8 +263,7 @@ def _scratch(out: torch.Tensor, config: Config, tiles: int) -> tuple[torch.Tenso
     if config.split_k == 1:
         return out, out
     m, n = out.shape
-    partials = torch.empty((config.split_k, m, n), dtype=torch.float32, device=out.device)
-    return partials, tile_counters(out.device, tiles)
+    return partials(out.device, config.split_k * m * n), tile_counters(out.device, tiles)
 
 
 def launch_grouped(
@@ -216,12 +300,14 @@ def prepare_grouped(
 
 def _prepared(
     quick: QuickLaunch, grid: tuple, arguments: Callable, constexprs: dict,
-    a: torch.Tensor, b: torch.Tensor, out: torch.Tensor,
+    a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, again: Callable | None = None,
 ) -> Ready:  # fmt: skip
     """Launch ``quick`` once on ``arguments(a, b, out)`` (the kernel's arguments, and the
     tensor C lands in: ``out`` or an aligned stand-in copied back), and return the
-    :data:`Ready` that repeats it for new tensors shaped like these."""
+    :data:`Ready` that repeats it for new tensors shaped like these (their arguments made
+    by ``again``, if given)."""
     args, target = arguments(a, b, out)
+    arguments = again or arguments
     launch = quick.prepared(grid, args, **constexprs)
     if target is not out:
         out.copy_(target)
@@ -265,11 +351,20 @@ def aligned_like(t: torch.Tensor) -> torch.Tensor:
     return torch.empty((rows, pitch), dtype=t.dtype, device=t.device)[:, :cols]
 
 
+class _Checked(TensorDescriptor or object):
+    """A tensor descriptor made without checking its arguments again: a prepared launch's
+    later calls describe tensors shaped like those its first call checked."""
+
+    def __post_init__(self) -> None:
+        pass
+
+
 def _persistent_launch(
     a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, config: Config, precision: str, stage: bool
-) -> tuple[Callable, dict, tuple[int]]:
-    """The persistent kernel's grid, constexprs, and ``arguments(a, b, out)`` that builds its
-    tensor descriptors and says where C lands. B^T is read from a copy for float32, whose
+) -> tuple[QuickLaunch, Callable, dict, tuple[int]]:
+    """The persistent (or stream-K) kernel, its grid and constexprs, and
+    ``arguments(a, b, out, checked)`` that builds its tensor descriptors (``checked``: without
+    checking them again) and says where C lands. B^T is read from a copy for float32, whose
     tensor cores need K-major B; with ``stage``, a tensor whose rows the TMA cannot read is
     copied into one it can (and C, if so, is written there and copied back)."""
     (m, k), n = a.shape, b.shape[1]
@@ -277,30 +372,40 @@ def _persistent_launch(
     transposed = reads_b_transposed(b)
     copy_b = transposed and b.stride(0) != 1
     c_block = [bm, bn // 2] if config.subtile else [bm, bn]
-    describe = TensorDescriptor.from_tensor
+    tiles = triton.cdiv(m, bm) * triton.cdiv(n, bn)
+    steps = tiles * triton.cdiv(k, bk) if config.stream_k else tiles  # work dealt out
+    programs = min(program_slots(), steps)
 
     def readable(t: torch.Tensor, copy: bool = False) -> torch.Tensor:
         if copy or (stage and not _readable(t)):
             return aligned_like(t).copy_(t)
         return t
 
-    def arguments(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor) -> tuple:
+    def arguments(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, checked: bool = False):
+        def describe(t: torch.Tensor, block: list[int]) -> TensorDescriptor:
+            if checked:
+                return _Checked(t, t.shape, t.stride(), block)
+            return TensorDescriptor.from_tensor(t, block)
+
         if transposed:
             b_desc = describe(readable(b.t(), copy_b), [bn, bk])
         else:
             b_desc = describe(readable(b), [bk, bn])
         target = aligned_like(out) if stage and not _readable(out) else out
-        args = (describe(readable(a), [bm, bk]), b_desc, describe(target, c_block), m, n, k)
-        return args, target
+        descriptors = (describe(readable(a), [bm, bk]), b_desc, describe(target, c_block))
+        if config.stream_k:
+            room = partials(out.device, 2 * programs * bm * bn)
+            return (*descriptors, room, tile_counters(out.device, tiles), m, n, k), target
+        return (*descriptors, m, n, k), target
 
-    programs = min(program_slots(), triton.cdiv(m, bm) * triton.cdiv(n, bn))
     constexprs = dict(
         PRECISION=_precision(a, precision), BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk,
         GROUP_M=config.group_m, NUM_PROGRAMS=programs, B_TRANSPOSED=transposed,
-        SUBTILE=config.subtile, FLATTEN=config.flatten,
-        num_warps=config.num_warps, num_stages=config.num_stages,
+        SUBTILE=config.subtile, num_warps=config.num_warps, num_stages=config.num_stages,
     )  # fmt: skip
-    return arguments, constexprs, (programs,)
+    if config.stream_k:
+        return _stream_k, arguments, constexprs, (programs,)
+    return _persistent, arguments, {**constexprs, "FLATTEN": config.flatten}, (programs,)
 
 
 def launch_persistent_tma(
@@ -311,11 +416,12 @@ def launch_persistent_tma(
     precision: str = "tf32",
     traits: Hashable = None,
 ) -> torch.Tensor:
-    """Run :func:`persistent_tma_matmul_kernel` with ``config`` into ``out``; the tensors must
-    pass :func:`tma_problem` (no input checks here)."""
-    arguments, constexprs, grid = _persistent_launch(a, b, out, config, precision, stage=False)
+    """Run :func:`persistent_tma_matmul_kernel` (:func:`stream_k_tma_matmul_kernel` if
+    ``config.stream_k``) with ``config`` into ``out``; the tensors must pass
+    :func:`tma_problem` (no input checks here)."""
+    quick, arguments, constexprs, grid = _persistent_launch(a, b, out, config, precision, False)
     args, _ = arguments(a, b, out)
-    _persistent(grid, args, None if traits is None else (traits, grid), **constexprs)
+    quick(grid, args, None if traits is None else (traits, grid), **constexprs)
     return out
 
 
@@ -330,8 +436,9 @@ def prepare_persistent_tma(
     """Launch :func:`launch_persistent_tma` once, and return a :data:`Ready` for later calls
     with tensors shaped, strided and aligned like these. ``stage``: tensors whose rows the TMA
     cannot read (:func:`tma_problem` with ``stage=False``) go through aligned copies."""
-    arguments, constexprs, grid = _persistent_launch(a, b, out, config, precision, stage)
-    return _prepared(_persistent, grid, arguments, constexprs, a, b, out)
+    quick, arguments, constexprs, grid = _persistent_launch(a, b, out, config, precision, stage)
+    again = functools.partial(arguments, checked=True)
+    return _prepared(quick, grid, arguments, constexprs, a, b, out, again)
 
 
 def _misaligned(name: str, row_stride: int, t: torch.Tensor) -> str | None:

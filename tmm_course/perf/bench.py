@@ -115,7 +115,10 @@ def fit_one(problem: Problem) -> results.Fitted | None:
     best = min(timed, key=lambda t: t[0])
     grouped = min(grouped, key=lambda t: t[0])
     ms = statistics.median(torch_ms)
-    return results.Fitted(problem, best[1], best[2], ms / best[0], grouped[2], ms / grouped[0])
+    tried = tuple((path, str(config), ms / t) for t, path, config in timed)
+    return results.Fitted(
+        problem, best[1], best[2], ms / best[0], grouped[2], ms / grouped[0], tried
+    )
 
 
 Keep = Callable[[list[dict]], None]
@@ -243,6 +246,7 @@ def suite_host(rounds: int) -> list[dict]:
                 ("grouped", "grouped", dispatch.MEDIUM_GROUPED),
                 ("split-K 4", "grouped", fast.Config(64, 64, 64, split_k=4)),
                 ("persistent TMA", "persistent_tma", dispatch.LARGE_TMA),
+                ("stream-K", "persistent_tma", fast.Config(128, 128, 64, stream_k=True)),
             ]
         },
     }

@@ -227,7 +227,8 @@ class Compiled:
 @dataclass(frozen=True)
 class Fitted:
     """The fit's choice on one problem: the fastest configuration of all, and the fastest of
-    the grouped kernel (for tensors the persistent one cannot read), as ratios to torch."""
+    the grouped kernel (for tensors the persistent one cannot read), as ratios to torch;
+    ``tried`` holds every candidate's (path, configuration, ratio)."""
 
     problem: Problem
     path: str
@@ -235,12 +236,14 @@ class Fitted:
     ratio: float
     grouped: Config
     grouped_ratio: float
+    tried: tuple[tuple[str, str, float], ...] = ()
 
     @classmethod
     def from_dict(cls, data: dict) -> Fitted:
         return cls(
             _problem(data["problem"]), data["path"], _config(data["config"]), data["ratio"],
             _config(data["grouped"]), data["grouped_ratio"],
+            tuple(tuple(t) for t in data.get("tried", ())),
         )  # fmt: skip
 
     def as_dict(self) -> dict:
@@ -248,6 +251,7 @@ class Fitted:
             "problem": self.problem.as_dict(), "path": self.path,
             "config": dataclasses.asdict(self.config), "ratio": self.ratio,
             "grouped": dataclasses.asdict(self.grouped), "grouped_ratio": self.grouped_ratio,
+            "tried": [list(t) for t in self.tried],
         }  # fmt: skip
 
 
