@@ -308,3 +308,53 @@ def test_an_explicit_config_too_big_for_the_gpu_is_explained(monkeypatch):
     a, b = operands(40, 36, 24, torch.float16)
     with pytest.raises(KernelInputError, match=r"needs more shared memory than this GPU has"):
         matmul_fast(a, b, path="grouped", config=Config(32, 32, 32, num_stages=3))
+
+
+def _launcher_like_triton_3_6(launcher, tensordesc_indices, tensordesc_meta):
+    """A launcher shaped like Triton 3.6's: ``launch`` closes over the raw launcher, the
+    places of the tensor descriptors and their metadata."""
+    from triton.backends.nvidia import driver
+
+    def inner(*args):
+        head = driver._BASE_ARGS_FORMAT_LEN
+        final = list(args[:head])
+        for i, arg in enumerate(args[head:]):
+            if i in tensordesc_indices:
+                final.extend(driver.make_tensordesc_arg(arg, tensordesc_meta[0]))
+            else:
+                final.append(arg)
+        return launcher(*final)
+
+    return type("Compiled", (), {"run": type("Launcher", (), {"launch": staticmethod(inner)})()})()
+
+
+def test_launches_remember_the_tma_descriptors_they_encoded(monkeypatch):
+    from triton.backends.nvidia import driver
+
+    from tmm_course.kernels.quick_launch import remember_descriptors
+
+    encoded, launched = [], []
+    monkeypatch.setattr(driver, "_BASE_ARGS_FORMAT_LEN", 2, raising=False)
+    monkeypatch.setattr(
+        driver,
+        "make_tensordesc_arg",
+        lambda arg, meta: encoded.append(arg) or [f"map{len(encoded)}"],
+    )
+    compiled = _launcher_like_triton_3_6(lambda *a: launched.append(a), {0}, [{"swizzle": 128}])
+    assert remember_descriptors(compiled)
+    x, y = torch.zeros(16, 16), torch.zeros(16, 16)
+    for base in (x, x, y, x):
+        desc = fast._Checked(base, base.shape, base.stride(), [8, 8])
+        compiled.run.launch("grid", "stream", desc, 7)
+    assert len(encoded) == 2  # x once, y once
+    assert launched == [("grid", "stream", "map1", 7)] * 2 + [("grid", "stream", "map2", 7)] + [
+        ("grid", "stream", "map1", 7)
+    ]
+    assert remember_descriptors(compiled)  # already remembering: left as it is
+
+
+def test_an_unknown_launcher_is_left_alone():
+    from tmm_course.kernels.quick_launch import remember_descriptors
+
+    compiled = type("Compiled", (), {"run": type("Launcher", (), {"launch": print})()})()
+    assert not remember_descriptors(compiled) and compiled.run.launch is print

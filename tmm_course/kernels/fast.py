@@ -157,54 +157,66 @@ def persistent_tma_matmul_kernel(a_desc, b_desc, c_desc, M, N, K,
 
 
 @triton.jit
+def _add_piece(c_desc, acc, partial_ptr, count_ptr, tile, start, first, steps, total, pid_m,
+               pid_n, NUM_PROGRAMS: tl.constexpr, MAX_PIECES: tl.constexpr, BLOCK_M: tl.constexpr,
+               BLOCK_N: tl.constexpr, SUBTILE: tl.constexpr):
+    # a piece of a tile shared with other runs: leave its float32 partial in slot 2 * program
+    # (the run's first piece) or 2 * program + 1 (its last); the last piece to arrive adds
+    # every partial of the tile up into C (count_ptr holds a counter per tile)
+    me = tl.program_id(axis=0)
+    in_tile = tl.arange(0, BLOCK_M)[:, None] * BLOCK_N + tl.arange(0, BLOCK_N)[None, :]
+    slot = 2 * me + (start > first).to(tl.int32)
+    tl.store(partial_ptr + slot.to(tl.int64) * (BLOCK_M * BLOCK_N) + in_tile, acc)
+    start = start.to(tl.int64)
+    owner_lo = ((start + 1) * NUM_PROGRAMS - 1) // total  # whose runs hold the tile's first
+    owner_hi = ((start + steps) * NUM_PROGRAMS - 1) // total  # and last K-steps
+    arrived = tl.atomic_add(count_ptr + tile, 1)  # acq_rel: the partial above is visible
+    if arrived == owner_hi - owner_lo:  # every other piece has stored its partial
+        acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+        for piece in tl.static_range(MAX_PIECES):
+            owner = owner_lo + piece
+            if owner <= owner_hi:
+                theirs = 2 * owner + (owner * total // NUM_PROGRAMS < start).to(tl.int64)
+                acc += tl.load(partial_ptr + theirs * (BLOCK_M * BLOCK_N) + in_tile,
+                               cache_modifier=".cg")
+        _store_tile(c_desc, acc, pid_m, pid_n, BLOCK_M, BLOCK_N, SUBTILE)
+        tl.atomic_xchg(count_ptr + tile, 0)  # ready for the next launch
+
+
+@triton.jit
 def stream_k_tma_matmul_kernel(a_desc, b_desc, c_desc, partial_ptr, count_ptr, M, N, K,
                                PRECISION: tl.constexpr, BLOCK_M: tl.constexpr,
                                BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
                                GROUP_M: tl.constexpr, NUM_PROGRAMS: tl.constexpr,
-                               B_TRANSPOSED: tl.constexpr, SUBTILE: tl.constexpr):
+                               B_TRANSPOSED: tl.constexpr, SUBTILE: tl.constexpr,
+                               MAX_PIECES: tl.constexpr):
     # stream-K: the K-steps of every tile, laid end to end, are cut into NUM_PROGRAMS runs of
     # equal length, one per program, so each SM does the same work even when the tiles do not
-    # divide evenly among them. A run holds whole tiles (stored at once) and at most two pieces
-    # of tiles it shares with its neighbours; a piece leaves a float32 partial in slot
-    # 2 * program (the run's first piece) or 2 * program + 1 (its last), and the last piece
-    # of a tile to arrive adds them all up into C (count_ptr holds a counter per tile)
+    # divide evenly among them. A run holds whole tiles (stored at once) and at most two
+    # pieces of tiles shared with its neighbours (at most MAX_PIECES runs share a tile). One
+    # flat loop over the run's K-steps lets the compiler pipeline loads across tiles.
     grid_m = tl.cdiv(M, BLOCK_M)
     grid_n = tl.cdiv(N, BLOCK_N)
     steps = tl.cdiv(K, BLOCK_K)  # K-steps per tile
     total = (grid_m * grid_n).to(tl.int64) * steps
     me = tl.program_id(axis=0)
-    first = me * total // NUM_PROGRAMS
-    last = (me + 1) * total // NUM_PROGRAMS
-    in_tile = tl.arange(0, BLOCK_M)[:, None] * BLOCK_N + tl.arange(0, BLOCK_N)[None, :]
-    step = first
-    while step < last:
-        tile = (step // steps).to(tl.int32)
-        k_lo = (step - tile.to(tl.int64) * steps).to(tl.int32)
-        k_hi = tl.minimum(steps, k_lo + (last - step)).to(tl.int32)
+    first = (me * total // NUM_PROGRAMS).to(tl.int32)
+    last = ((me + 1) * total // NUM_PROGRAMS).to(tl.int32)
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for step in range(first, last):
+        tile = step // steps
+        k = step - tile * steps
         pid_m, pid_n = grouped_tile(tile, grid_m, grid_n, GROUP_M)
-        acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-        for k in range(k_lo, k_hi):
-            acc = _dot_step(a_desc, b_desc, acc, pid_m, pid_n, k, PRECISION, BLOCK_M, BLOCK_N,
-                            BLOCK_K, B_TRANSPOSED)
-        if (k_lo == 0) & (k_hi == steps):  # the whole tile is this run's
-            _store_tile(c_desc, acc, pid_m, pid_n, BLOCK_M, BLOCK_N, SUBTILE)
-        else:
-            slot = 2 * me + (step != first).to(tl.int32)
-            tl.store(partial_ptr + slot.to(tl.int64) * BLOCK_M * BLOCK_N + in_tile, acc)
-            # the programs whose runs hold this tile's first and last K-steps
-            start = tile.to(tl.int64) * steps
-            owner_lo = ((start + 1) * NUM_PROGRAMS - 1) // total
-            owner_hi = ((start + steps) * NUM_PROGRAMS - 1) // total
-            arrived = tl.atomic_add(count_ptr + tile, 1)  # acq_rel: the partial is visible
-            if arrived == owner_hi - owner_lo:  # every other piece has stored its partial
-                acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-                for owner in range(owner_lo, owner_hi + 1):
-                    their_slot = 2 * owner + (owner * total // NUM_PROGRAMS < start).to(tl.int64)
-                    acc += tl.load(partial_ptr + their_slot * BLOCK_M * BLOCK_N + in_tile,
-                                   cache_modifier=".cg")
+        acc = _dot_step(a_desc, b_desc, acc, pid_m, pid_n, k, PRECISION, BLOCK_M, BLOCK_N,
+                        BLOCK_K, B_TRANSPOSED)
+        if (k == steps - 1) | (step == last - 1):  # this run's piece of the tile ends here
+            start = tile * steps
+            if (start >= first) & (k == steps - 1):  # the whole tile is this run's
                 _store_tile(c_desc, acc, pid_m, pid_n, BLOCK_M, BLOCK_N, SUBTILE)
-                tl.atomic_xchg(count_ptr + tile, 0)  # ready for the next launch
-        step += k_hi - k_lo
+            else:
+                _add_piece(c_desc, acc, partial_ptr, count_ptr, tile, start, first, steps, total,
+                           pid_m, pid_n, NUM_PROGRAMS, MAX_PIECES, BLOCK_M, BLOCK_N, SUBTILE)
+            acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
 
 
 def _precision(a: torch.Tensor, precision: str) -> str | None:
@@ -220,7 +232,7 @@ _workspaces: dict[tuple, torch.Tensor] = {}  # (what, device, stream) -> its buf
 def _workspace(what: str, device: torch.device, numel: int, dtype: torch.dtype) -> torch.Tensor:
     """A zeroed buffer of at least ``numel`` elements, one per purpose, device and stream: the
     launches of one stream run in turn, so they can share it (and its memory is kept)."""
-    stream = torch.cuda.current_stream(device).cuda_stream if device.type == "cuda" else 0
+    stream = torch._C._cuda_getCurrentRawStream(device.index) if device.type == "cuda" else 0
     buffer = _workspaces.get((what, device, stream))
     if buffer is None or buffer.numel() < numel:
         buffer = torch.zeros(max(numel, 4096), dtype=dtype, device=device)
@@ -373,8 +385,9 @@ def _persistent_launch(
     copy_b = transposed and b.stride(0) != 1
     c_block = [bm, bn // 2] if config.subtile else [bm, bn]
     tiles = triton.cdiv(m, bm) * triton.cdiv(n, bn)
-    steps = tiles * triton.cdiv(k, bk) if config.stream_k else tiles  # work dealt out
-    programs = min(program_slots(), steps)
+    steps = triton.cdiv(k, bk)  # K-steps per tile
+    programs = min(program_slots(), tiles * steps if config.stream_k else tiles)
+    run = tiles * steps // programs  # stream-K: the shortest run of K-steps
 
     def readable(t: torch.Tensor, copy: bool = False) -> torch.Tensor:
         if copy or (stage and not _readable(t)):
@@ -403,8 +416,10 @@ def _persistent_launch(
         GROUP_M=config.group_m, NUM_PROGRAMS=programs, B_TRANSPOSED=transposed,
         SUBTILE=config.subtile, num_warps=config.num_warps, num_stages=config.num_stages,
     )  # fmt: skip
+    # the last constexpr of each kernel's signature (quick launches pass them by place)
     if config.stream_k:
-        return _stream_k, arguments, constexprs, (programs,)
+        pieces = -(-steps // run) + 1  # the most runs that can share one tile
+        return _stream_k, arguments, {**constexprs, "MAX_PIECES": pieces}, (programs,)
     return _persistent, arguments, {**constexprs, "FLATTEN": config.flatten}, (programs,)
 
 

@@ -39,6 +39,46 @@ def _launch_hooks_known() -> bool:
     return hasattr(knobs, "runtime")
 
 
+def remember_descriptors(compiled: object) -> bool:
+    """Make ``compiled``'s launcher remember the TMA descriptor it encodes for each tensor
+    descriptor argument (by address, shape, strides and padding) instead of encoding it
+    again on every launch. Only for the launcher this was written against (Triton 3.6's
+    NVIDIA one); returns whether it did."""
+    launcher = getattr(compiled, "run", None)
+    inner = getattr(launcher, "launch", None)
+    code, cells = getattr(inner, "__code__", None), getattr(inner, "__closure__", None)
+    if code is None or cells is None or getattr(inner, "remembers", False):
+        return bool(getattr(inner, "remembers", False))
+    found = dict(zip(code.co_freevars, (c.cell_contents for c in cells), strict=False))
+    try:
+        from triton.backends.nvidia.driver import _BASE_ARGS_FORMAT_LEN, make_tensordesc_arg
+        names = ("launcher", "tensordesc_indices", "tensordesc_meta")
+        raw, where, metas = (found[name] for name in names)
+    except (ImportError, KeyError):
+        return False
+    meta = dict(zip(sorted(where), metas, strict=True))
+    encoded: dict[tuple, list] = {}
+
+    def launch(*args: object) -> object:
+        final = list(args[:_BASE_ARGS_FORMAT_LEN])
+        for i, arg in enumerate(args[_BASE_ARGS_FORMAT_LEN:]):
+            if i not in meta:
+                final.append(arg)
+                continue
+            key = (i, arg.base.data_ptr(), tuple(arg.shape), tuple(arg.strides), arg.padding)
+            hit = encoded.get(key)
+            if hit is None:
+                if len(encoded) >= 256:
+                    encoded.clear()
+                hit = encoded[key] = make_tensordesc_arg(arg, meta[i])
+            final.extend(hit)
+        return raw(*final)
+
+    launch.remembers = True
+    launcher.launch = launch
+    return True
+
+
 class QuickLaunch:
     """Launch ``kernel`` as ``QuickLaunch(kernel, backend)(grid, args, **constexprs)``: ``args``
     are its runtime arguments in order, and the constexprs follow them in the signature and
@@ -109,6 +149,7 @@ class QuickLaunch:
         from triton.runtime import driver
 
         compiled, values = hit
+        remember_descriptors(compiled)
         grid3 = (*grid, 1, 1)[:3]
         g0, g1, g2 = grid3
         run, function, packed = compiled.run, compiled.function, compiled.packed_metadata
