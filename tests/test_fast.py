@@ -1,5 +1,5 @@
 """Lesson 6: matmul_fast and both of its kernels pass lesson 4's battery; the plan picks a
-path that can run; split-K, stream-K, B^T reads and the halved epilogue compute the same product;
+path that can run; split-K, B^T reads and the halved epilogue compute the same product;
 quick launches reuse compiled kernels only when Triton would."""
 
 from __future__ import annotations
@@ -110,44 +110,6 @@ def test_rows_the_tma_cannot_read_go_through_aligned_copies(m, n, k, dtype):
         assert c is out and error(c, a, b) <= tolerance(dtype, tmm_course.BACKEND, "ieee")
         again = matmul_fast(a, b_here, path="persistent_tma", precision="ieee", out=out)
         assert torch.equal(again, c)  # the prepared launch stages the same way
-
-
-needs_descriptors = pytest.mark.skipif(
-    fast.TensorDescriptor is None, reason="this triton has no tensor descriptors"
-)
-
-
-@needs_descriptors
-@pytest.mark.parametrize(
-    ("m", "n", "k", "config"),
-    [
-        (40, 24, 200, Config(16, 16, 16, stream_k=True)),  # runs cut tiles in pieces
-        (32, 32, 512, Config(32, 32, 32, stream_k=True)),  # one tile in four pieces
-        (16, 16, 16, Config(16, 16, 16, stream_k=True)),  # one K-step: fewer programs than slots
-        (48, 96, 100, Config(16, 32, 16, stream_k=True, subtile=True)),
-    ],
-)
-@pytest.mark.parametrize("dtype", [torch.float16, torch.float32])
-def test_stream_k_adds_every_piece_of_every_tile_once(m, n, k, config, dtype):
-    a, b = operands(m, n, k, dtype)
-    for b_here in (b, b.t().contiguous().t()):  # B row- and column-major
-        out = poisoned(m, n, dtype)
-        fast.partials(a.device, 2 * 4 * 32 * 32).fill_(float("nan"))  # no stale partial helps
-        c = matmul_fast(a, b_here, path="persistent_tma", precision="ieee", config=config, out=out)
-        assert error(c, a, b) <= tolerance(dtype, tmm_course.BACKEND, "ieee")
-        again = matmul_fast(a, b_here, path="persistent_tma", precision="ieee", config=config)
-        assert torch.equal(again, c)  # the prepared launch, with descriptors made unchecked
-    assert int(fast.tile_counters(a.device, 1).count_nonzero()) == 0
-
-
-@needs_descriptors
-def test_stream_k_is_one_launch():
-    from tmm_course.check import launches
-
-    a, b = operands(40, 24, 200, torch.float16)
-    with launches.recording() as launched:
-        matmul_fast(a, b, path="persistent_tma", config=Config(16, 16, 16, stream_k=True))
-    assert launched.kernels == ["stream_k_tma_matmul_kernel"]
 
 
 def test_aligned_like_rounds_the_row_pitch_up_to_16_bytes():

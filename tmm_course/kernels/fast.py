@@ -1,7 +1,6 @@
 """Lesson 6: the fast kernels and their launches. A grouped pointer kernel that runs anywhere,
-and a persistent kernel that loads through tensor descriptors (TMA on Hopper), which can also
-share K-steps out evenly among its programs (stream-K). Which one runs, with which
-:class:`Config`, is :mod:`tmm_course.kernels.dispatch`'s choice (``matmul_fast``)."""
+and a persistent kernel that loads through tensor descriptors (TMA on Hopper). Which one runs,
+with which :class:`Config`, is :mod:`tmm_course.kernels.dispatch`'s choice (``matmul_fast``)."""
 
 from __future__ import annotations
 
@@ -27,9 +26,8 @@ except ImportError:  # pragma: no cover - older triton
 @dataclass(frozen=True)
 class Config:
     """One way to launch a kernel: tile sizes, warps per program, pipeline depth, group of
-    rows, how many slices K is cut into (grouped kernel), whether C is stored in two halves
-    (persistent kernel: frees shared memory for one more pipeline stage), and whether the
-    persistent kernel deals out K-steps instead of whole tiles (stream-K)."""
+    rows, how many slices K is cut into (grouped kernel), and whether C is stored in two
+    halves (persistent kernel: frees shared memory for one more pipeline stage)."""
 
     block_m: int
     block_n: int
@@ -40,7 +38,6 @@ class Config:
     split_k: int = 1
     subtile: bool = False
     flatten: bool = True  # persistent kernel: let the compiler pipeline across tiles
-    stream_k: bool = False
 
     def __str__(self) -> str:
         text = f"{self.block_m}x{self.block_n}x{self.block_k} w{self.num_warps} s{self.num_stages}"
@@ -48,7 +45,6 @@ class Config:
         if self.split_k > 1:
             text += f" split-K {self.split_k}"
         text += " subtiled" if self.subtile else ""
-        text += " stream-K" if self.stream_k else ""
         return text + ("" if self.flatten else " unflattened")
 
 
@@ -156,76 +152,12 @@ def persistent_tma_matmul_kernel(a_desc, b_desc, c_desc, M, N, K,
         _store_tile(c_desc, acc, pid_m, pid_n, BLOCK_M, BLOCK_N, SUBTILE)
 
 
-@triton.jit
-def _add_piece(c_desc, acc, partial_ptr, count_ptr, tile, start, first, steps, total, pid_m,
-               pid_n, NUM_PROGRAMS: tl.constexpr, MAX_PIECES: tl.constexpr, BLOCK_M: tl.constexpr,
-               BLOCK_N: tl.constexpr, SUBTILE: tl.constexpr):
-    # a piece of a tile shared with other runs: leave its float32 partial in slot 2 * program
-    # (the run's first piece) or 2 * program + 1 (its last); the last piece to arrive adds
-    # every partial of the tile up into C (count_ptr holds a counter per tile)
-    me = tl.program_id(axis=0)
-    in_tile = tl.arange(0, BLOCK_M)[:, None] * BLOCK_N + tl.arange(0, BLOCK_N)[None, :]
-    slot = 2 * me + (start > first).to(tl.int32)
-    tl.store(partial_ptr + slot.to(tl.int64) * (BLOCK_M * BLOCK_N) + in_tile, acc)
-    start = start.to(tl.int64)
-    owner_lo = ((start + 1) * NUM_PROGRAMS - 1) // total  # whose runs hold the tile's first
-    owner_hi = ((start + steps) * NUM_PROGRAMS - 1) // total  # and last K-steps
-    arrived = tl.atomic_add(count_ptr + tile, 1)  # acq_rel: the partial above is visible
-    if arrived == owner_hi - owner_lo:  # every other piece has stored its partial
-        acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-        for piece in tl.static_range(MAX_PIECES):
-            owner = owner_lo + piece
-            if owner <= owner_hi:
-                theirs = 2 * owner + (owner * total // NUM_PROGRAMS < start).to(tl.int64)
-                acc += tl.load(partial_ptr + theirs * (BLOCK_M * BLOCK_N) + in_tile,
-                               cache_modifier=".cg")
-        _store_tile(c_desc, acc, pid_m, pid_n, BLOCK_M, BLOCK_N, SUBTILE)
-        tl.atomic_xchg(count_ptr + tile, 0)  # ready for the next launch
-
-
-@triton.jit
-def stream_k_tma_matmul_kernel(a_desc, b_desc, c_desc, partial_ptr, count_ptr, M, N, K,
-                               PRECISION: tl.constexpr, BLOCK_M: tl.constexpr,
-                               BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
-                               GROUP_M: tl.constexpr, NUM_PROGRAMS: tl.constexpr,
-                               B_TRANSPOSED: tl.constexpr, SUBTILE: tl.constexpr,
-                               MAX_PIECES: tl.constexpr):
-    # stream-K: the K-steps of every tile, laid end to end, are cut into NUM_PROGRAMS runs of
-    # equal length, one per program, so each SM does the same work even when the tiles do not
-    # divide evenly among them. A run holds whole tiles (stored at once) and at most two
-    # pieces of tiles shared with its neighbours (at most MAX_PIECES runs share a tile). One
-    # flat loop over the run's K-steps lets the compiler pipeline loads across tiles.
-    grid_m = tl.cdiv(M, BLOCK_M)
-    grid_n = tl.cdiv(N, BLOCK_N)
-    steps = tl.cdiv(K, BLOCK_K)  # K-steps per tile
-    total = (grid_m * grid_n).to(tl.int64) * steps
-    me = tl.program_id(axis=0)
-    first = (me * total // NUM_PROGRAMS).to(tl.int32)
-    last = ((me + 1) * total // NUM_PROGRAMS).to(tl.int32)
-    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-    for step in range(first, last):
-        tile = step // steps
-        k = step - tile * steps
-        pid_m, pid_n = grouped_tile(tile, grid_m, grid_n, GROUP_M)
-        acc = _dot_step(a_desc, b_desc, acc, pid_m, pid_n, k, PRECISION, BLOCK_M, BLOCK_N,
-                        BLOCK_K, B_TRANSPOSED)
-        if (k == steps - 1) | (step == last - 1):  # this run's piece of the tile ends here
-            start = tile * steps
-            if (start >= first) & (k == steps - 1):  # the whole tile is this run's
-                _store_tile(c_desc, acc, pid_m, pid_n, BLOCK_M, BLOCK_N, SUBTILE)
-            else:
-                _add_piece(c_desc, acc, partial_ptr, count_ptr, tile, start, first, steps, total,
-                           pid_m, pid_n, NUM_PROGRAMS, MAX_PIECES, BLOCK_M, BLOCK_N, SUBTILE)
-            acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-
-
 def _precision(a: torch.Tensor, precision: str) -> str | None:
     return gpu.precision_for(precision) if a.dtype == torch.float32 else None
 
 
 _grouped = QuickLaunch(grouped_matmul_kernel, tmm_course.BACKEND)
 _persistent = QuickLaunch(persistent_tma_matmul_kernel, tmm_course.BACKEND)
-_stream_k = QuickLaunch(stream_k_tma_matmul_kernel, tmm_course.BACKEND)
 _workspaces: dict[tuple, torch.Tensor] = {}  # (what, device, stream) -> its buffer
 
 
@@ -241,14 +173,14 @@ def _workspace(what: str, device: torch.device, numel: int, dtype: torch.dtype) 
 
 
 def tile_counters(device: torch.device, tiles: int) -> torch.Tensor:
-    """Split-K's and stream-K's counters, one per tile, zero between launches (the last piece
-    of a tile resets its own)."""
+    """Split-K's counters, one per tile, zero between launches (the last slice of a tile
+    resets its own)."""
     return _workspace("tile counters", device, tiles, torch.int32)
 
 
 def partials(device: torch.device, numel: int) -> torch.Tensor:
-    """Float32 room for split-K's and stream-K's partial tiles (every element is written
-    before it is read)."""
+    """Float32 room for split-K's partial tiles (every element is written before it is
+    read)."""
     return _workspace("partials", device, numel, torch.float32)
 
 
@@ -373,8 +305,8 @@ class _Checked(TensorDescriptor or object):
 
 def _persistent_launch(
     a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, config: Config, precision: str, stage: bool
-) -> tuple[QuickLaunch, Callable, dict, tuple[int]]:
-    """The persistent (or stream-K) kernel, its grid and constexprs, and
+) -> tuple[Callable, dict, tuple[int]]:
+    """The persistent kernel's grid and constexprs, and
     ``arguments(a, b, out, checked)`` that builds its tensor descriptors (``checked``: without
     checking them again) and says where C lands. B^T is read from a copy for float32, whose
     tensor cores need K-major B; with ``stage``, a tensor whose rows the TMA cannot read is
@@ -384,10 +316,7 @@ def _persistent_launch(
     transposed = reads_b_transposed(b)
     copy_b = transposed and b.stride(0) != 1
     c_block = [bm, bn // 2] if config.subtile else [bm, bn]
-    tiles = triton.cdiv(m, bm) * triton.cdiv(n, bn)
-    steps = triton.cdiv(k, bk)  # K-steps per tile
-    programs = min(program_slots(), tiles * steps if config.stream_k else tiles)
-    run = tiles * steps // programs  # stream-K: the shortest run of K-steps
+    programs = min(program_slots(), triton.cdiv(m, bm) * triton.cdiv(n, bn))
 
     def readable(t: torch.Tensor, copy: bool = False) -> torch.Tensor:
         if copy or (stage and not _readable(t)):
@@ -405,22 +334,16 @@ def _persistent_launch(
         else:
             b_desc = describe(readable(b), [bk, bn])
         target = aligned_like(out) if stage and not _readable(out) else out
-        descriptors = (describe(readable(a), [bm, bk]), b_desc, describe(target, c_block))
-        if config.stream_k:
-            room = partials(out.device, 2 * programs * bm * bn)
-            return (*descriptors, room, tile_counters(out.device, tiles), m, n, k), target
-        return (*descriptors, m, n, k), target
+        args = (describe(readable(a), [bm, bk]), b_desc, describe(target, c_block), m, n, k)
+        return args, target
 
     constexprs = dict(
         PRECISION=_precision(a, precision), BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk,
         GROUP_M=config.group_m, NUM_PROGRAMS=programs, B_TRANSPOSED=transposed,
-        SUBTILE=config.subtile, num_warps=config.num_warps, num_stages=config.num_stages,
+        SUBTILE=config.subtile, FLATTEN=config.flatten,
+        num_warps=config.num_warps, num_stages=config.num_stages,
     )  # fmt: skip
-    # the last constexpr of each kernel's signature (quick launches pass them by place)
-    if config.stream_k:
-        pieces = -(-steps // run) + 1  # the most runs that can share one tile
-        return _stream_k, arguments, {**constexprs, "MAX_PIECES": pieces}, (programs,)
-    return _persistent, arguments, {**constexprs, "FLATTEN": config.flatten}, (programs,)
+    return arguments, constexprs, (programs,)
 
 
 def launch_persistent_tma(
@@ -431,12 +354,11 @@ def launch_persistent_tma(
     precision: str = "tf32",
     traits: Hashable = None,
 ) -> torch.Tensor:
-    """Run :func:`persistent_tma_matmul_kernel` (:func:`stream_k_tma_matmul_kernel` if
-    ``config.stream_k``) with ``config`` into ``out``; the tensors must pass
-    :func:`tma_problem` (no input checks here)."""
-    quick, arguments, constexprs, grid = _persistent_launch(a, b, out, config, precision, False)
+    """Run :func:`persistent_tma_matmul_kernel` with ``config`` into ``out``; the tensors must
+    pass :func:`tma_problem` (no input checks here)."""
+    arguments, constexprs, grid = _persistent_launch(a, b, out, config, precision, stage=False)
     args, _ = arguments(a, b, out)
-    quick(grid, args, None if traits is None else (traits, grid), **constexprs)
+    _persistent(grid, args, None if traits is None else (traits, grid), **constexprs)
     return out
 
 
@@ -451,9 +373,9 @@ def prepare_persistent_tma(
     """Launch :func:`launch_persistent_tma` once, and return a :data:`Ready` for later calls
     with tensors shaped, strided and aligned like these. ``stage``: tensors whose rows the TMA
     cannot read (:func:`tma_problem` with ``stage=False``) go through aligned copies."""
-    quick, arguments, constexprs, grid = _persistent_launch(a, b, out, config, precision, stage)
+    arguments, constexprs, grid = _persistent_launch(a, b, out, config, precision, stage)
     again = functools.partial(arguments, checked=True)
-    return _prepared(quick, grid, arguments, constexprs, a, b, out, again)
+    return _prepared(_persistent, grid, arguments, constexprs, a, b, out, again)
 
 
 def _misaligned(name: str, row_stride: int, t: torch.Tensor) -> str | None:

@@ -26,6 +26,7 @@ import torch
 import tmm_course
 from tmm_course.backend import GPU
 from tmm_course.kernels import dispatch, fast
+from tmm_course.kernels.fast import Config
 from tmm_course.numerics import error
 from tmm_course.perf import journey, results, tuning
 from tmm_course.perf.measure import (
@@ -33,6 +34,7 @@ from tmm_course.perf.measure import (
     device_ms,
     gpu_clocks,
     host_microseconds,
+    interleaved,
     race,
     torch_precision,
 )
@@ -80,24 +82,16 @@ def _candidates(problem: Problem, a: torch.Tensor, b: torch.Tensor):
             yield path, dispatch.for_float32(config) if problem.dtype == "float32" else config
 
 
-def fit_one(problem: Problem) -> results.Fitted | None:
-    """Each candidate configuration on ``problem`` timed by do_bench (host time included, as
-    in the races) against torch.matmul before and after them; the fastest right one wins,
-    and the fastest of the grouped kernel is kept beside it (None if no grouped one ran)."""
-    from triton.testing import do_bench
-
+def fit_one(problem: Problem, rounds: int = 3) -> results.Fitted | None:
+    """Every candidate configuration on ``problem`` that computes the right product, timed
+    with torch.matmul in ``rounds`` interleaved do_bench rounds (host time included, as in
+    the races); the fastest wins, and the fastest of the grouped kernel is kept beside it
+    (None if no grouped one ran)."""
     a, b = problem.operands()
     limit = problem.tolerance()
-    timed = []
-
-    def bench(fn) -> float:
-        return do_bench(fn, rep=25, return_mode="median")
-
-    def reference() -> torch.Tensor:
-        return torch.matmul(a, b)
-
+    right: dict[str, Callable[[], object]] = {"torch.matmul": lambda: torch.matmul(a, b)}
+    choices: dict[str, tuple[str, Config]] = {}
     with torch_precision(problem):
-        torch_ms = [bench(reference)]
         for path, config in _candidates(problem, a, b):
 
             def run(path=path, config=config) -> torch.Tensor:
@@ -105,20 +99,24 @@ def fit_one(problem: Problem) -> results.Fitted | None:
 
             try:
                 if error(run(), a, b) <= limit:
-                    timed.append((bench(run), path, config))
+                    right[f"{path} {config}"] = run
+                    choices[f"{path} {config}"] = (path, config)
+                else:
+                    print(f"{problem.label}: {path} {config} is wrong here, left out")
             except Exception as exc:  # too much shared memory, say: not a candidate here
                 print(f"{problem.label}: {path} {config} failed: {type(exc).__name__}")
-        torch_ms.append(bench(reference))
-    grouped = [t for t in timed if t[1] == "grouped"]
+        ms = interleaved(right, rounds, rep_ms=25)
+    ratios = {name: ms["torch.matmul"] / ms[name] for name in choices}
+    grouped = [name for name in choices if choices[name][0] == "grouped"]
     if not grouped:
         return None
-    best = min(timed, key=lambda t: t[0])
-    grouped = min(grouped, key=lambda t: t[0])
-    ms = statistics.median(torch_ms)
-    tried = tuple((path, str(config), ms / t) for t, path, config in timed)
+    best = max(ratios, key=ratios.get)
+    fastest_grouped = max(grouped, key=ratios.get)
+    tried = tuple((path, str(config), ratios[name]) for name, (path, config) in choices.items())
     return results.Fitted(
-        problem, best[1], best[2], ms / best[0], grouped[2], ms / grouped[0], tried
-    )
+        problem, *choices[best], ratios[best], choices[fastest_grouped][1],
+        ratios[fastest_grouped], tried,
+    )  # fmt: skip
 
 
 Keep = Callable[[list[dict]], None]
@@ -129,7 +127,7 @@ def suite_fit(rounds: int, done: list[dict], keep: Keep) -> list[dict]:
     from the result at once."""
     rows = list(done)
     for problem in _progress(FITTED, {r["problem"]["label"] for r in done}, "fit"):
-        fitted = fit_one(problem)
+        fitted = fit_one(problem, rounds)
         if fitted is None:
             print(f"{problem.label}: no candidate ran, left out of the fit", flush=True)
             continue
@@ -246,7 +244,6 @@ def suite_host(rounds: int) -> list[dict]:
                 ("grouped", "grouped", dispatch.MEDIUM_GROUPED),
                 ("split-K 4", "grouped", fast.Config(64, 64, 64, split_k=4)),
                 ("persistent TMA", "persistent_tma", dispatch.LARGE_TMA),
-                ("stream-K", "persistent_tma", fast.Config(128, 128, 64, stream_k=True)),
             ]
         },
     }

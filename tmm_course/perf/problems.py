@@ -216,11 +216,6 @@ CANDIDATES = {
             Config(64, 128, 64, num_warps=4, num_stages=4, split_k=4),
             Config(32, 128, 128, num_warps=4, num_stages=4),
         ),
-        "persistent_tma": (
-            Config(64, 128, 64, num_warps=4, num_stages=4, stream_k=True),
-            Config(64, 64, 128, num_warps=4, num_stages=4, stream_k=True),
-            Config(128, 64, 64, num_warps=4, num_stages=4, stream_k=True),
-        ),
     },
     "middle": {
         "grouped": (
@@ -234,9 +229,6 @@ CANDIDATES = {
         "persistent_tma": (
             Config(64, 128, 64, num_warps=4, num_stages=4),
             Config(128, 128, 64, num_warps=8, num_stages=4),
-            Config(64, 128, 64, num_warps=4, num_stages=4, stream_k=True),
-            Config(128, 128, 64, num_warps=8, num_stages=4, stream_k=True),
-            Config(128, 256, 64, num_warps=8, num_stages=3, subtile=True, stream_k=True),
         ),
     },
     "large": {
@@ -250,8 +242,6 @@ CANDIDATES = {
             Config(128, 256, 64, num_warps=8, num_stages=4, subtile=True),
             Config(128, 128, 64, num_warps=8, num_stages=4),
             Config(256, 128, 64, num_warps=8, num_stages=3, subtile=True),
-            Config(128, 256, 64, num_warps=8, num_stages=3, subtile=True, stream_k=True),
-            Config(128, 256, 64, num_warps=8, num_stages=4, subtile=True, stream_k=True),
         ),
     },
 }
