@@ -102,7 +102,6 @@ def test_what_lesson_6_says_about_the_grid():
     aligned, ragged = rows["4096^3 float16"], rows["4096x4096x4093 float16"]
     assert ragged.tflops["torch.matmul"] < 0.5 * aligned.tflops["torch.matmul"]  # "slows down"
     assert ragged.ratio_to_torch["matmul_fast"] > 1 and "copied" in ragged.plan  # staged, wins
-    fitted = grid.summary(fitted=True)
-    assert fitted.worst[0][0] == "1023x1025x1027 float16"  # "the fitted half's lowest"
+    assert rows["1023x1025x1027 float16"].ratio_to_torch["matmul_fast"] < 1  # "still loses"
     for name, (_, host, device) in grid.families().items():  # the families' two columns
         assert host > 0 and device > 0, name
