@@ -215,6 +215,11 @@ CANDIDATES = {
             Config(64, 64, 128, num_warps=4, num_stages=4),
             Config(64, 128, 64, num_warps=4, num_stages=4, split_k=4),
             Config(32, 128, 128, num_warps=4, num_stages=4),
+            # few columns: the same shapes turned around
+            Config(64, 16, 128, num_warps=4, num_stages=4, split_k=4),
+            Config(128, 16, 128, num_warps=4, num_stages=4, split_k=2),
+            Config(64, 32, 128, num_warps=4, num_stages=4, split_k=4),
+            Config(128, 64, 64, num_warps=4, num_stages=4, split_k=4),
         ),
     },
     "middle": {
@@ -229,6 +234,8 @@ CANDIDATES = {
         "persistent_tma": (
             Config(64, 128, 64, num_warps=4, num_stages=4),
             Config(128, 128, 64, num_warps=8, num_stages=4),
+            Config(128, 256, 64, num_warps=8, num_stages=3, subtile=True),
+            Config(256, 128, 64, num_warps=8, num_stages=3, subtile=True),
         ),
     },
     "large": {
