@@ -321,3 +321,18 @@ def test_an_unknown_launcher_is_left_alone():
 
     compiled = type("Compiled", (), {"run": type("Launcher", (), {"launch": print})()})()
     assert not remember_descriptors(compiled) and compiled.run.launch is print
+
+
+def test_the_plan_prefers_a_fitted_problem_whose_sizes_align_alike(monkeypatch):
+    from tmm_course.perf.problems import Problem
+    from tmm_course.perf.results import Fitted
+
+    odd, even = Config(16, 16, 16, group_m=1), Config(32, 32, 32, group_m=2)
+    table = [
+        Fitted(Problem(1023, 1025, 1027), "grouped", odd, 1.0, odd, 1.0),
+        Fitted(Problem(1088, 1088, 1088), "grouped", even, 1.0, even, 1.0),
+    ]
+    monkeypatch.setattr(dispatch, "_FIT", table)
+    for size, expected in [(1024, even), (1021, odd)]:  # 1024^3 is nearer 1023x1025x1027
+        a, b = operands(size, size, size, torch.float16)
+        assert dispatch._plan_by_fit(a, b, None).config == expected
