@@ -336,3 +336,12 @@ def test_the_plan_prefers_a_fitted_problem_whose_sizes_align_alike(monkeypatch):
     for size, expected in [(1024, even), (1021, odd)]:  # 1024^3 is nearer 1023x1025x1027
         a, b = operands(size, size, size, torch.float16)
         assert dispatch._plan_by_fit(a, b, None).config == expected
+
+
+def test_a_workspace_grows_by_doubling_and_keeps_what_it_outgrew():
+    device = torch.device(tmm_course.DEVICE)
+    first = fast.partials(device, 1)  # whatever earlier launches left
+    assert fast.partials(device, first.numel()) is first
+    grown = fast.partials(device, first.numel() + 1)
+    assert grown.numel() >= 2 * first.numel()
+    assert any(t is first for t in fast._outgrown)  # a captured CUDA graph may still use it

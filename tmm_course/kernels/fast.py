@@ -159,15 +159,21 @@ def _precision(a: torch.Tensor, precision: str) -> str | None:
 _grouped = QuickLaunch(grouped_matmul_kernel, tmm_course.BACKEND)
 _persistent = QuickLaunch(persistent_tma_matmul_kernel, tmm_course.BACKEND)
 _workspaces: dict[tuple, torch.Tensor] = {}  # (what, device, stream) -> its buffer
+_outgrown: list[torch.Tensor] = []  # buffers replaced by larger ones: kept, see _workspace
 
 
 def _workspace(what: str, device: torch.device, numel: int, dtype: torch.dtype) -> torch.Tensor:
     """A zeroed buffer of at least ``numel`` elements, one per purpose, device and stream: the
-    launches of one stream run in turn, so they can share it (and its memory is kept)."""
+    launches of one stream run in turn, so they can share it. Its memory is kept, and so is
+    that of a buffer it outgrows (a captured CUDA graph may still launch with it); each new
+    one is at least twice as large as the last, so that adds up to less than the newest."""
     stream = torch._C._cuda_getCurrentRawStream(device.index) if device.type == "cuda" else 0
     buffer = _workspaces.get((what, device, stream))
     if buffer is None or buffer.numel() < numel:
-        buffer = torch.zeros(max(numel, 4096), dtype=dtype, device=device)
+        if buffer is not None:
+            _outgrown.append(buffer)
+        size = max(numel, 4096, 0 if buffer is None else 2 * buffer.numel())
+        buffer = torch.zeros(size, dtype=dtype, device=device)
         _workspaces[(what, device, stream)] = buffer
     return buffer
 
