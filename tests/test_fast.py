@@ -307,7 +307,7 @@ def test_launches_remember_the_tma_descriptors_they_encoded(monkeypatch):
     assert remember_descriptors(compiled)
     x, y = torch.zeros(16, 16), torch.zeros(16, 16)
     for base in (x, x, y, x):
-        desc = fast._Checked(base, base.shape, base.stride(), [8, 8])
+        desc = fast._Checked.of(base, [8, 8])
         compiled.run.launch("grid", "stream", desc, 7)
     assert len(encoded) == 2  # x once, y once
     assert launched == [("grid", "stream", "map1", 7)] * 2 + [("grid", "stream", "map2", 7)] + [

@@ -308,13 +308,17 @@ class _Checked(TensorDescriptor or object):
     def __post_init__(self) -> None:
         pass
 
+    @classmethod
+    def of(cls, t: torch.Tensor, block_shape: list[int]) -> _Checked:
+        return cls(t, t.shape, t.stride(), block_shape)
+
 
 def _persistent_launch(
     a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, config: Config, precision: str, stage: bool
 ) -> tuple[Callable, dict, tuple[int]]:
-    """The persistent kernel's grid and constexprs, and
-    ``arguments(a, b, out, checked)`` that builds its tensor descriptors (``checked``: without
-    checking them again) and says where C lands. B^T is read from a copy for float32, whose
+    """The persistent kernel's grid and constexprs, and ``arguments(a, b, out, checked)`` that
+    builds its tensor descriptors (``checked``: without checking them again) and says where C
+    lands. B^T is read from a copy for float32, whose
     tensor cores need K-major B; with ``stage``, a tensor whose rows the TMA cannot read is
     copied into one it can (and C, if so, is written there and copied back)."""
     (m, k), n = a.shape, b.shape[1]
@@ -330,11 +334,7 @@ def _persistent_launch(
         return t
 
     def arguments(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, checked: bool = False):
-        def describe(t: torch.Tensor, block: list[int]) -> TensorDescriptor:
-            if checked:
-                return _Checked(t, t.shape, t.stride(), block)
-            return TensorDescriptor.from_tensor(t, block)
-
+        describe = _Checked.of if checked else TensorDescriptor.from_tensor
         if transposed:
             b_desc = describe(readable(b.t(), copy_b), [bn, bk])
         else:

@@ -46,9 +46,11 @@ def remember_descriptors(compiled: object) -> bool:
     NVIDIA one); returns whether it did."""
     launcher = getattr(compiled, "run", None)
     inner = getattr(launcher, "launch", None)
+    if getattr(inner, "remembers", False):
+        return True
     code, cells = getattr(inner, "__code__", None), getattr(inner, "__closure__", None)
-    if code is None or cells is None or getattr(inner, "remembers", False):
-        return bool(getattr(inner, "remembers", False))
+    if code is None or cells is None:
+        return False
     found = dict(zip(code.co_freevars, (c.cell_contents for c in cells), strict=False))
     try:
         from triton.backends.nvidia.driver import _BASE_ARGS_FORMAT_LEN, make_tensordesc_arg

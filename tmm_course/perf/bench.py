@@ -97,14 +97,14 @@ def fit_one(problem: Problem, rounds: int = 3) -> results.Fitted | None:
             def run(path=path, config=config) -> torch.Tensor:
                 return dispatch.matmul_fast(a, b, path=path, config=config)
 
+            name = f"{path} {config}"
             try:
                 if error(run(), a, b) <= limit:
-                    right[f"{path} {config}"] = run
-                    choices[f"{path} {config}"] = (path, config)
+                    right[name], choices[name] = run, (path, config)
                 else:
-                    print(f"{problem.label}: {path} {config} is wrong here, left out")
+                    print(f"{problem.label}: {name} is wrong here, left out")
             except Exception as exc:  # too much shared memory, say: not a candidate here
-                print(f"{problem.label}: {path} {config} failed: {type(exc).__name__}")
+                print(f"{problem.label}: {name} failed: {type(exc).__name__}")
         ms = interleaved(right, rounds, rep_ms=25)
     ratios = {name: ms["torch.matmul"] / ms[name] for name in choices}
     grouped = [name for name in choices if choices[name][0] == "grouped"]
