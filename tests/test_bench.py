@@ -7,6 +7,7 @@ import torch
 
 import tmm_course
 from tmm_course.backend import GPU
+from tmm_course.kernels.fast import Config
 from tmm_course.perf import bench, measure
 from tmm_course.perf.problems import GOALS, Problem
 
@@ -105,6 +106,46 @@ def test_the_plan_takes_the_nearest_fitted_problem_of_the_same_dtype(monkeypatch
     chosen = dispatch._plan_by_fit(a.half(), b.half(), None)
     assert chosen.config == near.config and "fitted on 16x4096x4096 float16" in chosen.reason
     assert dispatch._plan_by_fit(a.double(), b.double(), None) is None  # nothing fitted
+
+
+def _timed(m, n, k, ratios, dtype="float16"):
+    """A fitted problem on which each (path, config) of ``ratios`` was timed."""
+    from tmm_course.perf.results import Fitted
+
+    (path, config), best = max(ratios.items(), key=lambda item: item[1]), max(ratios.values())
+    tried = tuple((p, str(c), r) for (p, c), r in ratios.items())
+    return Fitted(Problem(m, n, k, dtype), path, config, best, config, best, tried)
+
+
+BIG_TILES = ("persistent_tma", Config(128, 256, 64, num_warps=8, num_stages=4, subtile=True))
+SMALLER_TILES = ("persistent_tma", Config(128, 128, 64, num_warps=8, num_stages=4))
+
+
+def test_the_plan_prefers_tiles_that_fill_the_sms_here_over_the_winner_there(monkeypatch):
+    from tmm_course.kernels import dispatch
+
+    monkeypatch.setattr(dispatch, "program_slots", lambda: 132)  # an H200's SMs
+    fitted = _timed(4096, 4096, 4096, {BIG_TILES: 1.0, SMALLER_TILES: 0.9})
+    monkeypatch.setattr(dispatch, "_FIT", [fitted])
+    a, b = torch.empty(4096, 4096).half(), torch.empty(4096, 4096).half()
+    assert dispatch._plan_by_fit(a, b, None).config == BIG_TILES[1]  # 512 tiles: 4 waves
+    # 3072^3: 288 big tiles make 3 waves, the last 18% full; 576 smaller ones fill 87% of 5
+    a, b = torch.empty(3072, 3072).half(), torch.empty(3072, 3072).half()
+    chosen = dispatch._plan_by_fit(a, b, None)
+    assert chosen.config == SMALLER_TILES[1] and "fitted on 4096^3 float16" in chosen.reason
+
+
+def test_the_plan_weighs_nearer_fitted_problems_more(monkeypatch):
+    from tmm_course.kernels import dispatch
+
+    monkeypatch.setattr(dispatch, "program_slots", lambda: 132)
+    near = _timed(4096, 4096, 4096, {BIG_TILES: 1.0, SMALLER_TILES: 0.9})
+    far = _timed(8192, 8192, 8192, {BIG_TILES: 0.9, SMALLER_TILES: 1.0})
+    monkeypatch.setattr(dispatch, "_FIT", [far, near])
+    a, b = torch.empty(4608, 4608).half(), torch.empty(4608, 4608).half()
+    assert dispatch._plan_by_fit(a, b, None).config == BIG_TILES[1]
+    a, b = torch.empty(7680, 7680).half(), torch.empty(7680, 7680).half()
+    assert dispatch._plan_by_fit(a, b, None).config == SMALLER_TILES[1]
 
 
 def test_a_fitted_persistent_choice_stages_unreadable_rows_or_falls_back_to_grouped(

@@ -345,3 +345,36 @@ def test_a_workspace_grows_by_doubling_and_keeps_what_it_outgrew():
     grown = fast.partials(device, first.numel() + 1)
     assert grown.numel() >= 2 * first.numel()
     assert any(t is first for t in fast._outgrown)  # a captured CUDA graph may still use it
+
+
+def test_a_partial_last_wave_is_shared_out_in_k_slices_that_add_up_once():
+    if fast.TensorDescriptor is None or tma_problem(*operands(48, 32, 512, torch.float32)):
+        pytest.skip("needs tensor descriptors")
+    a, b = operands(48, 32, 512, torch.float32)  # 6 tiles of 16 x 16: fewer than the SMs
+    config = Config(16, 16, 16, split_tail=True)
+    assert fast.tail_splits(6, fast.program_slots(), 512 // 16) > 1
+    first = matmul_fast(a, b, precision="ieee", path="persistent_tma", config=config,
+                        out=poisoned(48, 32, torch.float32))  # fmt: skip
+    again = matmul_fast(a, b, precision="ieee", path="persistent_tma", config=config)
+    assert error(first, a, b) <= tolerance(torch.float32, tmm_course.BACKEND, "ieee")
+    assert torch.equal(first, again)  # the tile counters were left at zero
+    assert int(fast.tile_counters(a.device, 6)[:6].count_nonzero()) == 0
+
+
+def test_a_last_wave_is_split_only_when_it_leaves_most_sms_idle():
+    assert fast.tail_splits(288, 132, 48) == 5  # 3072^3 in 128x256 tiles: 24 tiles left
+    assert fast.tail_splits(264, 132, 48) == 1  # whole waves
+    assert fast.tail_splits(250, 132, 48) == 1  # 118 tiles left: the wave is nearly full
+    assert fast.tail_splits(133, 132, 48) == 8  # one tile left: at most 8 slices
+    assert fast.tail_splits(32, 132, 8) == 2  # at least 4 K-steps a slice
+
+
+def test_a_config_is_read_back_from_its_description():
+    from tmm_course.perf.problems import CANDIDATES
+
+    configs = [c for paths in CANDIDATES.values() for cs in paths.values() for c in cs]
+    configs.append(Config(32, 32, 32, flatten=False, split_k=3))
+    for config in configs:
+        assert Config.from_text(str(config)) == config
+    with pytest.raises(ValueError, match="as str"):
+        Config.from_text("128 by 256")

@@ -20,6 +20,8 @@ from tmm_course.kernels.fast import (
     Ready,
     prepare_grouped,
     prepare_persistent_tma,
+    program_slots,
+    tail_splits,
     tma_problem,
 )
 from tmm_course.kernels.matmul import check_blocks, check_operands, output_for
@@ -139,21 +141,82 @@ def _distance(fitted, m: int, n: int, k: int, column_major: bool) -> float:
     return apart + (0.5 if _aligned(m, n, k) != _aligned(p.m, p.n, p.k) else 0.0)
 
 
+NEIGHBOURS = 3  # the fitted problems nearest a new one that score each configuration
+
+
+def _measured(fitted) -> dict[tuple[str, Config], float]:
+    """(path, config) -> ratio to torch, for every candidate the fit timed on one problem."""
+    if not fitted.tried:  # a fit stored without its candidates: its two winners
+        return {(fitted.path, fitted.config): fitted.ratio,
+                ("grouped", fitted.grouped): fitted.grouped_ratio}  # fmt: skip
+    return {(path, Config.from_text(text)): ratio for path, text, ratio in fitted.tried}
+
+
+def _filled(path: str, config: Config, m: int, n: int, k: int) -> float:
+    """How full the persistent kernel keeps the SMs: the share of its waves of tiles that
+    does work (a last wave of 24 tiles on 132 SMs is mostly idle, unless its tiles are
+    split in K-slices). 1 for the grouped kernel, whose programs the GPU schedules."""
+    if path != "persistent_tma":
+        return 1.0
+    slots = program_slots()
+    tiles = -(-m // config.block_m) * -(-n // config.block_n)
+    splits = tail_splits(tiles, slots, -(-k // config.block_k)) if config.split_tail else 1
+    waves = tiles // slots + (1 / splits if tiles % slots else 0)
+    return tiles / slots / waves
+
+
+def _candidates(m: int, n: int, k: int, dtype: str) -> list[tuple[str, Config]]:
+    """The (path, config) pairs the fit tries on problems of this size."""
+    from tmm_course.perf.problems import CANDIDATES, size_class
+
+    pairs = []
+    for path, configs in CANDIDATES[size_class(m, n, k)].items():
+        pairs += [(path, for_float32(c) if dtype == "float32" else c) for c in configs]
+    return pairs
+
+
 def _plan_by_fit(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None) -> Plan | None:
+    """Score every candidate by its log-ratio to torch on the NEIGHBOURS nearest fitted
+    problems that timed it (nearer ones weigh more), each corrected for how full the kernel
+    keeps the SMs there and here (:func:`_filled`); run the best that can read the tensors."""
     dtype = str(a.dtype).removeprefix("torch.")
-    table = [f for f in fit_table() if f.problem.dtype == dtype]
+    (m, k), n = a.shape, b.shape[1]
+    apart = {id(f): _distance(f, m, n, k, _column_major(b)) for f in fit_table()
+             if f.problem.dtype == dtype}  # fmt: skip
+    table = sorted((f for f in fit_table() if id(f) in apart), key=lambda f: apart[id(f)])
     if not table:
         return None
-    (m, k), n = a.shape, b.shape[1]
-    nearest = min(table, key=lambda f: _distance(f, m, n, k, _column_major(b)))
-    where = f"fitted on {nearest.problem.label}"
-    if nearest.path == "persistent_tma":
-        if tma_problem(a, b, out) is None:
-            return Plan("persistent_tma", nearest.config, f"{where} ({nearest.ratio:.2f}x torch)")
-        if tma_problem(a, b, out, stage=True) is None:
-            why = f"{where} ({nearest.ratio:.2f}x torch); rows the TMA cannot read are copied"
-            return Plan("persistent_tma", nearest.config, why, stage=True)
-    return Plan("grouped", nearest.grouped, f"{where} ({nearest.grouped_ratio:.2f}x torch)")
+    measured = [(f, _measured(f)) for f in table]
+    scores: dict[tuple[str, Config], tuple[float, object]] = {}
+    for path, config in _candidates(m, n, k, dtype):
+        near = [(f, ratios[path, config]) for f, ratios in measured
+                if (path, config) in ratios][:NEIGHBOURS]  # fmt: skip
+        if near:
+            here = _filled(path, config, m, n, k)
+            logs, weights = [], []
+            for f, ratio in near:
+                there = _filled(path, config, f.problem.m, f.problem.n, f.problem.k)
+                logs.append(math.log(ratio * here / there))
+                weights.append(math.exp(-apart[id(f)]))
+            score = sum(w * x for w, x in zip(weights, logs, strict=True)) / sum(weights)
+            scores[path, config] = (score, near[0][0])
+    readable = tma_problem(a, b, out) is None
+    stage = not readable and tma_problem(a, b, out, stage=True) is None
+    runnable = [key for key in scores if key[0] == "grouped" or readable or stage]
+    if not runnable:  # nothing fitted at this size: what won on the nearest problem
+        nearest = table[0]
+        if nearest.path == "persistent_tma" and (readable or stage):
+            runnable, scores = [(nearest.path, nearest.config)], {}
+        else:
+            runnable = [("grouped", nearest.grouped)]
+        ratio = nearest.ratio if runnable[0][0] == nearest.path else nearest.grouped_ratio
+        scores[runnable[0]] = (math.log(ratio), nearest)
+    path, config = max(runnable, key=lambda key: scores[key][0])
+    score, nearest = scores[path, config]
+    why = f"fitted on {nearest.problem.label} and nearby ({math.exp(score):.2f}x torch expected)"
+    if path == "persistent_tma" and not readable:
+        return Plan(path, config, why + "; rows the TMA cannot read are copied", stage=True)
+    return Plan(path, config, why)
 
 
 def _plan_by_shape(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None) -> Plan:

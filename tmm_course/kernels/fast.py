@@ -26,8 +26,9 @@ except ImportError:  # pragma: no cover - older triton
 @dataclass(frozen=True)
 class Config:
     """One way to launch a kernel: tile sizes, warps per program, pipeline depth, group of
-    rows, how many slices K is cut into (grouped kernel), and whether C is stored in two
-    halves (persistent kernel: frees shared memory for one more pipeline stage)."""
+    rows, how many slices K is cut into (grouped kernel), and for the persistent kernel
+    whether C is stored in two halves (frees shared memory for one more pipeline stage) and
+    whether the tiles of a last, partial wave are shared out in K-slices (``split_tail``)."""
 
     block_m: int
     block_n: int
@@ -38,6 +39,7 @@ class Config:
     split_k: int = 1
     subtile: bool = False
     flatten: bool = True  # persistent kernel: let the compiler pipeline across tiles
+    split_tail: bool = False
 
     def __str__(self) -> str:
         text = f"{self.block_m}x{self.block_n}x{self.block_k} w{self.num_warps} s{self.num_stages}"
@@ -45,7 +47,27 @@ class Config:
         if self.split_k > 1:
             text += f" split-K {self.split_k}"
         text += " subtiled" if self.subtile else ""
+        text += " split tail" if self.split_tail else ""
         return text + ("" if self.flatten else " unflattened")
+
+    @classmethod
+    def from_text(cls, text: str) -> Config:
+        """The configuration ``str(config)`` describes: "128x256x64 w8 s3 g8 subtiled"."""
+        words = text.split()
+        try:
+            block_m, block_n, block_k = (int(x) for x in words[0].split("x"))
+            split_k = int(words[words.index("split-K") + 1]) if "split-K" in words else 1
+            return cls(
+                block_m, block_n, block_k, num_warps=int(words[1][1:]),
+                num_stages=int(words[2][1:]), group_m=int(words[3][1:]), split_k=split_k,
+                subtile="subtiled" in words, flatten="unflattened" not in words,
+                split_tail="tail" in words,
+            )  # fmt: skip
+        except (IndexError, ValueError) as exc:
+            raise ValueError(
+                f"{text!r} does not describe a Config; expected text like "
+                "'128x256x64 w8 s3 g8 split-K 2 subtiled', as str(Config(...)) writes it."
+            ) from exc
 
 
 @triton.jit
@@ -132,24 +154,60 @@ def _store_tile(c_desc, acc, pid_m, pid_n, BLOCK_M: tl.constexpr, BLOCK_N: tl.co
 
 
 @triton.jit
-def persistent_tma_matmul_kernel(a_desc, b_desc, c_desc, M, N, K,
+def _add_up_slice(c_desc, acc, partial_ptr, count_ptr, tile_id, piece, pid_m, pid_n,
+                  SPLITS: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                  SUBTILE: tl.constexpr):
+    # one K-slice of a tail tile: leave its float32 partial; the last slice of the tile to
+    # arrive adds up all SPLITS partials and stores the tile
+    in_tile = tl.arange(0, BLOCK_M)[:, None] * BLOCK_N + tl.arange(0, BLOCK_N)[None, :]
+    first = partial_ptr + tile_id * SPLITS * BLOCK_M * BLOCK_N
+    tl.store(first + piece * BLOCK_M * BLOCK_N + in_tile, acc)
+    arrived = tl.atomic_add(count_ptr + tile_id, 1)  # acq_rel: the partial above is visible
+    if arrived == SPLITS - 1:
+        total = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+        for s in tl.static_range(SPLITS):
+            total += tl.load(first + s * BLOCK_M * BLOCK_N + in_tile, cache_modifier=".cg")
+        _store_tile(c_desc, total, pid_m, pid_n, BLOCK_M, BLOCK_N, SUBTILE)
+        tl.atomic_xchg(count_ptr + tile_id, 0)  # ready for the next launch
+
+
+@triton.jit
+def persistent_tma_matmul_kernel(a_desc, b_desc, c_desc, partial_ptr, count_ptr, M, N, K,
                                  PRECISION: tl.constexpr, BLOCK_M: tl.constexpr,
                                  BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
                                  GROUP_M: tl.constexpr, NUM_PROGRAMS: tl.constexpr,
                                  B_TRANSPOSED: tl.constexpr, SUBTILE: tl.constexpr,
-                                 FLATTEN: tl.constexpr):
+                                 FLATTEN: tl.constexpr, TAIL_SPLITS: tl.constexpr):
     # one program per SM, each walking tiles NUM_PROGRAMS apart; the descriptors know the
     # shapes, so the hardware (TMA) fills tiles past an edge with zeros and clips stores
     grid_m = tl.cdiv(M, BLOCK_M)
     grid_n = tl.cdiv(N, BLOCK_N)
-    for tile_id in tl.range(tl.program_id(axis=0), grid_m * grid_n, NUM_PROGRAMS,
-                            flatten=FLATTEN):
+    tiles = grid_m * grid_n
+    whole = tiles  # tiles computed whole; with TAIL_SPLITS > 1, the full waves only
+    if TAIL_SPLITS > 1:
+        whole = tiles - tiles % NUM_PROGRAMS
+    for tile_id in tl.range(tl.program_id(axis=0), whole, NUM_PROGRAMS, flatten=FLATTEN):
         pid_m, pid_n = grouped_tile(tile_id, grid_m, grid_n, GROUP_M)
         acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
         for k in range(0, tl.cdiv(K, BLOCK_K)):
             acc = _dot_step(a_desc, b_desc, acc, pid_m, pid_n, k, PRECISION, BLOCK_M, BLOCK_N,
                             BLOCK_K, B_TRANSPOSED)
         _store_tile(c_desc, acc, pid_m, pid_n, BLOCK_M, BLOCK_N, SUBTILE)
+    if TAIL_SPLITS > 1:
+        # the last, partial wave: each of its tiles cut into TAIL_SPLITS K-slices, so that
+        # every SM has a share of it instead of a few SMs doing all of it while the rest idle
+        per_slice = tl.cdiv(tl.cdiv(K, BLOCK_K), TAIL_SPLITS)
+        for job in range(tl.program_id(axis=0), (tiles - whole) * TAIL_SPLITS, NUM_PROGRAMS):
+            tile_id = whole + job // TAIL_SPLITS
+            piece = job % TAIL_SPLITS
+            pid_m, pid_n = grouped_tile(tile_id, grid_m, grid_n, GROUP_M)
+            acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+            k_end = tl.minimum((piece + 1) * per_slice, tl.cdiv(K, BLOCK_K))
+            for k in range(piece * per_slice, k_end):
+                acc = _dot_step(a_desc, b_desc, acc, pid_m, pid_n, k, PRECISION, BLOCK_M,
+                                BLOCK_N, BLOCK_K, B_TRANSPOSED)
+            _add_up_slice(c_desc, acc, partial_ptr, count_ptr, tile_id - whole, piece, pid_m,
+                          pid_n, TAIL_SPLITS, BLOCK_M, BLOCK_N, SUBTILE)
 
 
 def _precision(a: torch.Tensor, precision: str) -> str | None:
@@ -279,6 +337,14 @@ def program_slots() -> int:
     return 4 if here is None else here.sms
 
 
+def tail_splits(tiles: int, slots: int, k_steps: int) -> int:
+    """Into how many K-slices the persistent kernel cuts each tile of its last, partial wave
+    (``tiles % slots`` of them) so that the slices come close to one per SM: 1 (no split)
+    for a full or more than half full last wave; at most 8, and at least 4 K-steps each."""
+    tail = tiles % slots
+    return 1 if tail == 0 else max(1, min(slots // tail, k_steps // 4, 8))
+
+
 def reads_b_transposed(b: torch.Tensor) -> bool:
     """Whether the persistent kernel reads B as B^T (N x K, rows along K): free when B is
     column-major already; a copy for float32, whose TF32 tensor cores need K-major B."""
@@ -326,7 +392,10 @@ def _persistent_launch(
     transposed = reads_b_transposed(b)
     copy_b = transposed and b.stride(0) != 1
     c_block = [bm, bn // 2] if config.subtile else [bm, bn]
-    programs = min(program_slots(), triton.cdiv(m, bm) * triton.cdiv(n, bn))
+    tiles = triton.cdiv(m, bm) * triton.cdiv(n, bn)
+    splits = tail_splits(tiles, program_slots(), triton.cdiv(k, bk)) if config.split_tail else 1
+    programs = program_slots() if splits > 1 else min(program_slots(), tiles)
+    tail = tiles % programs
 
     def readable(t: torch.Tensor, copy: bool = False) -> torch.Tensor:
         if copy or (stage and not _readable(t)):
@@ -340,13 +409,17 @@ def _persistent_launch(
         else:
             b_desc = describe(readable(b), [bk, bn])
         target = aligned_like(out) if stage and not _readable(out) else out
-        args = (describe(readable(a), [bm, bk]), b_desc, describe(target, c_block), m, n, k)
+        scratch = (target, target)  # unused without split tail
+        if splits > 1:
+            scratch = partials(out.device, tail * splits * bm * bn), tile_counters(out.device, tail)
+        c_desc = describe(target, c_block)
+        args = (describe(readable(a), [bm, bk]), b_desc, c_desc, *scratch, m, n, k)
         return args, target
 
     constexprs = dict(
         PRECISION=_precision(a, precision), BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk,
         GROUP_M=config.group_m, NUM_PROGRAMS=programs, B_TRANSPOSED=transposed,
-        SUBTILE=config.subtile, FLATTEN=config.flatten,
+        SUBTILE=config.subtile, FLATTEN=config.flatten, TAIL_SPLITS=splits,
         num_warps=config.num_warps, num_stages=config.num_stages,
     )  # fmt: skip
     return arguments, constexprs, (programs,)

@@ -236,6 +236,9 @@ CANDIDATES = {
             Config(128, 128, 64, num_warps=8, num_stages=4),
             Config(128, 256, 64, num_warps=8, num_stages=3, subtile=True),
             Config(256, 128, 64, num_warps=8, num_stages=3, subtile=True),
+            # a last, partial wave of tiles shared out in K-slices
+            Config(128, 128, 64, num_warps=8, num_stages=4, split_tail=True),
+            Config(128, 256, 64, num_warps=8, num_stages=3, subtile=True, split_tail=True),
         ),
     },
     "large": {
@@ -249,6 +252,9 @@ CANDIDATES = {
             Config(128, 256, 64, num_warps=8, num_stages=4, subtile=True),
             Config(128, 128, 64, num_warps=8, num_stages=4),
             Config(256, 128, 64, num_warps=8, num_stages=3, subtile=True),
+            Config(128, 128, 64, num_warps=8, num_stages=4, split_tail=True),
+            Config(128, 256, 64, num_warps=8, num_stages=3, subtile=True, split_tail=True),
+            Config(128, 256, 64, num_warps=8, num_stages=4, subtile=True, split_tail=True),
         ),
     },
 }
