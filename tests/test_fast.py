@@ -316,6 +316,46 @@ def test_launches_remember_the_tma_descriptors_they_encoded(monkeypatch):
     assert remember_descriptors(compiled)  # already remembering: left as it is
 
 
+def test_a_launch_on_the_same_addresses_passes_what_it_passed_before(monkeypatch):
+    from triton.backends.nvidia import driver
+    from triton.runtime import driver as runtime
+
+    from tmm_course.kernels.quick_launch import PreparedLaunch, QuickLaunch, remember_descriptors
+
+    launched, made = [], []
+    monkeypatch.setattr(driver, "_BASE_ARGS_FORMAT_LEN", 13, raising=False)
+    monkeypatch.setattr(driver, "make_tensordesc_arg", lambda arg, meta: [f"map{len(made)}"])
+    active = type("Driver", (), {"get_current_device": lambda: 0,
+                                 "get_current_stream": lambda device: "stream"})  # fmt: skip
+    monkeypatch.setattr(runtime, "_active", active)
+    compiled = _launcher_like_triton_3_6(lambda *a: launched.append(a), {0}, [{"swizzle": 128}])
+    assert remember_descriptors(compiled)
+    compiled.function, compiled.packed_metadata = "function", "packed"
+    run = compiled.run
+    run.global_scratch_size = run.profile_scratch_size = 0
+    run.launch_cooperative_grid, run.launch_pdl = False, False
+    quick = QuickLaunch(fast.persistent_tma_matmul_kernel, "gpu")
+    quick.enabled = True
+    launch = PreparedLaunch(quick, (132,), {}, compiled, ("constexpr",))
+
+    def make_args(base: torch.Tensor) -> tuple:
+        made.append(base)
+        return (fast._Checked.of(base, [8, 8]), 7)
+
+    x, y = torch.zeros(16, 16), torch.zeros(16, 16)
+    for base in (x, x, y, x):
+        launch.keyed(base.data_ptr(), lambda base=base: make_args(base))
+    assert made == [x, y]  # arguments made once per address
+    head = (132, 1, 1, "stream", "function", False, False, None, None, "packed", None, None, None)
+    assert launched == [(*head, "map1", 7, "constexpr")] * 2 + [
+        (*head, "map2", 7, "constexpr"), (*head, "map1", 7, "constexpr")
+    ]
+    monkeypatch.setattr(QuickLaunch, "observer", lambda kernel, args: None)
+    monkeypatch.setattr(PreparedLaunch, "__call__", lambda self, args: launched.append("plain"))
+    launch.keyed(x.data_ptr(), lambda: make_args(x))  # a recorder watches: the plain path
+    assert launched[-1] == "plain" and made == [x, y, x]
+
+
 def test_an_unknown_launcher_is_left_alone():
     from tmm_course.kernels.quick_launch import remember_descriptors
 

@@ -21,7 +21,6 @@ from tmm_course.kernels.fast import (
     prepare_grouped,
     prepare_persistent_tma,
     program_slots,
-    tail_splits,
     tma_problem,
 )
 from tmm_course.kernels.matmul import check_blocks, check_operands, output_for
@@ -153,16 +152,15 @@ def _measured(fitted) -> dict[tuple[str, Config], float]:
 
 
 def _filled(path: str, config: Config, m: int, n: int, k: int) -> float:
-    """How full the persistent kernel keeps the SMs: the share of its waves of tiles that
-    does work (a last wave of 24 tiles on 132 SMs is mostly idle, unless its tiles are
-    split in K-slices). 1 for the grouped kernel, whose programs the GPU schedules."""
+    """How full the persistent kernel's waves of tiles keep the SMs: a last wave of 24 tiles
+    on 132 SMs leaves most of them idle. 1 for the grouped kernel, whose programs the GPU
+    schedules. (A split tail is judged by what the fit measured, not by this count: its
+    K-slices cost extra partial sums that the count does not see.)"""
     if path != "persistent_tma":
         return 1.0
     slots = program_slots()
     tiles = -(-m // config.block_m) * -(-n // config.block_n)
-    splits = tail_splits(tiles, slots, -(-k // config.block_k)) if config.split_tail else 1
-    waves = tiles // slots + (1 / splits if tiles % slots else 0)
-    return tiles / slots / waves
+    return tiles / (-(-tiles // slots) * slots)
 
 
 def _candidates(m: int, n: int, k: int, dtype: str) -> list[tuple[str, Config]]:

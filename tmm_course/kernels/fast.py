@@ -86,7 +86,9 @@ def grouped_tile(tile_id, grid_m, grid_n, GROUP_M: tl.constexpr):
 def grouped_matmul_kernel(a_ptr, b_ptr, c_ptr, partial_ptr, count_ptr, M, N, K,
                           stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
                           PRECISION: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-                          BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr, SPLIT_K: tl.constexpr):
+                          BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr, SPLIT_K: tl.constexpr,
+                          ALIGN_AM: tl.constexpr, ALIGN_AK: tl.constexpr,
+                          ALIGN_BK: tl.constexpr, ALIGN_BN: tl.constexpr, EVEN_K: tl.constexpr):
     # lesson 4's kernel on a grid whose programs take their tiles in grouped order; axis 1
     # cuts K into SPLIT_K slices: each leaves a float32 partial, and the last slice of a tile
     # to finish adds them up into C (one launch; count_ptr holds a counter per tile)
@@ -98,17 +100,29 @@ def grouped_matmul_kernel(a_ptr, b_ptr, c_ptr, partial_ptr, count_ptr, M, N, K,
     offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
     offs_k = tl.arange(0, BLOCK_K)
     # rows past M (columns past N) wrap onto real ones: loads need no mask on M and N, and
-    # what they fetch there is never stored
-    a_ptrs = a_ptr + (offs_m % M)[:, None] * stride_am + (k_first + offs_k)[None, :] * stride_ak
-    b_ptrs = b_ptr + (k_first + offs_k)[:, None] * stride_bk + (offs_n % N)[None, :] * stride_bn
+    # what they fetch there is never stored. ALIGN_*: the largest power of two (up to 16)
+    # dividing each stride, so that loads move 16 bytes at once even where a stride is not
+    # a multiple of 16 (Triton then assumes nothing about it)
+    a_rows = tl.multiple_of((offs_m % M) * stride_am, ALIGN_AM)
+    a_cols = tl.multiple_of((k_first + offs_k) * stride_ak, ALIGN_AK)
+    b_rows = tl.multiple_of((k_first + offs_k) * stride_bk, ALIGN_BK)
+    b_cols = tl.multiple_of((offs_n % N) * stride_bn, ALIGN_BN)
+    a_ptrs = a_ptr + a_rows[:, None] + a_cols[None, :]
+    b_ptrs = b_ptr + b_rows[:, None] + b_cols[None, :]
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-    for k in range(0, slabs):
-        k_left = K - k_first - k * BLOCK_K
-        a = tl.load(a_ptrs, mask=offs_k[None, :] < k_left, other=0.0)
-        b = tl.load(b_ptrs, mask=offs_k[:, None] < k_left, other=0.0)
-        acc = tl.dot(a, b, acc, input_precision=PRECISION)
+    # whole slabs load without a mask; a last, partial one (K not a multiple of BLOCK_K)
+    # is masked on its own, so that a mask does not stop every load moving 16 bytes at once
+    k_here = tl.maximum(tl.minimum(K - k_first, slabs * BLOCK_K), 0)  # this slice's share
+    for _ in range(0, k_here // BLOCK_K):
+        acc = tl.dot(tl.load(a_ptrs), tl.load(b_ptrs), acc, input_precision=PRECISION)
         a_ptrs += BLOCK_K * stride_ak
         b_ptrs += BLOCK_K * stride_bk
+    if not EVEN_K:
+        k_left = k_here % BLOCK_K
+        if k_left > 0:
+            a = tl.load(a_ptrs, mask=offs_k[None, :] < k_left, other=0.0)
+            b = tl.load(b_ptrs, mask=offs_k[:, None] < k_left, other=0.0)
+            acc = tl.dot(a, b, acc, input_precision=PRECISION)
     inside = (offs_m[:, None] < M) & (offs_n[None, :] < N)
     c_ptrs = c_ptr + offs_m[:, None] * stride_cm + offs_n[None, :] * stride_cn
     if SPLIT_K == 1:
@@ -261,9 +275,17 @@ def _grouped_launch(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, config:
     constexprs = dict(
         PRECISION=_precision(a, precision), BLOCK_M=config.block_m, BLOCK_N=config.block_n,
         BLOCK_K=config.block_k, GROUP_M=config.group_m, SPLIT_K=config.split_k,
+        ALIGN_AM=_alignment(a.stride(0)), ALIGN_AK=_alignment(a.stride(1)),
+        ALIGN_BK=_alignment(b.stride(0)), ALIGN_BN=_alignment(b.stride(1)),
+        EVEN_K=k % (config.block_k * config.split_k) == 0,
         num_warps=config.num_warps, num_stages=config.num_stages,
     )  # fmt: skip
     return fixed, constexprs, (tiles, config.split_k), tiles
+
+
+def _alignment(stride: int) -> int:
+    """The largest power of two, up to 16, that divides ``stride`` (1 for 0)."""
+    return min(stride & -stride, 16) if stride > 0 else 1
 
 
 def _scratch(out: torch.Tensor, config: Config, tiles: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -309,11 +331,14 @@ def prepare_grouped(
 def _prepared(
     quick: QuickLaunch, grid: tuple, arguments: Callable, constexprs: dict,
     a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, again: Callable | None = None,
+    by_address: bool = False,
 ) -> Ready:  # fmt: skip
     """Launch ``quick`` once on ``arguments(a, b, out)`` (the kernel's arguments, and the
     tensor C lands in: ``out`` or an aligned stand-in copied back), and return the
     :data:`Ready` that repeats it for new tensors shaped like these (their arguments made
-    by ``again``, if given)."""
+    by ``again``, if given). ``by_address``: the arguments depend on nothing but the
+    tensors' addresses (C lands in ``out``), so a launch on the same addresses as an
+    earlier one can pass what it passed then (:meth:`PreparedLaunch.keyed`)."""
     args, target = arguments(a, b, out)
     arguments = again or arguments
     launch = quick.prepared(grid, args, **constexprs)
@@ -324,6 +349,10 @@ def _prepared(
     def ready(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None) -> torch.Tensor:
         if out is None:
             out = torch.empty(shape, dtype=dtype, device=device)
+        if by_address:
+            key = (a.data_ptr(), b.data_ptr(), out.data_ptr())
+            launch.keyed(key, lambda: arguments(a, b, out)[0])
+            return out
         args, target = arguments(a, b, out)
         launch(args)
         return out if target is out else out.copy_(target)
@@ -382,11 +411,12 @@ class _Checked(TensorDescriptor or object):
 def _persistent_launch(
     a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, config: Config, precision: str, stage: bool
 ) -> tuple[Callable, dict, tuple[int]]:
-    """The persistent kernel's grid and constexprs, and ``arguments(a, b, out, checked)`` that
-    builds its tensor descriptors (``checked``: without checking them again) and says where C
-    lands. B^T is read from a copy for float32, whose
-    tensor cores need K-major B; with ``stage``, a tensor whose rows the TMA cannot read is
-    copied into one it can (and C, if so, is written there and copied back)."""
+    """The persistent kernel's ``arguments(a, b, out, checked)`` that builds its tensor
+    descriptors (``checked``: without checking them again) and says where C lands, its
+    constexprs and grid, and whether the arguments are made of the tensors alone (no copies,
+    no split tail's scratch). B^T is read from a copy for float32, whose tensor cores need
+    K-major B; with ``stage``, a tensor whose rows the TMA cannot read is copied into one it
+    can (and C, if so, is written there and copied back)."""
     (m, k), n = a.shape, b.shape[1]
     bm, bn, bk = config.block_m, config.block_n, config.block_k
     transposed = reads_b_transposed(b)
@@ -409,9 +439,10 @@ def _persistent_launch(
         else:
             b_desc = describe(readable(b), [bk, bn])
         target = aligned_like(out) if stage and not _readable(out) else out
-        scratch = (target, target)  # unused without split tail
         if splits > 1:
             scratch = partials(out.device, tail * splits * bm * bn), tile_counters(out.device, tail)
+        else:  # unused: any long-lived tensor will do
+            scratch = (tile_counters(out.device, 1),) * 2
         c_desc = describe(target, c_block)
         args = (describe(readable(a), [bm, bk]), b_desc, c_desc, *scratch, m, n, k)
         return args, target
@@ -422,7 +453,8 @@ def _persistent_launch(
         SUBTILE=config.subtile, FLATTEN=config.flatten, TAIL_SPLITS=splits,
         num_warps=config.num_warps, num_stages=config.num_stages,
     )  # fmt: skip
-    return arguments, constexprs, (programs,)
+    plain = not stage and not copy_b and splits == 1  # the tensors themselves, and no scratch
+    return arguments, constexprs, (programs,), plain
 
 
 def launch_persistent_tma(
@@ -435,7 +467,7 @@ def launch_persistent_tma(
 ) -> torch.Tensor:
     """Run :func:`persistent_tma_matmul_kernel` with ``config`` into ``out``; the tensors must
     pass :func:`tma_problem` (no input checks here)."""
-    arguments, constexprs, grid = _persistent_launch(a, b, out, config, precision, stage=False)
+    arguments, constexprs, grid, _ = _persistent_launch(a, b, out, config, precision, False)
     args, _ = arguments(a, b, out)
     _persistent(grid, args, None if traits is None else (traits, grid), **constexprs)
     return out
@@ -452,9 +484,9 @@ def prepare_persistent_tma(
     """Launch :func:`launch_persistent_tma` once, and return a :data:`Ready` for later calls
     with tensors shaped, strided and aligned like these. ``stage``: tensors whose rows the TMA
     cannot read (:func:`tma_problem` with ``stage=False``) go through aligned copies."""
-    arguments, constexprs, grid = _persistent_launch(a, b, out, config, precision, stage)
+    arguments, constexprs, grid, plain = _persistent_launch(a, b, out, config, precision, stage)
     again = functools.partial(arguments, checked=True)
-    return _prepared(_persistent, grid, arguments, constexprs, a, b, out, again)
+    return _prepared(_persistent, grid, arguments, constexprs, a, b, out, again, plain)
 
 
 def _misaligned(name: str, row_stride: int, t: torch.Tensor) -> str | None:

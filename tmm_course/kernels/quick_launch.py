@@ -39,6 +39,12 @@ def _launch_hooks_known() -> bool:
     return hasattr(knobs, "runtime")
 
 
+def _hook(hook: object) -> object:
+    """A launch hook, or None where there is none: Triton 3.6 keeps an empty chain of hooks
+    by default, and a launch that passes it builds launch metadata for nobody."""
+    return None if getattr(hook, "calls", True) == [] else hook
+
+
 def remember_descriptors(compiled: object) -> bool:
     """Make ``compiled``'s launcher remember the TMA descriptor it encodes for each tensor
     descriptor argument (by address, shape, strides and padding) instead of encoding it
@@ -61,9 +67,11 @@ def remember_descriptors(compiled: object) -> bool:
     meta = dict(zip(sorted(where), metas, strict=True))
     encoded: dict[tuple, list] = {}
 
-    def launch(*args: object) -> object:
-        final = list(args[:_BASE_ARGS_FORMAT_LEN])
-        for i, arg in enumerate(args[_BASE_ARGS_FORMAT_LEN:]):
+    def flatten(args: Sequence[object]) -> list:
+        """The kernel's arguments as the compiled launch function takes them: each tensor
+        descriptor as its encoded TMA descriptor, shape and strides."""
+        final = []
+        for i, arg in enumerate(args):
             if i not in meta:
                 final.append(arg)
                 continue
@@ -74,11 +82,83 @@ def remember_descriptors(compiled: object) -> bool:
                     encoded.clear()
                 hit = encoded[key] = make_tensordesc_arg(arg, meta[i])
             final.extend(hit)
-        return raw(*final)
+        return final
+
+    def launch(*args: object) -> object:
+        return raw(*args[:_BASE_ARGS_FORMAT_LEN], *flatten(args[_BASE_ARGS_FORMAT_LEN:]))
 
     launch.remembers = True
+    launch.raw, launch.flatten = raw, flatten
     launcher.launch = launch
     return True
+
+
+class PreparedLaunch:
+    """A compiled kernel's launch on a fixed grid, for arguments Triton specializes alike:
+    ``launch(args)``. ``launch.keyed(key, make_args)`` also keeps the flat arguments it
+    passed for each ``key`` (which must fix every argument, say the tensors' addresses) and
+    makes none the next time: on Triton 3.6's NVIDIA launcher, without launch hooks or
+    observers; elsewhere it is ``launch(make_args())``."""
+
+    def __init__(self, quick: QuickLaunch, grid: Sequence[int], constexprs: dict,
+                 compiled: object | None, values: tuple) -> None:  # fmt: skip
+        self.quick, self.grid, self.constexprs = quick, tuple(grid), constexprs
+        self.compiled, self.values = compiled, values
+        self.grid3 = (*grid, 1, 1)[:3]
+        self.flat: dict[Hashable, tuple] = {}
+        self.raw = None
+        if compiled is None:  # quick launches are off here
+            return
+        from triton import knobs
+        from triton.runtime import driver
+
+        self.device = driver.active.get_current_device()
+        self.stream = driver.active.get_current_stream
+        self.hooks = knobs.runtime
+        launcher = compiled.run
+        scratch = (getattr(launcher, "global_scratch_size", 1),
+                   getattr(launcher, "profile_scratch_size", 1))  # fmt: skip
+        if scratch == (0, 0):  # nothing to allocate per launch
+            self.raw = getattr(launcher.launch, "raw", None)
+        if self.raw is not None:
+            self.flatten = launcher.launch.flatten
+            self.options = (launcher.launch_cooperative_grid, launcher.launch_pdl, None, None)
+
+    def __call__(self, args: Sequence[object]) -> None:
+        quick, compiled = self.quick, self.compiled
+        if compiled is None or not quick.enabled:
+            quick(self.grid, args, None, **self.constexprs)
+            return
+        if QuickLaunch.observer is not None:
+            QuickLaunch.observer(quick.kernel, args)
+        here = self.stream(self.device)
+        enter, leave = _hook(self.hooks.launch_enter_hook), _hook(self.hooks.launch_exit_hook)
+        metadata = None  # profilers' hooks see these launches too
+        if enter is not None:
+            metadata = compiled.launch_metadata(self.grid3, here, *args, *self.values)
+        g0, g1, g2 = self.grid3
+        try:
+            compiled.run(g0, g1, g2, here, compiled.function, compiled.packed_metadata,
+                         metadata, enter, leave, *args, *self.values)  # fmt: skip
+        except (AttributeError, TypeError):  # a Triton whose launcher differs
+            quick.enabled = False
+            quick(self.grid, args, None, **self.constexprs)
+
+    def keyed(self, key: Hashable, make_args: Callable[[], Sequence[object]]) -> None:
+        if (self.raw is None or not self.quick.enabled or QuickLaunch.observer is not None
+                or _hook(self.hooks.launch_enter_hook) is not None
+                or _hook(self.hooks.launch_exit_hook) is not None):  # fmt: skip
+            self(make_args())
+            return
+        flat = self.flat.get(key)
+        if flat is None:
+            if len(self.flat) >= 64:
+                self.flat.clear()
+            flat = self.flat[key] = tuple(self.flatten((*make_args(), *self.values)))
+        compiled = self.compiled
+        g0, g1, g2 = self.grid3
+        self.raw(g0, g1, g2, self.stream(self.device), compiled.function, *self.options,
+                 compiled.packed_metadata, None, None, None, *flat)  # fmt: skip
 
 
 class QuickLaunch:
@@ -122,12 +202,13 @@ class QuickLaunch:
             QuickLaunch.observer(self.kernel, args)
         g = (*grid, 1, 1)[:3]
         stream = driver.active.get_current_stream(driver.active.get_current_device())
-        hooks = knobs.runtime  # profilers' launch hooks see these launches too
+        enter, leave = _hook(knobs.runtime.launch_enter_hook), _hook(knobs.runtime.launch_exit_hook)
+        metadata = None  # profilers' launch hooks see these launches too
         try:
-            metadata = compiled.launch_metadata(g, stream, *args, *values)
+            if enter is not None:
+                metadata = compiled.launch_metadata(g, stream, *args, *values)
             compiled.run(g[0], g[1], g[2], stream, compiled.function, compiled.packed_metadata,
-                         metadata, hooks.launch_enter_hook, hooks.launch_exit_hook,
-                         *args, *values)  # fmt: skip
+                         metadata, enter, leave, *args, *values)  # fmt: skip
         except (AttributeError, TypeError):  # a Triton whose launcher differs: stop trying
             self.enabled = False
             self.kernel[tuple(grid)](*args, **constexprs)
@@ -139,41 +220,15 @@ class QuickLaunch:
 
     def prepared(
         self, grid: Sequence[int], args: Sequence[object], **constexprs: object
-    ) -> Callable[[Sequence[object]], None]:
-        """Launch on ``grid`` now, and return ``launch(args)`` for later calls whose arguments
-        Triton would specialize the same way (the same dtypes, shapes and alignments; other
-        addresses): it goes to the compiled binary without computing any key."""
+    ) -> PreparedLaunch:
+        """Launch on ``grid`` now, and return the :class:`PreparedLaunch` for later calls whose
+        arguments Triton would specialize the same way (the same dtypes, shapes and
+        alignments; other addresses): it goes to the compiled binary without computing any
+        key."""
         self(grid, args, None, **constexprs)
         hit = self.compiled.get(self._key(args, None, constexprs)) if self.enabled else None
         if hit is None:  # quick launches are off here
-            return lambda args: self(grid, args, None, **constexprs)
-        from triton import knobs
-        from triton.runtime import driver
-
+            return PreparedLaunch(self, grid, constexprs, None, ())
         compiled, values = hit
         remember_descriptors(compiled)
-        grid3 = (*grid, 1, 1)[:3]
-        g0, g1, g2 = grid3
-        run, function, packed = compiled.run, compiled.function, compiled.packed_metadata
-        device = driver.active.get_current_device()
-        stream = driver.active.get_current_stream
-        hooks = knobs.runtime
-
-        def launch(args: Sequence[object]) -> None:
-            if not self.enabled:
-                self(grid, args, None, **constexprs)
-                return
-            if QuickLaunch.observer is not None:
-                QuickLaunch.observer(self.kernel, args)
-            here = stream(device)
-            enter, leave = hooks.launch_enter_hook, hooks.launch_exit_hook  # profilers' hooks
-            metadata = None
-            if enter is not None:
-                metadata = compiled.launch_metadata(grid3, here, *args, *values)
-            try:
-                run(g0, g1, g2, here, function, packed, metadata, enter, leave, *args, *values)
-            except (AttributeError, TypeError):  # a Triton whose launcher differs
-                self.enabled = False
-                self(grid, args, None, **constexprs)
-
-        return launch
+        return PreparedLaunch(self, grid, constexprs, compiled, values)
