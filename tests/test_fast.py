@@ -74,6 +74,20 @@ def test_split_k_sums_every_slice_once(split_k):
     assert error(c, a, b) <= tolerance(torch.float32, tmm_course.BACKEND, "ieee")
 
 
+@pytest.mark.parametrize("dtype", [torch.float16, torch.float32])
+@pytest.mark.parametrize(("m", "n", "k"), [(40, 24, 200), (24, 40, 72), (56, 104, 1000)])
+def test_the_grouped_kernel_wraps_sizes_that_are_multiples_of_8_not_16(m, n, k, dtype):
+    a, b = operands(m, n, k, dtype)  # tiles of 32 wrap mid-tile; K ends in a partial slab
+    config = Config(32, 32, 32, split_k=2)
+    for path_b in (b, b.t().contiguous().t()):  # B row- and column-major
+        c = matmul_fast(a, path_b, path="grouped", config=config, out=poisoned(m, n, dtype))
+        assert error(c, a, path_b) <= tolerance(dtype, tmm_course.BACKEND)
+
+
+def test_alignment_is_the_largest_power_of_two_up_to_16_dividing_a_stride():
+    assert [fast._alignment(s) for s in (0, 1, 6, 8, 24, 3000, 4096)] == [1, 1, 2, 8, 8, 8, 16]
+
+
 def test_split_k_is_one_launch_and_leaves_its_tile_counters_at_zero():
     from tmm_course.check import launches
 

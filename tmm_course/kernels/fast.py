@@ -87,6 +87,7 @@ def grouped_matmul_kernel(a_ptr, b_ptr, c_ptr, partial_ptr, count_ptr, M, N, K,
                           stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
                           PRECISION: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
                           BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr, SPLIT_K: tl.constexpr,
+                          ALIGN_M: tl.constexpr, ALIGN_N: tl.constexpr,
                           ALIGN_AM: tl.constexpr, ALIGN_AK: tl.constexpr,
                           ALIGN_BK: tl.constexpr, ALIGN_BN: tl.constexpr, EVEN_K: tl.constexpr):
     # lesson 4's kernel on a grid whose programs take their tiles in grouped order; axis 1
@@ -101,12 +102,15 @@ def grouped_matmul_kernel(a_ptr, b_ptr, c_ptr, partial_ptr, count_ptr, M, N, K,
     offs_k = tl.arange(0, BLOCK_K)
     # rows past M (columns past N) wrap onto real ones: loads need no mask on M and N, and
     # what they fetch there is never stored. ALIGN_*: the largest power of two (up to 16)
-    # dividing each stride, so that loads move 16 bytes at once even where a stride is not
-    # a multiple of 16 (Triton then assumes nothing about it)
-    a_rows = tl.multiple_of((offs_m % M) * stride_am, ALIGN_AM)
+    # dividing M, N and each stride, so that loads move 16 bytes at once even where a size
+    # is not a multiple of 16 (Triton then assumes nothing about it): rows wrapped at M
+    # still come in runs of ALIGN_M that start on a multiple of ALIGN_M
+    wrapped_m = tl.max_contiguous(tl.multiple_of(offs_m % M, ALIGN_M), ALIGN_M)
+    wrapped_n = tl.max_contiguous(tl.multiple_of(offs_n % N, ALIGN_N), ALIGN_N)
+    a_rows = tl.multiple_of(wrapped_m * stride_am, ALIGN_AM)
     a_cols = tl.multiple_of((k_first + offs_k) * stride_ak, ALIGN_AK)
     b_rows = tl.multiple_of((k_first + offs_k) * stride_bk, ALIGN_BK)
-    b_cols = tl.multiple_of((offs_n % N) * stride_bn, ALIGN_BN)
+    b_cols = tl.multiple_of(wrapped_n * stride_bn, ALIGN_BN)
     a_ptrs = a_ptr + a_rows[:, None] + a_cols[None, :]
     b_ptrs = b_ptr + b_rows[:, None] + b_cols[None, :]
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
@@ -275,6 +279,7 @@ def _grouped_launch(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, config:
     constexprs = dict(
         PRECISION=_precision(a, precision), BLOCK_M=config.block_m, BLOCK_N=config.block_n,
         BLOCK_K=config.block_k, GROUP_M=config.group_m, SPLIT_K=config.split_k,
+        ALIGN_M=_alignment(m), ALIGN_N=_alignment(n),
         ALIGN_AM=_alignment(a.stride(0)), ALIGN_AK=_alignment(a.stride(1)),
         ALIGN_BK=_alignment(b.stride(0)), ALIGN_BN=_alignment(b.stride(1)),
         EVEN_K=k % (config.block_k * config.split_k) == 0,
