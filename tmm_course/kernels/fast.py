@@ -243,6 +243,8 @@ def _workspace(what: str, device: torch.device, numel: int, dtype: torch.dtype) 
     launches of one stream run in turn, so they can share it. Its memory is kept, and so is
     that of a buffer it outgrows (a captured CUDA graph may still launch with it); each new
     one is at least twice as large as the last, so that adds up to less than the newest."""
+    if device.type == "cuda" and device.index is None:  # "cuda": the current device
+        device = torch.device("cuda", torch.cuda.current_device())
     stream = torch._C._cuda_getCurrentRawStream(device.index) if device.type == "cuda" else 0
     buffer = _workspaces.get((what, device, stream))
     if buffer is None or buffer.numel() < numel:
