@@ -140,7 +140,7 @@ def _distance(fitted, m: int, n: int, k: int, column_major: bool) -> float:
     return apart + (0.5 if _aligned(m, n, k) != _aligned(p.m, p.n, p.k) else 0.0)
 
 
-NEIGHBOURS = 3  # the fitted problems nearest a new one that score each configuration
+NEIGHBOURS = 4  # the fitted problems nearest a new one that score each configuration
 
 
 def _measured(fitted) -> dict[tuple[str, Config], float]:
@@ -155,7 +155,7 @@ def _filled(path: str, config: Config, m: int, n: int, k: int) -> float:
     """How full the persistent kernel's waves of tiles keep the SMs: a last wave of 24 tiles
     on 132 SMs leaves most of them idle. 1 for the grouped kernel, whose programs the GPU
     schedules. (A split tail is judged by what the fit measured, not by this count: its
-    K-slices cost extra partial sums that the count does not see.)"""
+    K-slices cost partial sums that the count does not see.)"""
     if path != "persistent_tma":
         return 1.0
     slots = program_slots()
