@@ -180,3 +180,18 @@ def test_the_grid_summary_is_a_geometric_mean_with_the_worst_first():
     held_out = grid.summary(fitted=False)
     assert held_out.problems == 2 and held_out.worst[0] == ("1024^3 float16", 0.8)
     assert held_out.below == 1 and grid.summary(fitted=True).below == 1
+
+
+def test_the_shipped_grid_was_raced_with_the_plan_this_code_makes(monkeypatch):
+    from tmm_course.kernels import dispatch
+    from tmm_course.perf import results
+
+    monkeypatch.setattr(dispatch, "program_slots", lambda: 132)  # the H200 it was measured on
+    monkeypatch.setattr(dispatch, "_FIT", None)  # the shipped fit
+    for row in results.grid().rows:
+        p = row.problem
+        a, b = (torch.empty(p.m, p.k), torch.empty(p.n, p.k).t() if p.b_layout == "col"
+                else torch.empty(p.k, p.n))  # fmt: skip
+        dtype = getattr(torch, p.dtype)
+        chosen = dispatch._plan_by_fit(a.to(dtype), b.to(dtype), None)
+        assert row.plan.startswith(f"{chosen.path} kernel, {chosen.config}: "), p.label

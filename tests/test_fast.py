@@ -428,7 +428,7 @@ def test_a_config_is_read_back_from_its_description():
 
     configs = [c for paths in CANDIDATES.values() for cs in paths.values() for c in cs]
     configs.append(Config(32, 32, 32, flatten=False, split_k=3))
-    for config in configs:
+    for config in configs:  # the fit stores each candidate it timed as this text
         assert Config.from_text(str(config)) == config
     with pytest.raises(ValueError, match="as str"):
         Config.from_text("128 by 256")

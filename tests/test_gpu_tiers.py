@@ -95,7 +95,7 @@ def test_the_h200_runs_a_configuration_its_fit_timed_and_the_rules_without_one(c
     a, b = operands(4096, 4096, 4096)
     fitted = next(f for f in dispatch.fit_table() if f.problem.label == "4096^3 float16")
     chosen = dispatch.plan(a, b)
-    assert (chosen.path, chosen.config) in dispatch._measured(fitted)  # timed on it
+    assert (chosen.path, str(chosen.config)) in dispatch._measured(fitted)  # timed on it
     assert "fitted on 4096^3 float16" in chosen.reason
     monkeypatch.setattr(dispatch, "_FIT", [])  # a package without a fit: the rules decide
     assert dispatch.plan(a, b).config == dispatch.LARGE_TMA

@@ -105,3 +105,14 @@ def test_what_lesson_6_says_about_the_grid():
     assert rows["1023x1025x1027 float16"].ratio_to_torch["matmul_fast"] < 1  # "still loses"
     for name, (_, host, device) in grid.families().items():  # the families' two columns
         assert host > 0 and device > 0, name
+
+
+
+def test_what_lesson_6_says_about_splitting_the_last_wave():
+    splits = results.grid().split_tails()
+    k = {r.label: r.problem.k for r in results.grid().rows}
+    long_k = [(split, whole) for label, _, _, _, split, whole in splits if k[label] >= 3000]
+    short_k = [(split, whole) for label, _, _, _, split, whole in splits if k[label] <= 1536]
+    assert long_k and all(split > whole for split, whole in long_k)  # "every one faster"
+    assert len(short_k) >= 8 and sum(split > whole for split, whole in short_k) <= 1  # "nearly"
+    assert ((1536 + 127) // 128) ** 2 == 132 + 12  # "one full wave of 132 and 12 tiles"

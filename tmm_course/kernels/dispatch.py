@@ -143,12 +143,13 @@ def _distance(fitted, m: int, n: int, k: int, column_major: bool) -> float:
 NEIGHBOURS = 4  # the fitted problems nearest a new one that score each configuration
 
 
-def _measured(fitted) -> dict[tuple[str, Config], float]:
-    """(path, config) -> ratio to torch, for every candidate the fit timed on one problem."""
+def _measured(fitted) -> dict[tuple[str, str], float]:
+    """(path, str(config)) -> ratio to torch, for every candidate the fit timed on one
+    problem."""
     if not fitted.tried:  # a fit stored without its candidates: its two winners
-        return {(fitted.path, fitted.config): fitted.ratio,
-                ("grouped", fitted.grouped): fitted.grouped_ratio}  # fmt: skip
-    return {(path, Config.from_text(text)): ratio for path, text, ratio in fitted.tried}
+        return {(fitted.path, str(fitted.config)): fitted.ratio,
+                ("grouped", str(fitted.grouped)): fitted.grouped_ratio}  # fmt: skip
+    return {(path, text): ratio for path, text, ratio in fitted.tried}
 
 
 def _filled(path: str, config: Config, m: int, n: int, k: int) -> float:
@@ -173,6 +174,32 @@ def _candidates(m: int, n: int, k: int, dtype: str) -> list[tuple[str, Config]]:
     return pairs
 
 
+def _scores(table: list, apart: dict[int, float], candidates: list[tuple[str, Config]],
+            m: int, n: int, k: int) -> dict[tuple[str, Config], tuple[float, object]]:  # fmt: skip
+    """Each candidate's expected log-ratio to torch here, and the nearest fitted problem of
+    ``table`` (nearest first) that timed it."""
+    texts = {(path, str(config)): (path, config) for path, config in candidates}
+    near: dict[tuple[str, str], list] = {key: [] for key in texts}
+    for fitted in table:
+        for key, ratio in _measured(fitted).items():
+            if key in near and len(near[key]) < NEIGHBOURS:
+                near[key].append((fitted, ratio))
+    scores = {}
+    for key, timed in near.items():
+        if not timed:
+            continue
+        path, config = texts[key]
+        here = _filled(path, config, m, n, k)
+        logs, weights = [], []
+        for f, ratio in timed:
+            there = _filled(path, config, f.problem.m, f.problem.n, f.problem.k)
+            logs.append(math.log(ratio * here / there))
+            weights.append(math.exp(-apart[id(f)]))
+        score = sum(w * x for w, x in zip(weights, logs, strict=True)) / sum(weights)
+        scores[path, config] = (score, timed[0][0])
+    return scores
+
+
 def _plan_by_fit(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None) -> Plan | None:
     """Score every candidate by its log-ratio to torch on the NEIGHBOURS nearest fitted
     problems that timed it (nearer ones weigh more), each corrected for how full the kernel
@@ -184,20 +211,7 @@ def _plan_by_fit(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None) -> 
     table = sorted((f for f in fit_table() if id(f) in apart), key=lambda f: apart[id(f)])
     if not table:
         return None
-    measured = [(f, _measured(f)) for f in table]
-    scores: dict[tuple[str, Config], tuple[float, object]] = {}
-    for path, config in _candidates(m, n, k, dtype):
-        near = [(f, ratios[path, config]) for f, ratios in measured
-                if (path, config) in ratios][:NEIGHBOURS]  # fmt: skip
-        if near:
-            here = _filled(path, config, m, n, k)
-            logs, weights = [], []
-            for f, ratio in near:
-                there = _filled(path, config, f.problem.m, f.problem.n, f.problem.k)
-                logs.append(math.log(ratio * here / there))
-                weights.append(math.exp(-apart[id(f)]))
-            score = sum(w * x for w, x in zip(weights, logs, strict=True)) / sum(weights)
-            scores[path, config] = (score, near[0][0])
+    scores = _scores(table, apart, _candidates(m, n, k, dtype), m, n, k)
     readable = tma_problem(a, b, out) is None
     stage = not readable and tma_problem(a, b, out, stage=True) is None
     runnable = [key for key in scores if key[0] == "grouped" or readable or stage]

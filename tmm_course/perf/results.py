@@ -320,6 +320,26 @@ class Grid:
             table[name] = (len(rows), _geomean(host), _geomean(device))
         return table
 
+    def split_tails(self, slots: int = 132) -> list[tuple[str, str, int, int, float, float]]:
+        """Where the fit timed a persistent configuration with and without ``split_tail``
+        and the split applies (``slots`` SMs: 132 on an H200): the problem, the tiles, the
+        last wave's tiles, the K-slices each is cut into, and both ratios to torch."""
+        from tmm_course.kernels.fast import tail_splits
+
+        found = []
+        for fitted in self.fit:
+            p, ratios = fitted.problem, {(path, text): r for path, text, r in fitted.tried}
+            for (path, text), ratio in ratios.items():
+                plain = ratios.get((path, text.replace(" split tail", "")))
+                if not text.endswith(" split tail") or plain is None:
+                    continue
+                c = Config.from_text(text)
+                tiles = -(-p.m // c.block_m) * -(-p.n // c.block_n)
+                splits = tail_splits(tiles, slots, -(-p.k // c.block_k))
+                if splits > 1:
+                    found.append((p.label, text, tiles % slots, splits, ratio, plain))
+        return found
+
     @classmethod
     def from_dict(cls, data: dict) -> Grid:
         rows = data.get("grid", [])
