@@ -218,11 +218,10 @@ def _plan_by_fit(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None) -> 
     if not runnable:  # nothing fitted at this size: what won on the nearest problem
         nearest = table[0]
         if nearest.path == "persistent_tma" and (readable or stage):
-            runnable, scores = [(nearest.path, nearest.config)], {}
+            key, ratio = (nearest.path, nearest.config), nearest.ratio
         else:
-            runnable = [("grouped", nearest.grouped)]
-        ratio = nearest.ratio if runnable[0][0] == nearest.path else nearest.grouped_ratio
-        scores[runnable[0]] = (math.log(ratio), nearest)
+            key, ratio = ("grouped", nearest.grouped), nearest.grouped_ratio
+        runnable, scores[key] = [key], (math.log(ratio), nearest)
     path, config = max(runnable, key=lambda key: scores[key][0])
     score, nearest = scores[path, config]
     why = f"fitted on {nearest.problem.label} and nearby ({math.exp(score):.2f}x torch expected)"

@@ -157,8 +157,12 @@ class PreparedLaunch:
             flat = self.flat[key] = tuple(self.flatten((*make_args(), *self.values)))
         compiled = self.compiled
         g0, g1, g2 = self.grid3
-        self.raw(g0, g1, g2, self.stream(self.device), compiled.function, *self.options,
-                 compiled.packed_metadata, None, None, None, *flat)  # fmt: skip
+        try:
+            self.raw(g0, g1, g2, self.stream(self.device), compiled.function, *self.options,
+                     compiled.packed_metadata, None, None, None, *flat)  # fmt: skip
+        except TypeError:  # a launch function that takes other arguments: the plain path
+            self.raw = None
+            self(make_args())
 
 
 class QuickLaunch:
