@@ -55,7 +55,8 @@ SOME_ROWS = Config(64, 64, 128, num_warps=4, num_stages=4)
 
 def plan(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None) -> Plan:
     """Choose a kernel and a configuration for ``a @ b`` (into ``out``) on this backend: on a
-    GPU, what won on the nearest problem of the fit (:func:`fit_table`), else by rules."""
+    GPU, the candidate that did best on the nearest problems of the fit (:func:`fit_table`,
+    :func:`_plan_by_fit`), else by rules."""
     chosen = _plan_by_fit(a, b, out) if tmm_course.BACKEND == GPU else None
     if chosen is None:
         chosen = _plan_by_shape(a, b, out)
