@@ -34,6 +34,15 @@ def test_outputs_are_stripped(path):
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=ids)
+def test_every_cell_has_an_id_of_its_own(path):
+    notebook = load(path)
+    cells = notebook["cells"]  # nbformat 4.5 and later require them
+    assert (notebook["nbformat"], notebook["nbformat_minor"]) >= (4, 5), path.name
+    assert all(c.get("id") for c in cells), f"{path.name}: a cell has no id"
+    assert len({c["id"] for c in cells}) == len(cells), f"{path.name}: two cells share an id"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=ids)
 def test_python_kernelspec_and_colab_gpu_runtime(path):
     meta = load(path)["metadata"]
     assert meta["kernelspec"]["name"] == "python3"
