@@ -415,6 +415,16 @@ def test_a_partial_last_wave_is_shared_out_in_k_slices_that_add_up_once():
     assert int(fast.tile_counters(a.device, 6)[:6].count_nonzero()) == 0
 
 
+def test_a_split_last_wave_also_works_through_aligned_copies():
+    if fast.TensorDescriptor is None or tma_problem(*operands(48, 32, 512, torch.float16)):
+        pytest.skip("needs tensor descriptors")
+    a, b = operands(48, 30, 510, torch.float16)  # 60- and 1020-byte rows: staged
+    assert tma_problem(a, b) is not None and tma_problem(a, b, stage=True) is None
+    config = Config(16, 16, 16, split_tail=True)
+    c = matmul_fast(a, b, path="persistent_tma", config=config, out=poisoned(48, 30, torch.float16))
+    assert error(c, a, b) <= tolerance(torch.float16, tmm_course.BACKEND)
+
+
 def test_a_last_wave_is_split_only_when_it_leaves_most_sms_idle():
     assert fast.tail_splits(288, 132, 48) == 5  # 3072^3 in 128x256 tiles: 24 tiles left
     assert fast.tail_splits(264, 132, 48) == 1  # whole waves
