@@ -21,6 +21,7 @@ from tmm_course.kernels.fast import (
     prepare_grouped,
     prepare_persistent_tma,
     program_slots,
+    tile_count,
     tma_problem,
 )
 from tmm_course.kernels.matmul import check_blocks, check_operands, output_for
@@ -160,8 +161,7 @@ def _filled(path: str, config: Config, m: int, n: int, k: int) -> float:
     K-slices cost partial sums that the count does not see.)"""
     if path != "persistent_tma":
         return 1.0
-    slots = program_slots()
-    tiles = -(-m // config.block_m) * -(-n // config.block_n)
+    slots, tiles = program_slots(), tile_count(config, m, n)
     return tiles / (-(-tiles // slots) * slots)
 
 

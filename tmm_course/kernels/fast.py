@@ -276,7 +276,7 @@ def _grouped_launch(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, config:
                     precision: str) -> tuple[tuple, dict, tuple[int, int], int]:  # fmt: skip
     """The grouped kernel's grid, fixed arguments (sizes and strides) and constexprs."""
     (m, k), n = a.shape, b.shape[1]
-    tiles = triton.cdiv(m, config.block_m) * triton.cdiv(n, config.block_n)
+    tiles = tile_count(config, m, n)
     fixed = (m, n, k, *a.stride(), *b.stride(), *out.stride())
     constexprs = dict(
         PRECISION=_precision(a, precision), BLOCK_M=config.block_m, BLOCK_N=config.block_n,
@@ -373,6 +373,19 @@ def program_slots() -> int:
     return 4 if here is None else here.sms
 
 
+def tile_count(config: Config, m: int, n: int) -> int:
+    """How many BLOCK_M x BLOCK_N tiles cover an m x n product."""
+    return triton.cdiv(m, config.block_m) * triton.cdiv(n, config.block_n)
+
+
+def slices_of_the_tail(config: Config, m: int, n: int, k: int, slots: int) -> int:
+    """Into how many K-slices the persistent kernel with ``config`` cuts each tile of its
+    last wave on ``slots`` SMs (:func:`tail_splits`; 1 without ``split_tail``)."""
+    if not config.split_tail:
+        return 1
+    return tail_splits(tile_count(config, m, n), slots, triton.cdiv(k, config.block_k))
+
+
 def tail_splits(tiles: int, slots: int, k_steps: int) -> int:
     """Into how many K-slices the persistent kernel cuts each tile of its last, partial wave
     (``tiles % slots`` of them) so that the slices come close to one per SM: 1 (no split)
@@ -417,7 +430,7 @@ class _Checked(TensorDescriptor or object):
 
 def _persistent_launch(
     a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, config: Config, precision: str, stage: bool
-) -> tuple[Callable, dict, tuple[int]]:
+) -> tuple[Callable, dict, tuple[int], bool]:
     """The persistent kernel's ``arguments(a, b, out, checked)`` that builds its tensor
     descriptors (``checked``: without checking them again) and says where C lands, its
     constexprs and grid, and whether the arguments are made of the tensors alone (no copies,
@@ -429,8 +442,8 @@ def _persistent_launch(
     transposed = reads_b_transposed(b)
     copy_b = transposed and b.stride(0) != 1
     c_block = [bm, bn // 2] if config.subtile else [bm, bn]
-    tiles = triton.cdiv(m, bm) * triton.cdiv(n, bn)
-    splits = tail_splits(tiles, program_slots(), triton.cdiv(k, bk)) if config.split_tail else 1
+    tiles = tile_count(config, m, n)
+    splits = slices_of_the_tail(config, m, n, k, program_slots())
     programs = program_slots() if splits > 1 else min(program_slots(), tiles)
     tail = tiles % programs
 

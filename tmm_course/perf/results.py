@@ -322,9 +322,9 @@ class Grid:
 
     def split_tails(self, slots: int = 132) -> list[tuple[str, str, int, int, float, float]]:
         """Where the fit timed a persistent configuration with and without ``split_tail``
-        and the split applies (``slots`` SMs: 132 on an H200): the problem, the tiles, the
-        last wave's tiles, the K-slices each is cut into, and both ratios to torch."""
-        from tmm_course.kernels.fast import tail_splits
+        and the split applies (``slots`` SMs: 132 on an H200): the problem, the configuration,
+        the last wave's tiles, the K-slices each is cut into, and both ratios to torch."""
+        from tmm_course.kernels.fast import slices_of_the_tail, tile_count
 
         found = []
         for fitted in self.fit:
@@ -333,11 +333,11 @@ class Grid:
                 plain = ratios.get((path, text.replace(" split tail", "")))
                 if not text.endswith(" split tail") or plain is None:
                     continue
-                c = Config.from_text(text)
-                tiles = -(-p.m // c.block_m) * -(-p.n // c.block_n)
-                splits = tail_splits(tiles, slots, -(-p.k // c.block_k))
+                config = Config.from_text(text)
+                splits = slices_of_the_tail(config, p.m, p.n, p.k, slots)
                 if splits > 1:
-                    found.append((p.label, text, tiles % slots, splits, ratio, plain))
+                    last = tile_count(config, p.m, p.n) % slots
+                    found.append((p.label, text, last, splits, ratio, plain))
         return found
 
     @classmethod
