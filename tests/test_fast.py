@@ -370,6 +370,35 @@ def test_a_launch_on_the_same_addresses_passes_what_it_passed_before(monkeypatch
     assert launched[-1] == "plain" and made == [x, y, x]
 
 
+def test_prepared_launches_pass_launch_hooks_only_where_someone_listens(monkeypatch):
+    from triton import knobs
+    from triton.runtime import driver as runtime
+
+    from tmm_course.kernels.quick_launch import PreparedLaunch, QuickLaunch
+
+    runs = []
+    active = type("Driver", (), {"get_current_device": lambda: 0,
+                                 "get_current_stream": lambda device: "stream"})  # fmt: skip
+    monkeypatch.setattr(runtime, "_active", active)
+    compiled = type("Compiled", (), {
+        "function": "function", "packed_metadata": "packed",
+        "launch_metadata": staticmethod(lambda grid, stream, *args: ("metadata", grid)),
+        "run": type("Launcher", (), {"__call__": lambda self, *a: runs.append(a)})(),
+    })()  # fmt: skip
+    quick = QuickLaunch(fast.persistent_tma_matmul_kernel, "gpu")
+    quick.enabled = True
+    launch = PreparedLaunch(quick, (4,), {}, compiled, ("constexpr",))
+    chain = type(knobs.runtime.launch_enter_hook)()  # an empty chain: nobody listens
+    monkeypatch.setattr(knobs.runtime, "launch_enter_hook", chain)
+    monkeypatch.setattr(knobs.runtime, "launch_exit_hook", chain)
+    launch(("a",))
+    assert runs[-1] == (4, 1, 1, "stream", "function", "packed", None, None, None, "a", "constexpr")
+    hook = lambda metadata: None  # a profiler's hook
+    monkeypatch.setattr(knobs.runtime, "launch_enter_hook", hook)
+    launch(("a",))
+    assert runs[-1][6:8] == (("metadata", (4, 1, 1)), hook)
+
+
 def test_an_unknown_launcher_is_left_alone():
     from tmm_course.kernels.quick_launch import remember_descriptors
 

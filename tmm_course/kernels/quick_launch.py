@@ -93,6 +93,16 @@ def remember_descriptors(compiled: object) -> bool:
     return True
 
 
+def _run(compiled: object, grid3: tuple, stream: int, args: Sequence[object], values: tuple,
+         hooks: object) -> None:  # fmt: skip
+    """Launch ``compiled`` straight through its launcher; profilers' launch hooks
+    (``hooks``: ``triton.knobs.runtime``) see the launch too."""
+    enter, leave = _hook(hooks.launch_enter_hook), _hook(hooks.launch_exit_hook)
+    metadata = None if enter is None else compiled.launch_metadata(grid3, stream, *args, *values)
+    compiled.run(*grid3, stream, compiled.function, compiled.packed_metadata, metadata, enter,
+                 leave, *args, *values)  # fmt: skip
+
+
 class PreparedLaunch:
     """A compiled kernel's launch on a fixed grid, for arguments Triton specializes alike:
     ``launch(args)``. ``launch.keyed(key, make_args)`` also keeps the flat arguments it
@@ -131,15 +141,8 @@ class PreparedLaunch:
             return
         if QuickLaunch.observer is not None:
             QuickLaunch.observer(quick.kernel, args)
-        here = self.stream(self.device)
-        enter, leave = _hook(self.hooks.launch_enter_hook), _hook(self.hooks.launch_exit_hook)
-        metadata = None  # profilers' hooks see these launches too
-        if enter is not None:
-            metadata = compiled.launch_metadata(self.grid3, here, *args, *self.values)
-        g0, g1, g2 = self.grid3
         try:
-            compiled.run(g0, g1, g2, here, compiled.function, compiled.packed_metadata,
-                         metadata, enter, leave, *args, *self.values)  # fmt: skip
+            _run(compiled, self.grid3, self.stream(self.device), args, self.values, self.hooks)
         except (AttributeError, TypeError):  # a Triton whose launcher differs
             quick.enabled = False
             quick(self.grid, args, None, **self.constexprs)
@@ -204,15 +207,9 @@ class QuickLaunch:
         compiled, values = hit
         if QuickLaunch.observer is not None:
             QuickLaunch.observer(self.kernel, args)
-        g = (*grid, 1, 1)[:3]
         stream = driver.active.get_current_stream(driver.active.get_current_device())
-        enter, leave = _hook(knobs.runtime.launch_enter_hook), _hook(knobs.runtime.launch_exit_hook)
-        metadata = None  # profilers' launch hooks see these launches too
         try:
-            if enter is not None:
-                metadata = compiled.launch_metadata(g, stream, *args, *values)
-            compiled.run(g[0], g[1], g[2], stream, compiled.function, compiled.packed_metadata,
-                         metadata, enter, leave, *args, *values)  # fmt: skip
+            _run(compiled, (*grid, 1, 1)[:3], stream, args, values, knobs.runtime)
         except (AttributeError, TypeError):  # a Triton whose launcher differs: stop trying
             self.enabled = False
             self.kernel[tuple(grid)](*args, **constexprs)
