@@ -474,3 +474,41 @@ def test_a_config_is_read_back_from_its_description():
         assert Config.from_text(str(config)) == config
     with pytest.raises(ValueError, match="as str"):
         Config.from_text("128 by 256")
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.float32])
+@pytest.mark.parametrize(("m", "n", "k"), [(16, 64, 96), (5, 40, 72), (48, 32, 512)])
+def test_swapped_tiles_compute_the_product_turned_around(m, n, k, dtype):
+    if fast.TensorDescriptor is None or tma_problem(*operands(16, 64, 96, dtype)):
+        pytest.skip("needs tensor descriptors")
+    a, b = operands(m, n, k, dtype)
+    for config in (Config(16, 32, 32, swap_ab=True), Config(32, 16, 16, swap_ab=True, subtile=True),
+                   Config(16, 32, 16, swap_ab=True, split_tail=True)):  # fmt: skip
+        out = poisoned(m, n, dtype)
+        c = matmul_fast(a, b, precision="ieee", path="persistent_tma", config=config, out=out)
+        assert error(c, a, b) <= tolerance(dtype, tmm_course.BACKEND, "ieee"), config
+
+
+def test_copies_are_made_again_on_every_call_into_the_same_workspaces():
+    if fast.TensorDescriptor is None:
+        pytest.skip("needs tensor descriptors")
+    a, b = operands(33, 70, 45, torch.float32)  # A and C staged (odd rows), B^T copied
+    config = Config(16, 16, 16)
+    first = matmul_fast(a, b, precision="ieee", path="persistent_tma", config=config)
+    staged = fast.aligned_like(a, "staged A").data_ptr(), fast.aligned_like(b.t(), "B^T").data_ptr()
+    a.copy_(torch.randn_like(a))  # new values at the same addresses
+    b.copy_(torch.randn_like(b))
+    again = matmul_fast(a, b, precision="ieee", path="persistent_tma", config=config)
+    assert error(again, a, b) <= tolerance(torch.float32, tmm_course.BACKEND, "ieee")
+    assert not torch.equal(first, again)
+    assert (fast.aligned_like(a, "staged A").data_ptr(),
+            fast.aligned_like(b.t(), "B^T").data_ptr()) == staged  # fmt: skip
+
+
+def test_the_transpose_copy_turns_ragged_and_strided_tensors_around():
+    src = torch.randn(70, 200, device=tmm_course.DEVICE)[:, 3:148]  # 70 x 145, rows 200 apart
+    dst = fast.aligned_like(src.t())
+    copy = fast._prepare_transpose(src, dst)
+    assert torch.equal(dst, src.t())
+    src.copy_(torch.randn_like(src))
+    assert torch.equal(copy(src, dst), src.t())

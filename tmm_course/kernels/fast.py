@@ -4,7 +4,6 @@ with which :class:`Config`, is :mod:`tmm_course.kernels.dispatch`'s choice (``ma
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 
@@ -27,8 +26,10 @@ except ImportError:  # pragma: no cover - older triton
 class Config:
     """One way to launch a kernel: tile sizes, warps per program, pipeline depth, group of
     rows, how many slices K is cut into (grouped kernel), and for the persistent kernel
-    whether C is stored in two halves (frees shared memory for one more pipeline stage) and
-    whether the tiles of a last, partial wave are shared out in K-slices (``split_tail``)."""
+    whether C is stored in two halves (frees shared memory for one more pipeline stage),
+    whether the tiles of a last, partial wave are shared out in K-slices (``split_tail``) and
+    whether each tile is computed as C^T = B^T A^T (``swap_ab``: a few rows of A then sit on
+    the narrow side of the tensor cores' instruction, whose other side needs 64 rows)."""
 
     block_m: int
     block_n: int
@@ -40,6 +41,7 @@ class Config:
     subtile: bool = False
     flatten: bool = True  # persistent kernel: let the compiler pipeline across tiles
     split_tail: bool = False
+    swap_ab: bool = False
 
     def __str__(self) -> str:
         text = f"{self.block_m}x{self.block_n}x{self.block_k} w{self.num_warps} s{self.num_stages}"
@@ -48,6 +50,7 @@ class Config:
             text += f" split-K {self.split_k}"
         text += " subtiled" if self.subtile else ""
         text += " split tail" if self.split_tail else ""
+        text += " swapped" if self.swap_ab else ""
         return text + ("" if self.flatten else " unflattened")
 
     @classmethod
@@ -61,12 +64,12 @@ class Config:
                 block_m, block_n, block_k, num_warps=int(words[1][1:]),
                 num_stages=int(words[2][1:]), group_m=int(words[3][1:]), split_k=split_k,
                 subtile="subtiled" in words, flatten="unflattened" not in words,
-                split_tail="tail" in words,
+                split_tail="tail" in words, swap_ab="swapped" in words,
             )  # fmt: skip
         except (IndexError, ValueError) as exc:
             raise ValueError(
-                f"{text!r} does not describe a Config; expected text like "
-                "'128x256x64 w8 s3 g8 split-K 2 subtiled', as str(Config(...)) writes it."
+                f"{text!r} does not describe a Config; expected text like '128x256x64 w8 s3 "
+                "g8 split-K 2 subtiled split tail swapped', as str(Config(...)) writes it."
             ) from exc
 
 
@@ -145,17 +148,40 @@ def grouped_matmul_kernel(a_ptr, b_ptr, c_ptr, partial_ptr, count_ptr, M, N, K,
 
 
 @triton.jit
+def _zeros(BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, SWAP_AB: tl.constexpr):
+    # a tile's float32 accumulator: C's tile, or with SWAP_AB its transpose
+    if SWAP_AB:
+        acc = tl.zeros((BLOCK_N, BLOCK_M), dtype=tl.float32)
+    else:
+        acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    return acc
+
+
+@triton.jit
+def _tile_of_c(acc, SWAP_AB: tl.constexpr):
+    # the accumulator as C's BLOCK_M x BLOCK_N tile
+    if SWAP_AB:
+        acc = acc.T
+    return acc
+
+
+@triton.jit
 def _dot_step(a_desc, b_desc, acc, pid_m, pid_n, k, PRECISION: tl.constexpr,
               BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
-              B_TRANSPOSED: tl.constexpr):
+              B_TRANSPOSED: tl.constexpr, SWAP_AB: tl.constexpr):
     # one K-step of a tile: load its slab of A and of B through the descriptors, add the product
-    # (B_TRANSPOSED: b_desc describes B^T, N x K, the layout TF32 tensor cores read)
+    # (B_TRANSPOSED: b_desc describes B^T, N x K; SWAP_AB: add B^T A^T to C^T's tile, so that
+    # BLOCK_N, not BLOCK_M, is the side of the tensor cores' instruction that needs 64 rows)
     a = a_desc.load([pid_m * BLOCK_M, k * BLOCK_K])
     if B_TRANSPOSED:
         b = b_desc.load([pid_n * BLOCK_N, k * BLOCK_K]).T
     else:
         b = b_desc.load([k * BLOCK_K, pid_n * BLOCK_N])
-    return tl.dot(a, b, acc, input_precision=PRECISION)
+    if SWAP_AB:
+        acc = tl.dot(b.T, a.T, acc, input_precision=PRECISION)
+    else:
+        acc = tl.dot(a, b, acc, input_precision=PRECISION)
+    return acc
 
 
 @triton.jit
@@ -195,7 +221,8 @@ def persistent_tma_matmul_kernel(a_desc, b_desc, c_desc, partial_ptr, count_ptr,
                                  BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
                                  GROUP_M: tl.constexpr, NUM_PROGRAMS: tl.constexpr,
                                  B_TRANSPOSED: tl.constexpr, SUBTILE: tl.constexpr,
-                                 FLATTEN: tl.constexpr, TAIL_SPLITS: tl.constexpr):
+                                 FLATTEN: tl.constexpr, TAIL_SPLITS: tl.constexpr,
+                                 SWAP_AB: tl.constexpr):
     # one program per SM, each walking tiles NUM_PROGRAMS apart; the descriptors know the
     # shapes, so the hardware (TMA) fills tiles past an edge with zeros and clips stores
     grid_m = tl.cdiv(M, BLOCK_M)
@@ -206,11 +233,11 @@ def persistent_tma_matmul_kernel(a_desc, b_desc, c_desc, partial_ptr, count_ptr,
         whole = tiles - tiles % NUM_PROGRAMS
     for tile_id in tl.range(tl.program_id(axis=0), whole, NUM_PROGRAMS, flatten=FLATTEN):
         pid_m, pid_n = grouped_tile(tile_id, grid_m, grid_n, GROUP_M)
-        acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+        acc = _zeros(BLOCK_M, BLOCK_N, SWAP_AB)
         for k in range(0, tl.cdiv(K, BLOCK_K)):
             acc = _dot_step(a_desc, b_desc, acc, pid_m, pid_n, k, PRECISION, BLOCK_M, BLOCK_N,
-                            BLOCK_K, B_TRANSPOSED)
-        _store_tile(c_desc, acc, pid_m, pid_n, BLOCK_M, BLOCK_N, SUBTILE)
+                            BLOCK_K, B_TRANSPOSED, SWAP_AB)
+        _store_tile(c_desc, _tile_of_c(acc, SWAP_AB), pid_m, pid_n, BLOCK_M, BLOCK_N, SUBTILE)
     if TAIL_SPLITS > 1:
         # the last, partial wave: each of its tiles cut into TAIL_SPLITS K-slices, so that
         # every SM has a share of it instead of a few SMs doing all of it while the rest idle
@@ -219,13 +246,14 @@ def persistent_tma_matmul_kernel(a_desc, b_desc, c_desc, partial_ptr, count_ptr,
             tile_id = whole + job // TAIL_SPLITS
             piece = job % TAIL_SPLITS
             pid_m, pid_n = grouped_tile(tile_id, grid_m, grid_n, GROUP_M)
-            acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+            acc = _zeros(BLOCK_M, BLOCK_N, SWAP_AB)
             k_end = tl.minimum((piece + 1) * per_slice, tl.cdiv(K, BLOCK_K))
             for k in range(piece * per_slice, k_end):
                 acc = _dot_step(a_desc, b_desc, acc, pid_m, pid_n, k, PRECISION, BLOCK_M,
-                                BLOCK_N, BLOCK_K, B_TRANSPOSED)
-            _add_up_slice(c_desc, acc, partial_ptr, count_ptr, tile_id - whole, piece, pid_m,
-                          pid_n, TAIL_SPLITS, BLOCK_M, BLOCK_N, SUBTILE)
+                                BLOCK_N, BLOCK_K, B_TRANSPOSED, SWAP_AB)
+            _add_up_slice(c_desc, _tile_of_c(acc, SWAP_AB), partial_ptr, count_ptr,
+                          tile_id - whole, piece, pid_m, pid_n, TAIL_SPLITS, BLOCK_M, BLOCK_N,
+                          SUBTILE)
 
 
 def _precision(a: torch.Tensor, precision: str) -> str | None:
@@ -234,25 +262,26 @@ def _precision(a: torch.Tensor, precision: str) -> str | None:
 
 _grouped = QuickLaunch(grouped_matmul_kernel, tmm_course.BACKEND)
 _persistent = QuickLaunch(persistent_tma_matmul_kernel, tmm_course.BACKEND)
-_workspaces: dict[tuple, torch.Tensor] = {}  # (what, device, stream) -> its buffer
+_workspaces: dict[tuple, torch.Tensor] = {}  # (what, dtype, device, stream) -> its buffer
 _outgrown: list[torch.Tensor] = []  # buffers replaced by larger ones: kept, see _workspace
 
 
 def _workspace(what: str, device: torch.device, numel: int, dtype: torch.dtype) -> torch.Tensor:
-    """A zeroed buffer of at least ``numel`` elements, one per purpose, device and stream: the
-    launches of one stream run in turn, so they can share it. Its memory is kept, and so is
-    that of a buffer it outgrows (a captured CUDA graph may still launch with it); each new
-    one is at least twice as large as the last, so that adds up to less than the newest."""
+    """A zeroed buffer of at least ``numel`` elements, one per purpose, dtype, device and
+    stream: the launches of one stream run in turn, so they can share it. Its memory is kept,
+    and so is that of a buffer it outgrows (a captured CUDA graph may still launch with it);
+    each new one is at least twice as large as the last, so that adds up to less than the
+    newest."""
     if device.type == "cuda" and device.index is None:  # "cuda": the current device
         device = torch.device("cuda", torch.cuda.current_device())
     stream = torch._C._cuda_getCurrentRawStream(device.index) if device.type == "cuda" else 0
-    buffer = _workspaces.get((what, device, stream))
+    buffer = _workspaces.get((what, dtype, device, stream))
     if buffer is None or buffer.numel() < numel:
         if buffer is not None:
             _outgrown.append(buffer)
         size = max(numel, 4096, 0 if buffer is None else 2 * buffer.numel())
         buffer = torch.zeros(size, dtype=dtype, device=device)
-        _workspaces[(what, device, stream)] = buffer
+        _workspaces[(what, dtype, device, stream)] = buffer
     return buffer
 
 
@@ -329,26 +358,28 @@ def prepare_grouped(
     tensors shaped, strided and aligned like these."""
     fixed, constexprs, grid, tiles = _grouped_launch(a, b, out, config, precision)
 
-    def arguments(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor) -> tuple:
-        return (a, b, out, *_scratch(out, config, tiles), *fixed), out
+    def operands(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor) -> tuple[tuple, torch.Tensor]:
+        return (a, b, out, *_scratch(out, config, tiles)), out
 
-    return _prepared(_grouped, grid, arguments, constexprs, a, b, out)
+    def arguments(tensors: tuple, checked: bool) -> tuple:
+        return (*tensors, *fixed)
+
+    return _prepared(_grouped, grid, operands, arguments, constexprs, a, b, out)
 
 
 def _prepared(
-    quick: QuickLaunch, grid: tuple, arguments: Callable, constexprs: dict,
-    a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, again: Callable | None = None,
-    by_address: bool = False,
+    quick: QuickLaunch, grid: tuple, operands: Callable, arguments: Callable, constexprs: dict,
+    a: torch.Tensor, b: torch.Tensor, out: torch.Tensor,
 ) -> Ready:  # fmt: skip
-    """Launch ``quick`` once on ``arguments(a, b, out)`` (the kernel's arguments, and the
-    tensor C lands in: ``out`` or an aligned stand-in copied back), and return the
-    :data:`Ready` that repeats it for new tensors shaped like these (their arguments made
-    by ``again``, if given). ``by_address``: the arguments depend on nothing but the
-    tensors' addresses (C lands in ``out``), so a launch on the same addresses as an
-    earlier one can pass what it passed then (:meth:`PreparedLaunch.keyed`)."""
-    args, target = arguments(a, b, out)
-    arguments = again or arguments
-    launch = quick.prepared(grid, args, **constexprs)
+    """Launch ``quick`` once on a, b and out, and return the :data:`Ready` that repeats it
+    for new tensors shaped like these. ``operands(a, b, out)`` gives the tensors the kernel
+    reads and writes (copies, for tensors it cannot read as they are; scratch) and the one C
+    lands in (``out``, or an aligned stand-in copied back); ``arguments(tensors, checked)``
+    the kernel's arguments for them (``checked``: shaped like the first call's, no need to
+    check them again). Those depend on nothing but the tensors' addresses, so a launch on
+    the addresses of an earlier one passes what it passed then (:meth:`PreparedLaunch.keyed`)."""
+    tensors, target = operands(a, b, out)
+    launch = quick.prepared(grid, arguments(tensors, False), **constexprs)
     if target is not out:
         out.copy_(target)
     shape, dtype, device = out.shape, out.dtype, out.device
@@ -356,12 +387,9 @@ def _prepared(
     def ready(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None) -> torch.Tensor:
         if out is None:
             out = torch.empty(shape, dtype=dtype, device=device)
-        if by_address:
-            key = (a.data_ptr(), b.data_ptr(), out.data_ptr())
-            launch.keyed(key, lambda: arguments(a, b, out)[0])
-            return out
-        args, target = arguments(a, b, out)
-        launch(args)
+        tensors, target = operands(a, b, out)
+        key = tuple(t.data_ptr() for t in tensors)
+        launch.keyed(key, lambda: arguments(tensors, True))
         return out if target is out else out.copy_(target)
 
     return ready
@@ -396,7 +424,8 @@ def tail_splits(tiles: int, slots: int, k_steps: int) -> int:
 
 def reads_b_transposed(b: torch.Tensor) -> bool:
     """Whether the persistent kernel reads B as B^T (N x K, rows along K): free when B is
-    column-major already; a copy for float32, whose TF32 tensor cores need K-major B."""
+    column-major already; a copy for float32, whose TF32 tensor cores need K-major B (read
+    as it is, row-major B makes the kernel several times slower on an H200)."""
     return (b.stride(0) == 1 and b.shape[0] > 1) or b.dtype == torch.float32
 
 
@@ -407,13 +436,62 @@ def _readable(t: torch.Tensor) -> bool:
     return t.stride(1) == 1 and rows_apart % 16 == 0 and t.data_ptr() % 16 == 0
 
 
-def aligned_like(t: torch.Tensor) -> torch.Tensor:
+def aligned_like(t: torch.Tensor, what: str | None = None) -> torch.Tensor:
     """An uninitialised tensor shaped like ``t`` whose rows start on 16-byte boundaries (the
-    row pitch rounded up; the columns past the last one are never read or written)."""
+    row pitch rounded up; the columns past the last one are never read or written). With
+    ``what``, its memory is the per-stream workspace of that name (:func:`_workspace`): the
+    same address call after call."""
     rows, cols = t.shape
     per = 16 // t.element_size()
     pitch = -(-cols // per) * per
-    return torch.empty((rows, pitch), dtype=t.dtype, device=t.device)[:, :cols]
+    if what is None:
+        return torch.empty((rows, pitch), dtype=t.dtype, device=t.device)[:, :cols]
+    memory = _workspace(what, t.device, rows * pitch, t.dtype)
+    key = (memory.data_ptr(), memory.dtype, rows, cols)
+    view = _views.get(key)
+    if view is None:  # three view operations: several microseconds a call, so kept
+        if len(_views) >= 256:
+            _views.clear()
+        view = _views[key] = memory[: rows * pitch].view(rows, pitch)[:, :cols]
+    return view
+
+
+_views: dict[tuple, torch.Tensor] = {}  # (address, dtype, rows, columns) -> aligned_like's view
+
+
+@triton.jit
+def transpose_kernel(src_ptr, dst_ptr, R, C, stride_sr, stride_sc, stride_dr, stride_dc,
+                     BLOCK: tl.constexpr):
+    # dst (C x R) = src (R x C) turned around, a BLOCK x BLOCK tile per program: read along
+    # the rows of src, written along the rows of dst (the tile turns around on the chip)
+    rows = tl.program_id(axis=0) * BLOCK + tl.arange(0, BLOCK)
+    cols = tl.program_id(axis=1) * BLOCK + tl.arange(0, BLOCK)
+    inside = (rows[:, None] < R) & (cols[None, :] < C)
+    tile = tl.load(src_ptr + rows[:, None] * stride_sr + cols[None, :] * stride_sc, mask=inside)
+    tl.store(dst_ptr + cols[:, None] * stride_dr + rows[None, :] * stride_dc, tl.trans(tile),
+             mask=tl.trans(inside))  # fmt: skip
+
+
+_transpose = QuickLaunch(transpose_kernel, tmm_course.BACKEND)
+TRANSPOSE_BLOCK = 64
+
+
+def _prepare_transpose(src: torch.Tensor, dst: torch.Tensor) -> Callable:
+    """Copy ``src`` turned around into ``dst`` now, and return the copy for later tensors
+    shaped like these: ``copy(src, dst)``."""
+    (r, c), block = src.shape, TRANSPOSE_BLOCK
+    grid = (triton.cdiv(r, block), triton.cdiv(c, block))
+
+    def arguments(src: torch.Tensor, dst: torch.Tensor) -> tuple:
+        return (src, dst, r, c, *src.stride(), *dst.stride())
+
+    launch = _transpose.prepared(grid, arguments(src, dst), BLOCK=block, num_warps=4)
+
+    def copy(src: torch.Tensor, dst: torch.Tensor) -> torch.Tensor:
+        launch.keyed((src.data_ptr(), dst.data_ptr()), lambda: arguments(src, dst))
+        return dst
+
+    return copy
 
 
 class _Checked(TensorDescriptor or object):
@@ -430,51 +508,60 @@ class _Checked(TensorDescriptor or object):
 
 def _persistent_launch(
     a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, config: Config, precision: str, stage: bool
-) -> tuple[Callable, dict, tuple[int], bool]:
-    """The persistent kernel's ``arguments(a, b, out, checked)`` that builds its tensor
-    descriptors (``checked``: without checking them again) and says where C lands, its
-    constexprs and grid, and whether the arguments are made of the tensors alone (no copies,
-    no split tail's scratch). B^T is read from a copy for float32, whose tensor cores need
-    K-major B; with ``stage``, a tensor whose rows the TMA cannot read is copied into one it
-    can (and C, if so, is written there and copied back)."""
+) -> tuple[Callable, Callable, dict, tuple[int]]:
+    """The persistent kernel's ``operands(a, b, out)`` and ``arguments(tensors, checked)``
+    (see :func:`_prepared`), its constexprs and grid. B^T is read from a copy for float32,
+    whose tensor cores need K-major B; with ``stage``, a tensor whose rows the TMA cannot read
+    is copied into one it can (and C, if so, is written there and copied back). Copies live
+    in per-stream workspaces, so they keep their addresses from call to call."""
     (m, k), n = a.shape, b.shape[1]
     bm, bn, bk = config.block_m, config.block_n, config.block_k
     transposed = reads_b_transposed(b)
     copy_b = transposed and b.stride(0) != 1
+    stage_a, stage_c = stage and not _readable(a), stage and not _readable(out)
+    stage_b = stage and not copy_b and not _readable(b.t() if transposed else b)
+    b_block = [bn, bk] if transposed else [bk, bn]
     c_block = [bm, bn // 2] if config.subtile else [bm, bn]
     tiles = tile_count(config, m, n)
     splits = slices_of_the_tail(config, m, n, k, program_slots())
     programs = program_slots() if splits > 1 else min(program_slots(), tiles)
     tail = tiles % programs
+    turn_around = None  # the copy of B^T, once prepared
 
-    def readable(t: torch.Tensor, copy: bool = False) -> torch.Tensor:
-        if copy or (stage and not _readable(t)):
-            return aligned_like(t).copy_(t)
-        return t
-
-    def arguments(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, checked: bool = False):
-        describe = _Checked.of if checked else TensorDescriptor.from_tensor
-        if transposed:
-            b_desc = describe(readable(b.t(), copy_b), [bn, bk])
+    def operands(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor) -> tuple[tuple, torch.Tensor]:
+        nonlocal turn_around
+        if stage_a:
+            a = aligned_like(a, "staged A").copy_(a)
+        if copy_b:
+            b_read = aligned_like(b.t(), "B^T")
+            if turn_around is None:
+                turn_around = _prepare_transpose(b, b_read)
+            else:
+                turn_around(b, b_read)
         else:
-            b_desc = describe(readable(b), [bk, bn])
-        target = aligned_like(out) if stage and not _readable(out) else out
+            b_read = b.t() if transposed else b
+            if stage_b:
+                b_read = aligned_like(b_read, "staged B").copy_(b_read)
+        target = aligned_like(out, "staged C") if stage_c else out
         if splits > 1:
             scratch = partials(out.device, tail * splits * bm * bn), tile_counters(out.device, tail)
         else:  # unused: any long-lived tensor will do
             scratch = (tile_counters(out.device, 1),) * 2
-        c_desc = describe(target, c_block)
-        args = (describe(readable(a), [bm, bk]), b_desc, c_desc, *scratch, m, n, k)
-        return args, target
+        return (a, b_read, target, *scratch), target
+
+    def arguments(tensors: tuple, checked: bool) -> tuple:
+        a, b_read, target, *scratch = tensors
+        describe = _Checked.of if checked else TensorDescriptor.from_tensor
+        descriptors = describe(a, [bm, bk]), describe(b_read, b_block), describe(target, c_block)
+        return (*descriptors, *scratch, m, n, k)
 
     constexprs = dict(
         PRECISION=_precision(a, precision), BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk,
         GROUP_M=config.group_m, NUM_PROGRAMS=programs, B_TRANSPOSED=transposed,
         SUBTILE=config.subtile, FLATTEN=config.flatten, TAIL_SPLITS=splits,
-        num_warps=config.num_warps, num_stages=config.num_stages,
+        SWAP_AB=config.swap_ab, num_warps=config.num_warps, num_stages=config.num_stages,
     )  # fmt: skip
-    plain = not stage and not copy_b and splits == 1  # the tensors themselves, and no scratch
-    return arguments, constexprs, (programs,), plain
+    return operands, arguments, constexprs, (programs,)
 
 
 def launch_persistent_tma(
@@ -487,9 +574,10 @@ def launch_persistent_tma(
 ) -> torch.Tensor:
     """Run :func:`persistent_tma_matmul_kernel` with ``config`` into ``out``; the tensors must
     pass :func:`tma_problem` (no input checks here)."""
-    arguments, constexprs, grid, _ = _persistent_launch(a, b, out, config, precision, False)
-    args, _ = arguments(a, b, out)
-    _persistent(grid, args, None if traits is None else (traits, grid), **constexprs)
+    operands, arguments, constexprs, grid = _persistent_launch(a, b, out, config, precision, False)
+    tensors, _ = operands(a, b, out)
+    _persistent(grid, arguments(tensors, False), None if traits is None else (traits, grid),
+                **constexprs)  # fmt: skip
     return out
 
 
@@ -504,9 +592,8 @@ def prepare_persistent_tma(
     """Launch :func:`launch_persistent_tma` once, and return a :data:`Ready` for later calls
     with tensors shaped, strided and aligned like these. ``stage``: tensors whose rows the TMA
     cannot read (:func:`tma_problem` with ``stage=False``) go through aligned copies."""
-    arguments, constexprs, grid, plain = _persistent_launch(a, b, out, config, precision, stage)
-    again = functools.partial(arguments, checked=True)
-    return _prepared(_persistent, grid, arguments, constexprs, a, b, out, again, plain)
+    operands, arguments, constexprs, grid = _persistent_launch(a, b, out, config, precision, stage)
+    return _prepared(_persistent, grid, operands, arguments, constexprs, a, b, out)
 
 
 def _misaligned(name: str, row_stride: int, t: torch.Tensor) -> str | None:

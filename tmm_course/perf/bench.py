@@ -215,12 +215,17 @@ def suite_finals(rounds: int) -> list[dict]:
 
 
 def suite_host(rounds: int) -> list[dict]:
-    """Where a call's host microseconds go, float16 1024^3 (device time is about 10 us)."""
+    """Where a call's host microseconds go, float16 1024^3 (device time is about 10 us), and
+    the paths with copies: float32 (B^T) and 1023x1025x1027 (staged), each beside torch."""
     from tmm_course.kernels.matmul import check_operands, matmul
 
     problem = Problem(1024, 1024, 1024)
     a, b = problem.operands()
     c = torch.empty(1024, 1024, dtype=a.dtype, device=a.device)
+    a32, b32 = Problem(1024, 1024, 1024, "float32").operands()  # B^T copied for TF32
+    odd_a, odd_b = Problem(1023, 1025, 1027).operands()  # rows the TMA cannot read: staged
+    tail = fast.Config(128, 128, 64, num_warps=8, num_stages=4, split_tail=True)
+    swapped = fast.Config(16, 64, 128, num_stages=5, split_tail=True, swap_ab=True)
     parts = {
         "torch.matmul": lambda: torch.matmul(a, b),
         "torch.empty for C": lambda: torch.empty(1024, 1024, dtype=a.dtype, device=a.device),
@@ -244,8 +249,18 @@ def suite_host(rounds: int) -> list[dict]:
                 ("grouped", "grouped", dispatch.MEDIUM_GROUPED),
                 ("split-K 4", "grouped", fast.Config(64, 64, 64, split_k=4)),
                 ("persistent TMA", "persistent_tma", dispatch.LARGE_TMA),
+                ("persistent, split tail", "persistent_tma", tail),
+                ("persistent, swapped", "persistent_tma", swapped),
             ]
         },
+        "torch.matmul, float32": lambda: torch.matmul(a32, b32),
+        "matmul_fast(), float32 B^T copy": lambda: dispatch.matmul_fast(
+            a32, b32, path="persistent_tma", config=dispatch.FLOAT32_TMA
+        ),
+        "torch.matmul, 1023x1025x1027": lambda: torch.matmul(odd_a, odd_b),
+        "matmul_fast(), staged copies": lambda: dispatch.matmul_fast(
+            odd_a, odd_b, path="persistent_tma", config=dispatch.LARGE_TMA
+        ),
     }
     for fn in parts.values():
         fn()

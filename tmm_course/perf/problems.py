@@ -221,6 +221,17 @@ CANDIDATES = {
             Config(64, 32, 128, num_warps=4, num_stages=4, split_k=4),
             Config(128, 64, 64, num_warps=4, num_stages=4, split_k=4),
         ),
+        "persistent_tma": (
+            # the product turned around (C^T = B^T A^T): the few rows on the narrow side of
+            # the tensor cores' instruction, a last partial wave shared out in K-slices
+            Config(16, 64, 128, num_warps=4, num_stages=5, split_tail=True, swap_ab=True),
+            Config(16, 128, 128, num_warps=4, num_stages=4, split_tail=True, swap_ab=True),
+            Config(32, 128, 128, num_warps=4, num_stages=4, split_tail=True, swap_ab=True),
+            Config(128, 128, 64, num_warps=8, num_stages=4, split_tail=True, swap_ab=True),
+            # few columns, or a hundred rows and more, as they are
+            Config(64, 64, 128, num_warps=4, num_stages=4, split_tail=True),
+            Config(128, 64, 64, num_warps=4, num_stages=4, split_tail=True),
+        ),
     },
     "middle": {
         "grouped": (
