@@ -421,6 +421,25 @@ def test_the_plan_prefers_a_fitted_problem_whose_sizes_align_alike(monkeypatch):
         assert dispatch._plan_by_fit(a, b, None).config == expected
 
 
+def test_the_plan_learns_from_the_other_16_bit_dtype_but_not_from_float32(monkeypatch):
+    from tmm_course.perf.problems import Problem
+    from tmm_course.perf.results import Fitted
+
+    near, far, wide = Config(16, 16, 16, group_m=1), Config(32, 32, 32), Config(64, 64, 64)
+    table = [
+        Fitted(Problem(256, 256, 256, "bfloat16"), "grouped", far, 1.0, far, 1.0),
+        Fitted(Problem(64, 64, 64, "float16"), "grouped", near, 1.0, near, 1.0),
+        Fitted(Problem(64, 64, 64, "float32"), "grouped", wide, 1.0, wide, 1.0),
+    ]
+    monkeypatch.setattr(dispatch, "_FIT", table)
+    a, b = operands(64, 64, 64, torch.float16)
+    # a float16 problem of the same sizes is half a unit away, a bfloat16 one six units
+    assert dispatch._plan_by_fit(a.to(torch.bfloat16), b.to(torch.bfloat16), None).config == near
+    assert dispatch._plan_by_fit(a.float(), b.float(), None).config == wide
+    monkeypatch.setattr(dispatch, "_FIT", table[:2])
+    assert dispatch._plan_by_fit(a.float(), b.float(), None) is None  # no float32 fit: rules
+
+
 def test_a_workspace_grows_by_doubling_and_keeps_what_it_outgrew():
     device = torch.device(tmm_course.DEVICE)
     first = fast.partials(device, 1)  # whatever earlier launches left
@@ -512,3 +531,16 @@ def test_the_transpose_copy_turns_ragged_and_strided_tensors_around():
     assert torch.equal(dst, src.t())
     src.copy_(torch.randn_like(src))
     assert torch.equal(copy(src, dst), src.t())
+
+
+def test_a_c_the_tma_cannot_write_is_stored_by_pointer_and_nothing_around_it():
+    if fast.TensorDescriptor is None or tma_problem(*operands(64, 64, 64, torch.float16)):
+        pytest.skip("needs tensor descriptors")
+    a, b = operands(40, 30, 64, torch.float16)
+    memory = torch.full((33, 40), float("nan"), dtype=torch.float16, device=a.device)
+    out = memory[:30].t()  # columns 40 apart: no tensor descriptor can write it
+    assert tma_problem(a, b, out) is not None
+    for config in (Config(16, 16, 16), Config(16, 16, 16, split_tail=True, swap_ab=True)):
+        c = matmul_fast(a, b, path="persistent_tma", config=config, out=out)
+        assert c is out and error(c, a, b) <= tolerance(torch.float16, tmm_course.BACKEND)
+        assert memory[30:].isnan().all()  # the rows past C untouched

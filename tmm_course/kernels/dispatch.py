@@ -132,13 +132,21 @@ def _aligned(*sizes: int) -> bool:
     return all(size % 8 == 0 for size in sizes)
 
 
-def _distance(fitted, m: int, n: int, k: int, column_major: bool) -> float:
+OTHER_DTYPE = 0.5  # how much further away a fitted problem of another 16-bit dtype counts
+
+
+def _distance(fitted, m: int, n: int, k: int, dtype: str, column_major: bool) -> float:
     """How far apart two problems are: the sizes' log2 distances, and half a unit each for a
-    different layout of B and a different alignment (rows the TMA reads, or copies)."""
+    different layout of B, a different alignment (rows the TMA reads, or copies) and the
+    other 16-bit dtype (float16 and bfloat16 move the same bytes through the same kernels);
+    infinitely far for an element of another size."""
     p = fitted.problem
+    if getattr(torch, p.dtype).itemsize != getattr(torch, dtype).itemsize:
+        return math.inf
     apart = sum(abs(math.log2(max(x, 1)) - math.log2(max(y, 1))) for x, y in
                 ((m, p.m), (n, p.n), (k, p.k)))  # fmt: skip
     apart += 0.5 if column_major != (p.b_layout == "col") else 0.0
+    apart += OTHER_DTYPE if p.dtype != dtype else 0.0
     return apart + (0.5 if _aligned(m, n, k) != _aligned(p.m, p.n, p.k) else 0.0)
 
 
@@ -207,9 +215,8 @@ def _plan_by_fit(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None) -> 
     keeps the SMs there and here (:func:`_filled`); run the best that can read the tensors."""
     dtype = str(a.dtype).removeprefix("torch.")
     (m, k), n = a.shape, b.shape[1]
-    apart = {id(f): _distance(f, m, n, k, _column_major(b)) for f in fit_table()
-             if f.problem.dtype == dtype}  # fmt: skip
-    table = sorted((f for f in fit_table() if id(f) in apart), key=lambda f: apart[id(f)])
+    apart = {id(f): _distance(f, m, n, k, dtype, _column_major(b)) for f in fit_table()}
+    table = sorted((f for f in fit_table() if apart[id(f)] < math.inf), key=lambda f: apart[id(f)])
     if not table:
         return None
     scores = _scores(table, apart, _candidates(m, n, k, dtype), m, n, k)

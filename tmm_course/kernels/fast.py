@@ -185,22 +185,30 @@ def _dot_step(a_desc, b_desc, acc, pid_m, pid_n, k, PRECISION: tl.constexpr,
 
 
 @triton.jit
-def _store_tile(c_desc, acc, pid_m, pid_n, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-                SUBTILE: tl.constexpr):
-    # SUBTILE: store C in two halves, so the staging buffer in shared memory is half as big
-    if SUBTILE:
+def _store_tile(c, acc, pid_m, pid_n, M, N, stride_cm, stride_cn, BLOCK_M: tl.constexpr,
+                BLOCK_N: tl.constexpr, SUBTILE: tl.constexpr, C_BY_POINTER: tl.constexpr):
+    # c: C's tensor descriptor; or with C_BY_POINTER, C's address, for rows the TMA cannot
+    # write (masked stores, as in lesson 4). SUBTILE: store C in two halves, so the staging
+    # buffer in shared memory is half as big
+    if C_BY_POINTER:
+        rows = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+        cols = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+        inside = (rows[:, None] < M) & (cols[None, :] < N)
+        where = c + rows[:, None] * stride_cm + cols[None, :] * stride_cn
+        tl.store(where, acc.to(c.dtype.element_ty), mask=inside)
+    elif SUBTILE:
         halves = tl.permute(tl.reshape(acc, (BLOCK_M, 2, BLOCK_N // 2)), (0, 2, 1))
         left, right = tl.split(halves)
-        c_desc.store([pid_m * BLOCK_M, pid_n * BLOCK_N], left.to(c_desc.dtype))
-        c_desc.store([pid_m * BLOCK_M, pid_n * BLOCK_N + BLOCK_N // 2], right.to(c_desc.dtype))
+        c.store([pid_m * BLOCK_M, pid_n * BLOCK_N], left.to(c.dtype))
+        c.store([pid_m * BLOCK_M, pid_n * BLOCK_N + BLOCK_N // 2], right.to(c.dtype))
     else:
-        c_desc.store([pid_m * BLOCK_M, pid_n * BLOCK_N], acc.to(c_desc.dtype))
+        c.store([pid_m * BLOCK_M, pid_n * BLOCK_N], acc.to(c.dtype))
 
 
 @triton.jit
-def _add_up_slice(c_desc, acc, partial_ptr, count_ptr, tile_id, piece, pid_m, pid_n,
-                  SPLITS: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-                  SUBTILE: tl.constexpr):
+def _add_up_slice(c, acc, partial_ptr, count_ptr, tile_id, piece, pid_m, pid_n, M, N,
+                  stride_cm, stride_cn, SPLITS: tl.constexpr, BLOCK_M: tl.constexpr,
+                  BLOCK_N: tl.constexpr, SUBTILE: tl.constexpr, C_BY_POINTER: tl.constexpr):
     # one K-slice of a tail tile: leave its float32 partial; the last slice of the tile to
     # arrive adds up all SPLITS partials and stores the tile
     in_tile = tl.arange(0, BLOCK_M)[:, None] * BLOCK_N + tl.arange(0, BLOCK_N)[None, :]
@@ -211,20 +219,23 @@ def _add_up_slice(c_desc, acc, partial_ptr, count_ptr, tile_id, piece, pid_m, pi
         total = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
         for s in tl.static_range(SPLITS):
             total += tl.load(first + s * BLOCK_M * BLOCK_N + in_tile, cache_modifier=".cg")
-        _store_tile(c_desc, total, pid_m, pid_n, BLOCK_M, BLOCK_N, SUBTILE)
+        _store_tile(c, total, pid_m, pid_n, M, N, stride_cm, stride_cn, BLOCK_M, BLOCK_N,
+                    SUBTILE, C_BY_POINTER)
         tl.atomic_xchg(count_ptr + tile_id, 0)  # ready for the next launch
 
 
 @triton.jit
-def persistent_tma_matmul_kernel(a_desc, b_desc, c_desc, partial_ptr, count_ptr, M, N, K,
+def persistent_tma_matmul_kernel(a_desc, b_desc, c, partial_ptr, count_ptr, M, N, K,
+                                 stride_cm, stride_cn,
                                  PRECISION: tl.constexpr, BLOCK_M: tl.constexpr,
                                  BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
                                  GROUP_M: tl.constexpr, NUM_PROGRAMS: tl.constexpr,
                                  B_TRANSPOSED: tl.constexpr, SUBTILE: tl.constexpr,
                                  FLATTEN: tl.constexpr, TAIL_SPLITS: tl.constexpr,
-                                 SWAP_AB: tl.constexpr):
+                                 SWAP_AB: tl.constexpr, C_BY_POINTER: tl.constexpr):
     # one program per SM, each walking tiles NUM_PROGRAMS apart; the descriptors know the
     # shapes, so the hardware (TMA) fills tiles past an edge with zeros and clips stores
+    # (c: C's descriptor, or its address with C_BY_POINTER; see _store_tile)
     grid_m = tl.cdiv(M, BLOCK_M)
     grid_n = tl.cdiv(N, BLOCK_N)
     tiles = grid_m * grid_n
@@ -237,7 +248,8 @@ def persistent_tma_matmul_kernel(a_desc, b_desc, c_desc, partial_ptr, count_ptr,
         for k in range(0, tl.cdiv(K, BLOCK_K)):
             acc = _dot_step(a_desc, b_desc, acc, pid_m, pid_n, k, PRECISION, BLOCK_M, BLOCK_N,
                             BLOCK_K, B_TRANSPOSED, SWAP_AB)
-        _store_tile(c_desc, _tile_of_c(acc, SWAP_AB), pid_m, pid_n, BLOCK_M, BLOCK_N, SUBTILE)
+        _store_tile(c, _tile_of_c(acc, SWAP_AB), pid_m, pid_n, M, N, stride_cm, stride_cn,
+                    BLOCK_M, BLOCK_N, SUBTILE, C_BY_POINTER)
     if TAIL_SPLITS > 1:
         # the last, partial wave: each of its tiles cut into TAIL_SPLITS K-slices, so that
         # every SM has a share of it instead of a few SMs doing all of it while the rest idle
@@ -251,9 +263,9 @@ def persistent_tma_matmul_kernel(a_desc, b_desc, c_desc, partial_ptr, count_ptr,
             for k in range(piece * per_slice, k_end):
                 acc = _dot_step(a_desc, b_desc, acc, pid_m, pid_n, k, PRECISION, BLOCK_M,
                                 BLOCK_N, BLOCK_K, B_TRANSPOSED, SWAP_AB)
-            _add_up_slice(c_desc, _tile_of_c(acc, SWAP_AB), partial_ptr, count_ptr,
-                          tile_id - whole, piece, pid_m, pid_n, TAIL_SPLITS, BLOCK_M, BLOCK_N,
-                          SUBTILE)
+            _add_up_slice(c, _tile_of_c(acc, SWAP_AB), partial_ptr, count_ptr, tile_id - whole,
+                          piece, pid_m, pid_n, M, N, stride_cm, stride_cn, TAIL_SPLITS,
+                          BLOCK_M, BLOCK_N, SUBTILE, C_BY_POINTER)
 
 
 def _precision(a: torch.Tensor, precision: str) -> str | None:
@@ -358,8 +370,8 @@ def prepare_grouped(
     tensors shaped, strided and aligned like these."""
     fixed, constexprs, grid, tiles = _grouped_launch(a, b, out, config, precision)
 
-    def operands(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor) -> tuple[tuple, torch.Tensor]:
-        return (a, b, out, *_scratch(out, config, tiles)), out
+    def operands(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor) -> tuple:
+        return (a, b, out, *_scratch(out, config, tiles))
 
     def arguments(tensors: tuple, checked: bool) -> tuple:
         return (*tensors, *fixed)
@@ -373,24 +385,20 @@ def _prepared(
 ) -> Ready:  # fmt: skip
     """Launch ``quick`` once on a, b and out, and return the :data:`Ready` that repeats it
     for new tensors shaped like these. ``operands(a, b, out)`` gives the tensors the kernel
-    reads and writes (copies, for tensors it cannot read as they are; scratch) and the one C
-    lands in (``out``, or an aligned stand-in copied back); ``arguments(tensors, checked)``
-    the kernel's arguments for them (``checked``: shaped like the first call's, no need to
-    check them again). Those depend on nothing but the tensors' addresses, so a launch on
-    the addresses of an earlier one passes what it passed then (:meth:`PreparedLaunch.keyed`)."""
-    tensors, target = operands(a, b, out)
-    launch = quick.prepared(grid, arguments(tensors, False), **constexprs)
-    if target is not out:
-        out.copy_(target)
+    reads and writes (copies, for tensors it cannot read as they are; scratch), and
+    ``arguments(tensors, checked)`` the kernel's arguments for them (``checked``: shaped like
+    the first call's, no need to check them again). Those depend on nothing but the tensors'
+    addresses, so a launch on the addresses of an earlier one passes what it passed then
+    (:meth:`PreparedLaunch.keyed`)."""
+    launch = quick.prepared(grid, arguments(operands(a, b, out), False), **constexprs)
     shape, dtype, device = out.shape, out.dtype, out.device
 
     def ready(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None) -> torch.Tensor:
         if out is None:
             out = torch.empty(shape, dtype=dtype, device=device)
-        tensors, target = operands(a, b, out)
-        key = tuple(t.data_ptr() for t in tensors)
-        launch.keyed(key, lambda: arguments(tensors, True))
-        return out if target is out else out.copy_(target)
+        tensors = operands(a, b, out)
+        launch.keyed(tuple(t.data_ptr() for t in tensors), lambda: arguments(tensors, True))
+        return out
 
     return ready
 
@@ -511,14 +519,14 @@ def _persistent_launch(
 ) -> tuple[Callable, Callable, dict, tuple[int]]:
     """The persistent kernel's ``operands(a, b, out)`` and ``arguments(tensors, checked)``
     (see :func:`_prepared`), its constexprs and grid. B^T is read from a copy for float32,
-    whose tensor cores need K-major B; with ``stage``, a tensor whose rows the TMA cannot read
-    is copied into one it can (and C, if so, is written there and copied back). Copies live
-    in per-stream workspaces, so they keep their addresses from call to call."""
+    whose tensor cores need K-major B; with ``stage``, A or B whose rows the TMA cannot read
+    is copied into one it can, and such a C is stored by pointer. Copies live in per-stream
+    workspaces, so they keep their addresses from call to call."""
     (m, k), n = a.shape, b.shape[1]
     bm, bn, bk = config.block_m, config.block_n, config.block_k
     transposed = reads_b_transposed(b)
     copy_b = transposed and b.stride(0) != 1
-    stage_a, stage_c = stage and not _readable(a), stage and not _readable(out)
+    stage_a, by_pointer = stage and not _readable(a), stage and not _readable(out)
     stage_b = stage and not copy_b and not _readable(b.t() if transposed else b)
     b_block = [bn, bk] if transposed else [bk, bn]
     c_block = [bm, bn // 2] if config.subtile else [bm, bn]
@@ -528,7 +536,7 @@ def _persistent_launch(
     tail = tiles % programs
     turn_around = None  # the copy of B^T, once prepared
 
-    def operands(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor) -> tuple[tuple, torch.Tensor]:
+    def operands(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor) -> tuple:
         nonlocal turn_around
         if stage_a:
             a = aligned_like(a, "staged A").copy_(a)
@@ -542,24 +550,25 @@ def _persistent_launch(
             b_read = b.t() if transposed else b
             if stage_b:
                 b_read = aligned_like(b_read, "staged B").copy_(b_read)
-        target = aligned_like(out, "staged C") if stage_c else out
         if splits > 1:
             scratch = partials(out.device, tail * splits * bm * bn), tile_counters(out.device, tail)
         else:  # unused: any long-lived tensor will do
             scratch = (tile_counters(out.device, 1),) * 2
-        return (a, b_read, target, *scratch), target
+        return (a, b_read, out, *scratch)
 
     def arguments(tensors: tuple, checked: bool) -> tuple:
-        a, b_read, target, *scratch = tensors
+        a, b_read, out, *scratch = tensors
         describe = _Checked.of if checked else TensorDescriptor.from_tensor
-        descriptors = describe(a, [bm, bk]), describe(b_read, b_block), describe(target, c_block)
-        return (*descriptors, *scratch, m, n, k)
+        c = out if by_pointer else describe(out, c_block)
+        c_strides = out.stride() if by_pointer else (0, 0)
+        return (describe(a, [bm, bk]), describe(b_read, b_block), c, *scratch, m, n, k, *c_strides)
 
     constexprs = dict(
         PRECISION=_precision(a, precision), BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk,
         GROUP_M=config.group_m, NUM_PROGRAMS=programs, B_TRANSPOSED=transposed,
         SUBTILE=config.subtile, FLATTEN=config.flatten, TAIL_SPLITS=splits,
-        SWAP_AB=config.swap_ab, num_warps=config.num_warps, num_stages=config.num_stages,
+        SWAP_AB=config.swap_ab, C_BY_POINTER=by_pointer,
+        num_warps=config.num_warps, num_stages=config.num_stages,
     )  # fmt: skip
     return operands, arguments, constexprs, (programs,)
 
@@ -575,9 +584,8 @@ def launch_persistent_tma(
     """Run :func:`persistent_tma_matmul_kernel` with ``config`` into ``out``; the tensors must
     pass :func:`tma_problem` (no input checks here)."""
     operands, arguments, constexprs, grid = _persistent_launch(a, b, out, config, precision, False)
-    tensors, _ = operands(a, b, out)
-    _persistent(grid, arguments(tensors, False), None if traits is None else (traits, grid),
-                **constexprs)  # fmt: skip
+    args = arguments(operands(a, b, out), False)
+    _persistent(grid, args, None if traits is None else (traits, grid), **constexprs)
     return out
 
 
