@@ -211,8 +211,9 @@ def _scores(table: list, apart: dict[int, float], candidates: list[tuple[str, Co
 
 def _plan_by_fit(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None) -> Plan | None:
     """Score every candidate by its log-ratio to torch on the NEIGHBOURS nearest fitted
-    problems that timed it (nearer ones weigh more), each corrected for how full the kernel
-    keeps the SMs there and here (:func:`_filled`); run the best that can read the tensors."""
+    problems with elements of the same size that timed it (nearer ones weigh more;
+    :func:`_distance`), each corrected for how full the kernel keeps the SMs there and here
+    (:func:`_filled`); run the best that can read the tensors."""
     dtype = str(a.dtype).removeprefix("torch.")
     (m, k), n = a.shape, b.shape[1]
     apart = {id(f): _distance(f, m, n, k, dtype, _column_major(b)) for f in fit_table()}

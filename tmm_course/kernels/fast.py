@@ -29,7 +29,8 @@ class Config:
     whether C is stored in two halves (frees shared memory for one more pipeline stage),
     whether the tiles of a last, partial wave are shared out in K-slices (``split_tail``) and
     whether each tile is computed as C^T = B^T A^T (``swap_ab``: a few rows of A then sit on
-    the narrow side of the tensor cores' instruction, whose other side needs 64 rows)."""
+    the narrow side of the tensor cores' instruction, whose other side needs 64 rows) and
+    whether some warps only load while others compute (``warp_specialize``)."""
 
     block_m: int
     block_n: int
@@ -42,6 +43,7 @@ class Config:
     flatten: bool = True  # persistent kernel: let the compiler pipeline across tiles
     split_tail: bool = False
     swap_ab: bool = False
+    warp_specialize: bool = False  # persistent kernel: loading warps apart from computing ones
 
     def __str__(self) -> str:
         text = f"{self.block_m}x{self.block_n}x{self.block_k} w{self.num_warps} s{self.num_stages}"
@@ -51,6 +53,7 @@ class Config:
         text += " subtiled" if self.subtile else ""
         text += " split tail" if self.split_tail else ""
         text += " swapped" if self.swap_ab else ""
+        text += " warp-specialized" if self.warp_specialize else ""
         return text + ("" if self.flatten else " unflattened")
 
     @classmethod
@@ -65,6 +68,7 @@ class Config:
                 num_stages=int(words[2][1:]), group_m=int(words[3][1:]), split_k=split_k,
                 subtile="subtiled" in words, flatten="unflattened" not in words,
                 split_tail="tail" in words, swap_ab="swapped" in words,
+                warp_specialize="warp-specialized" in words,
             )  # fmt: skip
         except (IndexError, ValueError) as exc:
             raise ValueError(
@@ -232,7 +236,8 @@ def persistent_tma_matmul_kernel(a_desc, b_desc, c, partial_ptr, count_ptr, M, N
                                  GROUP_M: tl.constexpr, NUM_PROGRAMS: tl.constexpr,
                                  B_TRANSPOSED: tl.constexpr, SUBTILE: tl.constexpr,
                                  FLATTEN: tl.constexpr, TAIL_SPLITS: tl.constexpr,
-                                 SWAP_AB: tl.constexpr, C_BY_POINTER: tl.constexpr):
+                                 SWAP_AB: tl.constexpr, C_BY_POINTER: tl.constexpr,
+                                 WARP_SPECIALIZE: tl.constexpr):
     # one program per SM, each walking tiles NUM_PROGRAMS apart; the descriptors know the
     # shapes, so the hardware (TMA) fills tiles past an edge with zeros and clips stores
     # (c: C's descriptor, or its address with C_BY_POINTER; see _store_tile)
@@ -242,7 +247,8 @@ def persistent_tma_matmul_kernel(a_desc, b_desc, c, partial_ptr, count_ptr, M, N
     whole = tiles  # tiles computed whole; with TAIL_SPLITS > 1, the full waves only
     if TAIL_SPLITS > 1:
         whole = tiles - tiles % NUM_PROGRAMS
-    for tile_id in tl.range(tl.program_id(axis=0), whole, NUM_PROGRAMS, flatten=FLATTEN):
+    for tile_id in tl.range(tl.program_id(axis=0), whole, NUM_PROGRAMS, flatten=FLATTEN,
+                            warp_specialize=WARP_SPECIALIZE):
         pid_m, pid_n = grouped_tile(tile_id, grid_m, grid_n, GROUP_M)
         acc = _zeros(BLOCK_M, BLOCK_N, SWAP_AB)
         for k in range(0, tl.cdiv(K, BLOCK_K)):
@@ -567,7 +573,7 @@ def _persistent_launch(
         PRECISION=_precision(a, precision), BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk,
         GROUP_M=config.group_m, NUM_PROGRAMS=programs, B_TRANSPOSED=transposed,
         SUBTILE=config.subtile, FLATTEN=config.flatten, TAIL_SPLITS=splits,
-        SWAP_AB=config.swap_ab, C_BY_POINTER=by_pointer,
+        SWAP_AB=config.swap_ab, C_BY_POINTER=by_pointer, WARP_SPECIALIZE=config.warp_specialize,
         num_warps=config.num_warps, num_stages=config.num_stages,
     )  # fmt: skip
     return operands, arguments, constexprs, (programs,)

@@ -250,6 +250,7 @@ CANDIDATES = {
             # a last, partial wave of tiles shared out in K-slices
             Config(128, 128, 64, num_warps=8, num_stages=4, split_tail=True),
             Config(128, 256, 64, num_warps=8, num_stages=3, subtile=True, split_tail=True),
+            Config(128, 256, 64, num_warps=8, num_stages=3, subtile=True, warp_specialize=True),
         ),
     },
     "large": {
@@ -266,6 +267,10 @@ CANDIDATES = {
             Config(128, 128, 64, num_warps=8, num_stages=4, split_tail=True),
             Config(128, 256, 64, num_warps=8, num_stages=3, subtile=True, split_tail=True),
             Config(128, 256, 64, num_warps=8, num_stages=4, subtile=True, split_tail=True),
+            # warps that only load, beside warps that only compute
+            Config(128, 256, 64, num_warps=8, num_stages=3, subtile=True, warp_specialize=True),
+            Config(128, 256, 64, num_warps=8, num_stages=3, subtile=True, split_tail=True,
+                   warp_specialize=True),
         ),
     },
 }
