@@ -1,7 +1,7 @@
 """Lesson 6: matmul_fast and both of its kernels pass lesson 4's battery; the plan picks a
 path that can run; split-K, split tails, B^T reads, swapped tiles, C stored by pointer and the
-halved epilogue compute the same product;
-quick launches reuse compiled kernels only when Triton would."""
+halved epilogue compute the same product; quick launches reuse compiled kernels only when Triton
+would."""
 
 from __future__ import annotations
 
