@@ -34,7 +34,7 @@ class Plan:
     path: str  # "persistent_tma" or "grouped"
     config: Config
     reason: str
-    stage: bool = False  # persistent_tma: rows the TMA cannot read go through aligned copies
+    stage: bool = False  # persistent_tma: A, B the TMA cannot read copied; such a C by pointer
 
     def __str__(self) -> str:
         return f"{self.path} kernel, {self.config}: {self.reason}"
@@ -354,7 +354,7 @@ def _prepare(
                     f"path='persistent_tma' cannot run here: {reason}. Expected a Hopper GPU "
                     "(or the interpreter) and Triton 3.4 or later. Fix: path='grouped'."
                 )
-            stage = True  # rows the TMA cannot read go through aligned copies
+            stage = True  # rows the TMA cannot read: copies of A and B, C stored by pointer
         on_gpu = {"persistent_tma": LARGE_TMA, "grouped": LARGE_GROUPED}[path]
         if a.dtype == torch.float32:
             on_gpu = FLOAT32_TMA if path == "persistent_tma" else for_float32(on_gpu)

@@ -605,7 +605,8 @@ def prepare_persistent_tma(
 ) -> Ready:
     """Launch :func:`launch_persistent_tma` once, and return a :data:`Ready` for later calls
     with tensors shaped, strided and aligned like these. ``stage``: tensors whose rows the TMA
-    cannot read (:func:`tma_problem` with ``stage=False``) go through aligned copies."""
+    cannot read (:func:`tma_problem` with ``stage=False``) go through aligned copies (A, B)
+    or are stored by pointer (C)."""
     operands, arguments, constexprs, grid = _persistent_launch(a, b, out, config, precision, stage)
     return _prepared(_persistent, grid, operands, arguments, constexprs, a, b, out)
 
@@ -624,7 +625,7 @@ def tma_problem(
 ) -> str | None:
     """Why the persistent kernel cannot read these tensors through tensor descriptors, or
     None if it can: each needs contiguous rows that start on 16-byte boundaries, unless
-    ``stage`` (then such tensors go through aligned copies)."""
+    ``stage`` (then A and B go through aligned copies, and C is stored by pointer)."""
     if TensorDescriptor is None:
         return f"triton {triton.__version__} has no host-side tensor descriptors (3.4+)"
     here = gpu.current()

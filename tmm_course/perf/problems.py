@@ -269,8 +269,16 @@ CANDIDATES = {
             Config(128, 256, 64, num_warps=8, num_stages=4, subtile=True, split_tail=True),
             # warps that only load, beside warps that only compute
             Config(128, 256, 64, num_warps=8, num_stages=3, subtile=True, warp_specialize=True),
-            Config(128, 256, 64, num_warps=8, num_stages=3, subtile=True, split_tail=True,
-                   warp_specialize=True),
+            Config(
+                128,
+                256,
+                64,
+                num_warps=8,
+                num_stages=3,
+                subtile=True,
+                split_tail=True,
+                warp_specialize=True,
+            ),
         ),
     },
 }
