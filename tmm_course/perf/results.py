@@ -321,23 +321,23 @@ class Grid:
         return table
 
     def split_tails(self, slots: int = 132) -> list[tuple[str, str, int, int, float, float]]:
-        """Where the fit timed a persistent configuration with and without ``split_tail``
-        and the split applies (``slots`` SMs: 132 on an H200): the problem, the configuration,
-        the last wave's tiles, the K-slices each is cut into, and both ratios to torch."""
+        """Where the fit timed a persistent configuration with and without ``split_tail`` (and
+        otherwise the same) and the split applies (``slots`` SMs: 132 on an H200): the problem,
+        the configuration, the last wave's tiles, the K-slices each is cut into, and both
+        ratios to torch."""
         from tmm_course.kernels.fast import slices_of_the_tail, tile_count
 
         found = []
         for fitted in self.fit:
-            p, ratios = fitted.problem, {(path, text): r for path, text, r in fitted.tried}
-            for (path, text), ratio in ratios.items():
-                plain = ratios.get((path, text.replace(" split tail", "")))
-                if not text.endswith(" split tail") or plain is None:
-                    continue
-                config = Config.from_text(text)
+            p = fitted.problem
+            ratios = {(path, Config.from_text(text)): r for path, text, r in fitted.tried}
+            for (path, config), ratio in ratios.items():
+                whole = dataclasses.replace(config, split_tail=False)
+                plain = ratios.get((path, whole)) if config.split_tail else None
                 splits = slices_of_the_tail(config, p.m, p.n, p.k, slots)
-                if splits > 1:
+                if plain is not None and splits > 1:
                     last = tile_count(config, p.m, p.n) % slots
-                    found.append((p.label, text, last, splits, ratio, plain))
+                    found.append((p.label, str(config), last, splits, ratio, plain))
         return found
 
     @classmethod
