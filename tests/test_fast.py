@@ -127,10 +127,11 @@ def test_rows_the_tma_cannot_read_go_through_aligned_copies(m, n, k, dtype):
         assert torch.equal(again, c)  # the prepared launch stages the same way
 
 
-def test_aligned_like_rounds_the_row_pitch_up_to_16_bytes():
-    x = torch.empty(3, 45, dtype=torch.float16)
-    y = fast.aligned_like(x)
-    assert y.shape == x.shape and y.stride() == (48, 1) and fast._readable(y)
+def test_aligned_like_rounds_the_row_pitch_up_to_128_bytes():
+    for dtype, pitch in ((torch.float16, 128), (torch.float32, 96)):  # 64 or 32 per line
+        x = torch.empty(3, 70, dtype=dtype)
+        y = fast.aligned_like(x)
+        assert y.shape == x.shape and y.stride() == (pitch, 1) and fast._readable(y)
 
 
 def test_halved_epilogue_stores_both_halves():

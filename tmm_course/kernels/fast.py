@@ -451,12 +451,13 @@ def _readable(t: torch.Tensor) -> bool:
 
 
 def aligned_like(t: torch.Tensor, what: str | None = None) -> torch.Tensor:
-    """An uninitialised tensor shaped like ``t`` whose rows start on 16-byte boundaries (the
-    row pitch rounded up; the columns past the last one are never read or written). With
-    ``what``, its memory is the per-stream workspace of that name (:func:`_workspace`): the
-    same address call after call."""
+    """An uninitialised tensor shaped like ``t`` whose rows start on 128-byte boundaries (the
+    row pitch rounded up; the columns past the last one are never read or written): the TMA
+    needs 16, and reads rows a whole number of 128-byte lines apart fastest. With ``what``,
+    its memory is the per-stream workspace of that name (:func:`_workspace`): the same
+    address call after call."""
     rows, cols = t.shape
-    per = 16 // t.element_size()
+    per = 128 // t.element_size()
     pitch = -(-cols // per) * per
     if what is None:
         return torch.empty((rows, pitch), dtype=t.dtype, device=t.device)[:, :cols]
