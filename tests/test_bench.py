@@ -135,6 +135,21 @@ def test_the_plan_prefers_tiles_that_fill_the_sms_here_over_the_winner_there(mon
     assert chosen.config == SMALLER_TILES[1] and "fitted on 4096^3 float16" in chosen.reason
 
 
+def test_a_split_last_wave_counts_as_a_wave_of_slices(monkeypatch):
+    from tmm_course.kernels import dispatch
+
+    monkeypatch.setattr(dispatch, "program_slots", lambda: 132)
+    split = ("persistent_tma", Config(128, 128, 64, num_warps=8, num_stages=4, split_tail=True))
+    # 1536^3 in 128x128 tiles: 132 + 12, the 12 cut into 6 slices each: 1 + 1/6 of a wave
+    assert abs(dispatch._filled(*split, 1536, 1536, 1536) - 144 / (132 * (1 + 1 / 6))) < 1e-9
+    assert abs(dispatch._filled(*SMALLER_TILES, 1536, 1536, 1536) - 144 / 264) < 1e-9
+    # so what the split tiles did at 1536^3 is not scaled up as if most SMs had been idle
+    fitted = _timed(1536, 1536, 1536, {BIG_TILES: 0.60, split: 0.69})  # 72 big tiles
+    monkeypatch.setattr(dispatch, "_FIT", [fitted])
+    a, b = torch.empty(4096, 4096).half(), torch.empty(4096, 4096).half()
+    assert dispatch._plan_by_fit(a, b, None).config == BIG_TILES[1]
+
+
 def test_the_plan_weighs_nearer_fitted_problems_more(monkeypatch):
     from tmm_course.kernels import dispatch
 

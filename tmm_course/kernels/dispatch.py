@@ -21,6 +21,7 @@ from tmm_course.kernels.fast import (
     prepare_grouped,
     prepare_persistent_tma,
     program_slots,
+    slices_of_the_tail,
     tile_count,
     tma_problem,
 )
@@ -164,13 +165,16 @@ def _measured(fitted) -> dict[tuple[str, str], float]:
 
 def _filled(path: str, config: Config, m: int, n: int, k: int) -> float:
     """How full the persistent kernel's waves of tiles keep the SMs: a last wave of 24 tiles
-    on 132 SMs leaves most of them idle. 1 for the grouped kernel, whose programs the GPU
-    schedules. (A split tail is judged by what the fit measured, not by this count: its
-    K-slices cost partial sums that the count does not see.)"""
+    on 132 SMs leaves most of them idle, unless ``split_tail`` cuts them into K-slices (a
+    wave of slices takes a slice's share of a tile's time). 1 for the grouped kernel, whose
+    programs the GPU schedules."""
     if path != "persistent_tma":
         return 1.0
     slots, tiles = program_slots(), tile_count(config, m, n)
-    return tiles / (-(-tiles // slots) * slots)
+    splits = slices_of_the_tail(config, m, n, k, slots)
+    full, tail = divmod(tiles, slots)
+    waves = full + -(-tail * splits // slots) / splits
+    return tiles / (waves * slots)
 
 
 def _candidates(m: int, n: int, k: int, dtype: str) -> list[tuple[str, Config]]:
