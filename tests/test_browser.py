@@ -202,13 +202,13 @@ def test_running_the_course_in_the_browser_leaves_the_notebooks_untouched(browse
 
 
 def test_lesson_7_failing_check_shows_where_the_kernel_read_and_wrote(browser, tmp_path):
-    """On the interpreter a failing check draws the learner's kernel: here lesson 7's kernel
+    """On the interpreter a failing check draws the learner's kernel: here lesson 9's kernel
     without a K mask, its stray loads marked in red."""
     import tmm_course
 
     if tmm_course.BACKEND != "interpreter":
         pytest.skip("the picture is drawn from the interpreter's record of loads and stores")
-    with lesson(browser, tmp_path, "07_pitfalls.ipynb") as page:
+    with lesson(browser, tmp_path, "09_pitfalls.ipynb") as page:
         assert_no_errors(page)
         check = cell_with(page, "check_matmul(launcher(pitfalls.no_k_mask_kernel)")
         picture = check.locator(".tmm-check img[alt='where the kernel read and wrote']")

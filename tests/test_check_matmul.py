@@ -1,6 +1,6 @@
 """check_matmul: a correct launcher passes; each classic matmul bug gets its diagnosis.
 
-The bugs of lesson 7's kernels are covered in test_pitfalls.py; these are launcher bugs.
+The bugs of lesson 9's kernels are covered in test_pitfalls.py; these are launcher bugs.
 """
 
 from __future__ import annotations

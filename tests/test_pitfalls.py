@@ -1,4 +1,4 @@
-"""Lesson 7: every buggy kernel is caught with its code; its fixed twin passes."""
+"""Lesson 9: every buggy kernel is caught with its code; its fixed twin passes."""
 
 from __future__ import annotations
 

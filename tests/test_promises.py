@@ -159,7 +159,7 @@ def test_lessons_0_to_4_each_have_their_promises_tested():
 
 
 def test_lesson_7_says_the_stray_loads_are_reported():
-    assert "reports the loads that stray outside `A`'s elements" in markdown("07_pitfalls.ipynb")
+    assert "reports the loads that stray outside `A`'s elements" in markdown("09_pitfalls.ipynb")
     launch = pitfalls.launcher(pitfalls.swapped_strides_kernel)
     result = check.check_matmul(launch, allow_course_kernels=True)
     assert result.primary.code == "transposed"

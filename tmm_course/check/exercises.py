@@ -457,7 +457,7 @@ def check_matmul(
 ) -> CheckResult:
     """Lesson 4: ``fn(a, b, c)`` must store ``a @ b`` into ``c`` (float16; the last case also
     float32), for any shapes and strides, with a float32 accumulator. ``allow_course_kernels``
-    accepts the course's own kernels (lesson 7 checks its broken ones)."""
+    accepts the course's own kernels (lesson 9 checks its broken ones)."""
     trials = [_matmul_trial(spec, torch.float16) for spec in MATMUL_CASES]
     probe = _matmul_trial(LONG_K, torch.float16)
     probe.only_if_all_passed = True

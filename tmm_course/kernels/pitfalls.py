@@ -1,4 +1,4 @@
-"""Lesson 7: lesson 4's kernel with one classic bug each, to run, watch fail and diagnose.
+"""Lesson 9: lesson 4's kernel with one classic bug each, to run, watch fail and diagnose.
 
 Each buggy kernel differs from :func:`correct_kernel` in a line or two, marked ``BUG`` (the
 notebook shows the difference). :func:`launcher` turns any of them into ``fn(a, b, c)``, the

@@ -1,4 +1,4 @@
-"""Lesson 7: the error of a float16 against a float32 accumulator as K grows."""
+"""Lesson 9: the error of a float16 against a float32 accumulator as K grows."""
 
 from __future__ import annotations
 
