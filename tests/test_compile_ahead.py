@@ -1,0 +1,110 @@
+"""The compiler, run ahead of time for a named GPU on this CPU, is the course's judge of what a
+GPU accepts: its verdict, shared memory, registers and matrix instructions."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import triton
+import triton.language as tl
+
+from tmm_course.compile_ahead import compile_everywhere, compile_for, specialize
+from tmm_course.kernels.matmul import matmul_kernel
+
+
+def _lesson4(m: int, n: int, k: int, blocks: tuple[int, int, int], dtype=torch.float16):
+    a = torch.empty(m, k, dtype=dtype)
+    b = torch.empty(k, n, dtype=dtype)
+    c = torch.empty(m, n, dtype=dtype)
+    block_m, block_n, block_k = blocks
+    args = (a, b, c, m, n, k, *a.stride(), *b.stride(), *c.stride())
+    constexprs = {
+        "PRECISION": "ieee" if dtype == torch.float32 else "tf32",
+        "BLOCK_M": block_m,
+        "BLOCK_N": block_n,
+        "BLOCK_K": block_k,
+    }
+    return specialize(matmul_kernel, args, constexprs)
+
+
+@pytest.mark.parametrize("blocks", [(8, 8, 16), (8, 64, 16), (64, 8, 16)])
+def test_small_m_and_n_compile_to_tensor_cores(blocks):
+    launch = _lesson4(100, 100, 100, blocks)
+    results = compile_everywhere(matmul_kernel, launch)
+    assert all(r.ok for r in results.values()), {g: r.error for g, r in results.items()}
+    assert results["sm_80"].matrix_unit == "mma"
+    assert results["sm_90"].matrix_unit in ("mma", "wgmma")
+    assert results["sm_75"].matrix_unit == "fma"  # a T4 runs tl.dot without tensor cores
+
+
+def test_k_below_16_is_refused_for_16_bit_inputs_but_8_is_enough_for_float32():
+    launch = _lesson4(64, 64, 64, (16, 16, 8))
+    refused = compile_for(matmul_kernel, launch, "sm_80")
+    assert not refused.ok and "K >= 16" in refused.error.replace(" ", " ")
+    launch = _lesson4(64, 64, 64, (16, 16, 8), torch.float32)
+    assert compile_for(matmul_kernel, launch, "sm_80").ok
+
+
+def test_shared_memory_is_the_compilers_own_figure_per_gpu():
+    launch = _lesson4(512, 512, 512, (64, 64, 32))
+    sm80 = compile_for(matmul_kernel, launch, "sm_80", num_stages=3)
+    sm90 = compile_for(matmul_kernel, launch, "sm_90", num_stages=3)
+    assert sm80.ok and sm90.ok
+    stage = (64 * 32 + 32 * 64) * 2
+    assert sm80.shared_bytes == 2 * stage  # Ampere: num_stages - 1 buffers
+    assert sm90.shared_bytes == 3 * stage  # Hopper: num_stages buffers
+    assert sm80.registers and sm80.spilled_bytes == 0
+
+
+@triton.jit
+def _float16_accumulator(a_ptr, c_ptr, K, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tile = tl.load(a_ptr + offs[:, None] * BLOCK + offs[None, :])
+    acc = tl.zeros((BLOCK, BLOCK), dtype=tl.float16)
+    for _ in range(0, K, BLOCK):
+        acc = tl.dot(tile, tile, acc.to(tl.float32))
+    tl.store(c_ptr + offs[:, None] * BLOCK + offs[None, :], acc.to(tl.float16))
+
+
+@triton.jit
+def _static_range_over_runtime_k(a_ptr, c_ptr, K, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    total = tl.zeros((BLOCK,), dtype=tl.float32)
+    for k in tl.static_range(0, K, BLOCK):
+        total += tl.load(a_ptr + k + offs).to(tl.float32)
+    tl.store(c_ptr + offs, total)
+
+
+@pytest.mark.parametrize(
+    ("kernel", "words"),
+    [(_float16_accumulator, "Loop-carried variable acc"), (_static_range_over_runtime_k, "")],
+)
+def test_code_the_interpreter_runs_but_a_gpu_compiler_refuses(kernel, words):
+    a = torch.empty(256, dtype=torch.float16)
+    c = torch.empty(256, dtype=torch.float16)
+    launch = specialize(kernel, (a, c, 64), {"BLOCK": 16})
+    result = compile_for(kernel, launch, "sm_90")
+    assert not result.ok
+    assert words in result.error
+    assert "\n" not in result.error and len(result.error) < 400
+
+
+def test_a_launch_without_every_argument_is_a_clear_error():
+    a = torch.empty(4, dtype=torch.float16)
+    with pytest.raises(TypeError, match="no value for the kernel's argument 'K'"):
+        specialize(_float16_accumulator, (a, a), {"BLOCK": 16})
+
+
+def test_an_unknown_gpu_is_a_clear_error():
+    launch = _lesson4(16, 16, 16, (16, 16, 16))
+    with pytest.raises(ValueError, match="expected one of sm_75, sm_80, sm_90"):
+        compile_for(matmul_kernel, launch, "sm_86")
+
+
+def test_compiling_leaves_the_interpreter_working():
+    from tmm_course.kernels import matmul
+
+    launch = _lesson4(16, 16, 16, (16, 16, 16))
+    compile_for(matmul_kernel, launch, "sm_90")
+    a, b = torch.randn(20, 24), torch.randn(24, 12)
+    torch.testing.assert_close(matmul(a, b, precision="ieee"), a @ b, rtol=1e-4, atol=1e-4)

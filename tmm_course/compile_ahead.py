@@ -1,0 +1,357 @@
+"""Compile a Triton kernel ahead of time for a named NVIDIA GPU, on any machine.
+
+Triton's compiler runs on the CPU: given a kernel, the types of its arguments and its
+``tl.constexpr`` values, ``triton.compile`` produces the GPU's real intermediate code, PTX and
+binary (``ptxas`` ships inside the Triton wheel), with no GPU in the machine. That is how the
+course answers "would a GPU accept this kernel, and what would it run?" without a rule written by
+hand: the compiler's own verdict, shared memory, registers and instructions, per GPU.
+
+    from tmm_course.compile_ahead import compile_for, specialize
+    launch = specialize(kernel, (a, b, c, M, N, K, ...), {"BLOCK_M": 64, ...})
+    compiled = compile_for(kernel, launch, "sm_80", num_warps=4, num_stages=3)
+    compiled.ok, compiled.error, compiled.shared_bytes, compiled.registers, compiled.matrix_unit
+
+Works on the interpreter too: the kernel (and every kernel it calls) is compiled from its source.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import subprocess
+import sys
+import tempfile
+import types
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+import triton
+
+# the GPUs the course names, by the compute capability Triton compiles for
+GPUS: dict[str, int] = {"sm_75": 75, "sm_80": 80, "sm_90": 90}
+GPU_NAMES: dict[str, str] = {
+    "sm_75": "a T4 (compute capability 7.5, Colab's free GPU)",
+    "sm_80": "an A100 (compute capability 8.0, Ampere)",
+    "sm_90": "an H100 or H200 (compute capability 9.0, Hopper)",
+}
+
+_POINTER_TYPES: dict[torch.dtype, str] = {
+    torch.float16: "fp16",
+    torch.bfloat16: "bf16",
+    torch.float32: "fp32",
+    torch.float64: "fp64",
+    torch.int8: "i8",
+    torch.uint8: "u8",
+    torch.int16: "i16",
+    torch.int32: "i32",
+    torch.int64: "i64",
+    torch.bool: "i1",
+}
+
+
+@dataclass(frozen=True)
+class Compiled:
+    """What the compiler made of one kernel for one GPU (``ok`` False: ``error`` says why)."""
+
+    gpu: str
+    ok: bool
+    error: str | None = None
+    shared_bytes: int | None = None
+    registers: int | None = None
+    spilled_bytes: int | None = None
+    matrix_unit: str | None = None  # "wgmma" (Hopper), "mma" (tensor cores), "fma" (none)
+    ptx: str = ""
+    ttgir: str = ""
+
+    @property
+    def gpu_name(self) -> str:
+        return GPU_NAMES.get(self.gpu, self.gpu)
+
+    def summary(self) -> str:
+        """One line for a learner: the verdict, and what the GPU would run."""
+        if not self.ok:
+            return f"{self.gpu}: refused by the compiler: {self.error}"
+        return (
+            f"{self.gpu}: compiles; {self.shared_bytes / 1024:.1f} KB shared memory, "
+            f"{self.registers} registers per thread, {self.spilled_bytes} bytes spilled, "
+            f"tl.dot on {_UNIT_WORDS[self.matrix_unit or 'none']}"
+        )
+
+
+_UNIT_WORDS = {
+    "wgmma": "Hopper's warp-group tensor-core instructions (wgmma)",
+    "mma": "tensor cores (mma.sync)",
+    "fma": "plain FMA units (no tensor cores)",
+    "none": "nothing (the kernel has no tl.dot)",
+}
+
+
+def _type_of(value: Any) -> str:
+    if isinstance(value, torch.Tensor):
+        if value.dtype not in _POINTER_TYPES:
+            raise TypeError(f"no Triton pointer type for a {value.dtype} tensor")
+        return "*" + _POINTER_TYPES[value.dtype]
+    if isinstance(value, bool):
+        return "i1"
+    if isinstance(value, int):
+        return "i32" if -(2**31) <= value < 2**31 else "i64"
+    if isinstance(value, float):
+        return "fp32"
+    raise TypeError(
+        f"cannot compile ahead for an argument of type {type(value).__name__}: expected a "
+        "tensor, an int, a float or a bool"
+    )
+
+
+def _python_function(kernel: Any) -> types.FunctionType:
+    """The Python function under a ``@triton.jit`` kernel (compiled or interpreted)."""
+    fn = getattr(kernel, "fn", kernel)
+    if not isinstance(fn, types.FunctionType):
+        raise TypeError(f"expected a @triton.jit kernel, got {type(kernel).__name__}")
+    return fn
+
+
+def _as_jit(kernel: Any, seen: dict[int, Any] | None = None) -> triton.runtime.JITFunction:
+    """A compilable ``JITFunction`` of ``kernel``, whatever backend decorated it.
+
+    On the interpreter every ``@triton.jit`` function is an ``InterpretedFunction``, which the
+    compiler does not take; the kernel and each kernel it calls are rebuilt from their source.
+    """
+    if isinstance(kernel, triton.runtime.JITFunction):
+        return kernel
+    seen = {} if seen is None else seen
+    fn = _python_function(kernel)
+    if id(fn) in seen:
+        return seen[id(fn)]
+    names = fn.__code__.co_names
+    needs = {
+        name: value
+        for name, value in fn.__globals__.items()
+        if name in names and _is_interpreted(value)
+    }
+    if not needs:
+        jit = triton.runtime.JITFunction(fn)
+        seen[id(fn)] = jit
+        return jit
+    scope = dict(fn.__globals__)
+    rebuilt = types.FunctionType(fn.__code__, scope, fn.__name__, fn.__defaults__, fn.__closure__)
+    rebuilt.__module__ = fn.__module__
+    rebuilt.__qualname__ = fn.__qualname__
+    rebuilt.__annotations__ = dict(fn.__annotations__)
+    rebuilt.__kwdefaults__ = fn.__kwdefaults__
+    jit = triton.runtime.JITFunction(rebuilt)
+    seen[id(fn)] = jit
+    for name, value in needs.items():
+        scope[name] = _as_jit(value, seen)
+    return jit
+
+
+def _is_interpreted(value: Any) -> bool:
+    return type(value).__name__ == "InterpretedFunction"
+
+
+@contextlib.contextmanager
+def _compiler_view() -> Iterator[None]:
+    """On the interpreter, Triton's own ``@jit`` library functions (``tl.zeros``, ``tl.cdiv``,
+    ...) are interpreted ones too, which the compiler cannot call: swap in compilable ones for the
+    duration of a compile, and put the originals back."""
+    swapped: list[tuple[dict[str, Any], str, Any]] = []
+    seen: dict[int, Any] = {}
+    modules = [m for name, m in list(sys.modules.items()) if name.startswith("triton.language")]
+    try:
+        for module in modules:
+            scope = vars(module)
+            for name, value in list(scope.items()):
+                if _is_interpreted(value):
+                    swapped.append((scope, name, value))
+                    scope[name] = _as_jit(value, seen)
+        yield
+    finally:
+        for scope, name, value in reversed(swapped):
+            scope[name] = value
+
+
+def _parameters(kernel: Any) -> list[tuple[str, bool]]:
+    """(name, is constexpr) for each parameter of the kernel, in order."""
+    jit = _as_jit(kernel)
+    return [(p.name, bool(p.is_constexpr)) for p in jit.params]
+
+
+@dataclass(frozen=True)
+class Specialization:
+    """What the compiler is told about one launch: the type of each argument, the constexpr
+    values, and which pointers and integers are multiples of 16 (as a real launch tells it, so
+    that loads are vectorised and pipelined the same way)."""
+
+    signature: dict[str, str]
+    constexprs: dict[str, Any]
+    divisible_by_16: tuple[int, ...] = ()
+
+    def key(self) -> tuple:
+        return (
+            tuple(self.signature.items()),
+            tuple((name, repr(value)) for name, value in self.constexprs.items()),
+            self.divisible_by_16,
+        )
+
+
+def specialize(
+    kernel: Any, args: Sequence[Any], kwargs: Mapping[str, Any] | None = None
+) -> Specialization:
+    """The compiler's view of a launch ``kernel[grid](*args, **kwargs)``.
+
+    As Triton's launcher does, an integer equal to 1 becomes a constant, and a pointer or
+    integer that is a multiple of 16 is marked so. Launch options (``num_warps``,
+    ``num_stages``) in ``kwargs`` are left out: pass them to :func:`compile_for`.
+    """
+    kwargs = dict(kwargs or {})
+    params = _parameters(kernel)
+    values: dict[str, Any] = dict(zip([name for name, _ in params], args, strict=False))
+    for name, _ in params[len(args) :]:
+        if name in kwargs:
+            values[name] = kwargs[name]
+    signature: dict[str, str] = {}
+    constexprs: dict[str, Any] = {}
+    divisible: list[int] = []
+    for index, (name, is_constexpr) in enumerate(params):
+        if name not in values:
+            raise TypeError(f"the launch gives no value for the kernel's argument '{name}'")
+        value = values[name]
+        if is_constexpr or value is None or (type(value) is int and value == 1):
+            signature[name] = "constexpr"
+            constexprs[name] = value
+            continue
+        signature[name] = _type_of(value)
+        if isinstance(value, torch.Tensor):
+            if value.data_ptr() % 16 == 0:
+                divisible.append(index)
+        elif type(value) is int and value % 16 == 0:
+            divisible.append(index)
+    return Specialization(signature, constexprs, tuple(divisible))
+
+
+def compile_for(
+    kernel: Any,
+    specialization: Specialization,
+    gpu: str,
+    num_warps: int = 4,
+    num_stages: int = 3,
+) -> Compiled:
+    """Compile ``kernel`` for ``gpu`` (``"sm_75"``, ``"sm_80"`` or ``"sm_90"``) and report it.
+
+    Results are cached per kernel, specialization, GPU and launch options."""
+    if gpu not in GPUS:
+        raise ValueError(f"unknown GPU '{gpu}': expected one of {', '.join(GPUS)}")
+    key = (id(_python_function(kernel)), specialization.key(), gpu, num_warps, num_stages)
+    if key not in _CACHE:
+        if len(_CACHE) >= _CACHE_LIMIT:
+            _CACHE.pop(next(iter(_CACHE)))
+        _CACHE[key] = _compile(kernel, specialization, gpu, num_warps, num_stages)
+    return _CACHE[key]
+
+
+_CACHE: dict[tuple, Compiled] = {}
+_CACHE_LIMIT = 512
+
+
+def _compile(
+    kernel: Any,
+    specialization: Specialization,
+    gpu: str,
+    num_warps: int,
+    num_stages: int,
+) -> Compiled:
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+
+    target = GPUTarget("cuda", GPUS[gpu], 32)
+    try:
+        with _compiler_view():
+            attrs = {(i,): [["tt.divisibility", 16]] for i in specialization.divisible_by_16}
+            source = ASTSource(
+                _as_jit(kernel),
+                specialization.signature,
+                constexprs=specialization.constexprs,
+                attrs=attrs,
+            )
+            compiled = triton.compile(
+                source, target=target, options={"num_warps": num_warps, "num_stages": num_stages}
+            )
+    except Exception as error:  # the compiler's refusal is the verdict
+        return Compiled(gpu=gpu, ok=False, error=compiler_message(error))
+    ptx = compiled.asm.get("ptx", "")
+    registers, spilled = _resource_usage(compiled.asm.get("cubin", b""))
+    return Compiled(
+        gpu=gpu,
+        ok=True,
+        shared_bytes=int(compiled.metadata.shared),
+        registers=registers,
+        spilled_bytes=spilled,
+        matrix_unit=matrix_unit(ptx),
+        ptx=ptx,
+        ttgir=compiled.asm.get("ttgir", ""),
+    )
+
+
+def compiler_message(error: BaseException) -> str:
+    """The compiler's own sentence, without the source listing Triton puts before it."""
+    text = str(error).strip()
+    lines = [line for line in text.splitlines() if line.strip()]
+    # Triton's CompilationError: "at L:C:", the source, a caret line, then the message
+    if lines and re.match(r"^at \d+:\d+:", lines[0]):
+        caret = max((i for i, line in enumerate(lines) if set(line.strip()) == {"^"}), default=-1)
+        if 0 <= caret < len(lines) - 1:
+            lines = lines[caret + 1 :]
+    message = " ".join(lines)
+    wrapped = re.fullmatch(r"\w+Error\(([\'\"])(.*)\1\)", message)
+    if wrapped:  # AssertionError("the compiler's sentence")
+        message = wrapped.group(2)
+    cause = error.__cause__
+    if cause is not None and str(cause).strip() and str(cause).strip() not in message:
+        message = f"{message} ({compiler_message(cause)})" if message else compiler_message(cause)
+    return message or type(error).__name__
+
+
+def matrix_unit(ptx: str) -> str:
+    """Which units the PTX multiplies tiles on."""
+    if "wgmma.mma_async" in ptx:
+        return "wgmma"
+    if re.search(r"\bmma\.sync\b", ptx):
+        return "mma"
+    if re.search(r"\bfma\.rn\.f(16|32)", ptx):
+        return "fma"
+    return "none"
+
+
+def _cuobjdump() -> Path | None:
+    path = Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / "cuobjdump"
+    return path if path.exists() else None
+
+
+def _resource_usage(cubin: bytes) -> tuple[int | None, int | None]:
+    """(registers per thread, bytes of local memory per thread: spills) of a compiled binary."""
+    tool = _cuobjdump()
+    if tool is None or not cubin:
+        return None, None
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "kernel.cubin"
+        path.write_bytes(cubin)
+        run = subprocess.run(
+            [str(tool), "-res-usage", str(path)], capture_output=True, text=True, timeout=60
+        )
+    registers = re.search(r"REG:(\d+)", run.stdout)
+    local = re.search(r"LOCAL:(\d+)", run.stdout)
+    return (
+        int(registers.group(1)) if registers else None,
+        int(local.group(1)) if local else None,
+    )
+
+
+def compile_everywhere(
+    kernel: Any, specialization: Specialization, num_warps: int = 4, num_stages: int = 3
+) -> dict[str, Compiled]:
+    """:func:`compile_for` for every GPU the course names."""
+    return {gpu: compile_for(kernel, specialization, gpu, num_warps, num_stages) for gpu in GPUS}
