@@ -37,12 +37,25 @@ def test_small_m_and_n_compile_to_tensor_cores(blocks):
     assert results["sm_75"].matrix_unit == "fma"  # a T4 runs tl.dot without tensor cores
 
 
-def test_k_below_16_is_refused_for_16_bit_inputs_but_8_is_enough_for_float32():
+def test_k_below_16_is_refused_for_16_bit_inputs():
     launch = _lesson4(64, 64, 64, (16, 16, 8))
     refused = compile_for(matmul_kernel, launch, "sm_80")
-    assert not refused.ok and "K >= 16" in refused.error.replace(" ", " ")
+    assert not refused.ok
+    assert refused.error == "Input shapes should have M >= 1, N >= 1 and K >= 16"
+
+
+def test_k_of_8_for_float32_depends_on_the_triton_version():
+    """Triton 3.6 wants K >= 16 for float32 too; 3.9 accepts 8."""
+    version = _version(triton.__version__)
+    if version not in ((3, 6), (3, 9)):
+        pytest.skip(f"measured on Triton 3.6 and 3.9 only, this is {triton.__version__}")
     launch = _lesson4(64, 64, 64, (16, 16, 8), torch.float32)
-    assert compile_for(matmul_kernel, launch, "sm_80").ok
+    assert compile_for(matmul_kernel, launch, "sm_80").ok == (version == (3, 9))
+
+
+def _version(text: str) -> tuple[int, int]:
+    major, minor = text.split(".")[:2]
+    return int(major), int(minor)
 
 
 def test_shared_memory_is_the_compilers_own_figure_per_gpu():
