@@ -1,10 +1,8 @@
-"""The problems the benchmark races and the configurations its sweeps try, as data.
+"""The problems the capstone is raced on, as data.
 
-A :class:`Problem` is one product C = A @ B; ``GOALS`` are ``matmul_fast``'s targets on an H200,
-``SWEEPS`` the tile configurations tried per problem and kernel, ``FINALS`` the sweep's front
-runners raced once more. ``GRID`` is the broad set of problems ``matmul_fast`` is judged on: its
-plan is fitted on ``FITTED`` (every other problem) and reported apart on ``HELD_OUT``, with
-``CANDIDATES`` the configurations the fit tries.
+A :class:`Problem` is one product C = A @ B; ``GOALS`` are ``matmul_fast``'s targets on an H200.
+``GRID`` is the broad set of problems ``matmul_fast`` is judged on: its plan is fitted on
+``FITTED`` (every other problem) and reported apart on ``HELD_OUT``.
 """
 
 from __future__ import annotations
@@ -14,7 +12,6 @@ from dataclasses import asdict, dataclass
 import torch
 
 import tmm_course
-from tmm_course.kernels.fast import Config
 from tmm_course.numerics import tolerance
 
 
@@ -43,6 +40,12 @@ class Problem:
     def as_dict(self) -> dict:
         return {**asdict(self), "kind": self.kind, "label": self.label}
 
+    @classmethod
+    def from_dict(cls, data: dict) -> Problem:
+        """The problem a results file stored (``as_dict``'s "kind" and "label" are derived)."""
+        return cls(data["m"], data["n"], data["k"], data["dtype"], data["precision"],
+                   data.get("b_layout", "row"))  # fmt: skip
+
     def tolerance(self) -> float:
         """The error bound its results must meet on this backend."""
         return tolerance(getattr(torch, self.dtype), tmm_course.BACKEND, self.precision)
@@ -67,106 +70,6 @@ GOALS = (
     ),
     (Problem(4096, 4096, 4096, "float32", "tf32"), 0.8),
 )  # fmt: skip
-JOURNEY_PROBLEM = Problem(4096, 4096, 4096)
-
-
-_LARGE_TMA = (
-    Config(128, 256, 64, num_warps=8, num_stages=3),
-    Config(128, 256, 64, num_warps=8, num_stages=3, group_m=4),
-    Config(128, 256, 64, num_warps=8, num_stages=3, group_m=16),
-    Config(128, 256, 64, num_warps=8, num_stages=3, subtile=True),
-    Config(128, 256, 64, num_warps=8, num_stages=4, subtile=True),
-    Config(256, 128, 64, num_warps=8, num_stages=3),
-    Config(256, 128, 64, num_warps=8, num_stages=4, subtile=True),
-    Config(128, 256, 32, num_warps=8, num_stages=6, subtile=True),
-)
-_LARGE_GROUPED = (
-    Config(128, 256, 64, num_warps=8, num_stages=3),
-    Config(128, 256, 64, num_warps=8, num_stages=4),
-    Config(128, 256, 32, num_warps=8, num_stages=5),
-    Config(256, 128, 64, num_warps=8, num_stages=3),
-    Config(128, 128, 32, num_warps=4, num_stages=4),
-)
-_FEW_ROWS = (
-    Config(64, 64, 128, num_warps=4, num_stages=4),
-    Config(64, 64, 128, num_warps=4, num_stages=4, split_k=2),
-    Config(64, 128, 128, num_warps=4, num_stages=4, split_k=4),
-    Config(16, 64, 128, num_warps=4, num_stages=4, split_k=4),
-    Config(32, 128, 128, num_warps=4, num_stages=4, split_k=4),
-    Config(64, 128, 64, num_warps=4, num_stages=5, split_k=4),
-    Config(64, 64, 256, num_warps=4, num_stages=3, split_k=4),
-    Config(16, 32, 256, num_warps=4, num_stages=3),
-    Config(32, 64, 256, num_warps=4, num_stages=3, split_k=2),
-    Config(128, 128, 64, num_warps=8, num_stages=4, split_k=4),
-    Config(64, 128, 128, num_warps=4, num_stages=3, split_k=2),
-    Config(128, 64, 128, num_warps=4, num_stages=4, split_k=4),
-    Config(128, 128, 64, num_warps=8, num_stages=4, split_k=2),
-    Config(64, 64, 128, num_warps=4, num_stages=4, split_k=4),
-    Config(128, 256, 64, num_warps=8, num_stages=3, split_k=4),
-    Config(64, 128, 64, num_warps=4, num_stages=4, split_k=4),
-    Config(128, 64, 64, num_warps=4, num_stages=4, split_k=8),
-)
-_MEDIUM = (
-    Config(64, 64, 64, num_warps=4, num_stages=4, group_m=4),
-    Config(128, 64, 64, num_warps=4, num_stages=4),
-    Config(64, 128, 64, num_warps=4, num_stages=4),
-    Config(128, 128, 64, num_warps=8, num_stages=4, split_k=2),
-    Config(64, 64, 128, num_warps=4, num_stages=3),
-    Config(128, 64, 64, num_warps=4, num_stages=3, split_k=2),
-    Config(64, 64, 64, num_warps=4, num_stages=4, split_k=2),
-    Config(128, 128, 64, num_warps=4, num_stages=3),
-    Config(64, 128, 64, num_warps=4, num_stages=4, split_k=2),
-    Config(128, 128, 32, num_warps=4, num_stages=4, split_k=2),
-)
-_FLOAT32_TMA = (
-    Config(128, 128, 32, num_warps=8, num_stages=3),
-    Config(128, 128, 32, num_warps=8, num_stages=4),
-    Config(128, 256, 32, num_warps=8, num_stages=3, subtile=True),
-    Config(128, 64, 32, num_warps=4, num_stages=4),
-    Config(256, 128, 32, num_warps=8, num_stages=3, subtile=True),
-    Config(128, 128, 32, num_warps=4, num_stages=4),
-    Config(128, 256, 16, num_warps=8, num_stages=4, subtile=True),
-    Config(128, 128, 64, num_warps=8, num_stages=2),
-)
-# problem -> kernel -> configurations tried (python -m tmm_course.perf.bench sweep)
-SWEEPS = {
-    Problem(4096, 4096, 4096): {"persistent_tma": _LARGE_TMA, "grouped": _LARGE_GROUPED},
-    Problem(8192, 8192, 8192): {"persistent_tma": _LARGE_TMA, "grouped": _LARGE_GROUPED[:2]},
-    Problem(1024, 1024, 1024): {"grouped": _MEDIUM, "persistent_tma": _MEDIUM[:4]},
-    Problem(16, 4096, 4096): {"grouped": _FEW_ROWS},
-    Problem(128, 4096, 4096): {"grouped": _FEW_ROWS},
-    Problem(4096, 4096, 4093): {"grouped": _LARGE_GROUPED},
-    Problem(4096, 4096, 4096, "float32"): {"persistent_tma": _FLOAT32_TMA},
-}  # fmt: skip
-
-
-# problem -> contenders raced interleaved: the sweep's front runners
-FINALS = {
-    Problem(4096, 4096, 4096): {"persistent_tma": (
-        Config(128, 256, 64, num_warps=8, num_stages=3, subtile=True),
-        Config(128, 256, 64, num_warps=8, num_stages=3, subtile=True, flatten=False),
-        Config(128, 256, 64, num_warps=8, num_stages=3, group_m=16, subtile=True),
-        Config(128, 256, 64, num_warps=8, num_stages=3, group_m=16),
-        Config(128, 256, 64, num_warps=8, num_stages=4, subtile=True),
-    )},
-    Problem(1024, 1024, 1024): {"grouped": (
-        Config(64, 128, 64, num_warps=4, num_stages=4),
-        Config(64, 64, 64, num_warps=4, num_stages=4, group_m=4),
-        Config(128, 64, 64, num_warps=4, num_stages=4),
-    ), "persistent_tma": (Config(64, 128, 64, num_warps=4, num_stages=4),)},
-    Problem(128, 4096, 4096): {"grouped": (
-        Config(64, 64, 128, num_warps=4, num_stages=4),
-        Config(64, 128, 64, num_warps=4, num_stages=4, split_k=4),
-        Config(64, 64, 128, num_warps=4, num_stages=3),
-        Config(64, 128, 128, num_warps=4, num_stages=3),
-        Config(32, 128, 128, num_warps=4, num_stages=4),
-    )},
-    Problem(4096, 4096, 4096, "float32"): {"persistent_tma": (
-        Config(128, 256, 32, num_warps=8, num_stages=3, subtile=True),
-        Config(128, 256, 32, num_warps=8, num_stages=3, group_m=16, subtile=True),
-        Config(128, 256, 32, num_warps=8, num_stages=3, subtile=True, flatten=False),
-    )},
-}  # fmt: skip
 
 
 def _grid() -> tuple[Problem, ...]:
@@ -204,86 +107,6 @@ GRID = _grid()
 FITTED = GRID[0::2]  # the plan is fitted on these
 HELD_OUT = GRID[1::2]  # and judged apart on these
 
-# the configurations the fit races per problem (python -m tmm_course.perf.bench fit)
-CANDIDATES = {
-    "few rows": {
-        "grouped": (
-            Config(16, 64, 128, num_warps=4, num_stages=4, split_k=4),
-            Config(16, 128, 128, num_warps=4, num_stages=4, split_k=2),
-            Config(32, 64, 128, num_warps=4, num_stages=4, split_k=4),
-            Config(64, 64, 128, num_warps=4, num_stages=4, split_k=2),
-            Config(64, 64, 128, num_warps=4, num_stages=4),
-            Config(64, 128, 64, num_warps=4, num_stages=4, split_k=4),
-            Config(32, 128, 128, num_warps=4, num_stages=4),
-            # few columns: the same shapes turned around
-            Config(64, 16, 128, num_warps=4, num_stages=4, split_k=4),
-            Config(128, 16, 128, num_warps=4, num_stages=4, split_k=2),
-            Config(64, 32, 128, num_warps=4, num_stages=4, split_k=4),
-            Config(128, 64, 64, num_warps=4, num_stages=4, split_k=4),
-        ),
-        "persistent_tma": (
-            # the product turned around (C^T = B^T A^T): the few rows on the narrow side of
-            # the tensor cores' instruction, a last partial wave shared out in K-slices
-            Config(16, 64, 128, num_warps=4, num_stages=5, split_tail=True, swap_ab=True),
-            Config(16, 128, 128, num_warps=4, num_stages=4, split_tail=True, swap_ab=True),
-            Config(32, 128, 128, num_warps=4, num_stages=4, split_tail=True, swap_ab=True),
-            Config(128, 128, 64, num_warps=8, num_stages=4, split_tail=True, swap_ab=True),
-            # few columns, or a hundred rows and more, as they are
-            Config(64, 64, 128, num_warps=4, num_stages=4, split_tail=True),
-            Config(128, 64, 64, num_warps=4, num_stages=4, split_tail=True),
-        ),
-    },
-    "middle": {
-        "grouped": (
-            Config(64, 64, 64, num_warps=4, num_stages=4, group_m=4),
-            Config(64, 128, 64, num_warps=4, num_stages=4),
-            Config(128, 64, 64, num_warps=4, num_stages=4),
-            Config(128, 128, 64, num_warps=8, num_stages=4),
-            Config(64, 64, 128, num_warps=4, num_stages=3, split_k=2),
-            Config(128, 128, 64, num_warps=8, num_stages=4, split_k=2),
-        ),
-        "persistent_tma": (
-            Config(64, 128, 64, num_warps=4, num_stages=4),
-            Config(128, 128, 64, num_warps=8, num_stages=4),
-            Config(128, 256, 64, num_warps=8, num_stages=3, subtile=True),
-            Config(256, 128, 64, num_warps=8, num_stages=3, subtile=True),
-            # a last, partial wave of tiles shared out in K-slices
-            Config(128, 128, 64, num_warps=8, num_stages=4, split_tail=True),
-            Config(128, 256, 64, num_warps=8, num_stages=3, subtile=True, split_tail=True),
-            Config(128, 256, 64, num_warps=8, num_stages=3, subtile=True, warp_specialize=True),
-        ),
-    },
-    "large": {
-        "grouped": (
-            Config(128, 256, 64, num_warps=8, num_stages=4),
-            Config(128, 128, 64, num_warps=8, num_stages=4),
-            Config(128, 256, 32, num_warps=8, num_stages=5),
-        ),
-        "persistent_tma": (
-            Config(128, 256, 64, num_warps=8, num_stages=3, subtile=True),
-            Config(128, 256, 64, num_warps=8, num_stages=4, subtile=True),
-            Config(128, 128, 64, num_warps=8, num_stages=4),
-            Config(256, 128, 64, num_warps=8, num_stages=3, subtile=True),
-            Config(128, 128, 64, num_warps=8, num_stages=4, split_tail=True),
-            Config(128, 256, 64, num_warps=8, num_stages=3, subtile=True, split_tail=True),
-            Config(128, 256, 64, num_warps=8, num_stages=4, subtile=True, split_tail=True),
-            # warps that only load, beside warps that only compute
-            Config(128, 256, 64, num_warps=8, num_stages=3, subtile=True, warp_specialize=True),
-            Config(
-                128,
-                256,
-                64,
-                num_warps=8,
-                num_stages=3,
-                subtile=True,
-                split_tail=True,
-                warp_specialize=True,
-            ),
-        ),
-    },
-}
-
-
 def family(problem: Problem) -> str:
     """The part of the grid a problem stands for."""
     m, n, k = problem.m, problem.n, problem.k
@@ -298,12 +121,3 @@ def family(problem: Problem) -> str:
     if any(x % 8 for x in (m, n, k)):
         return "odd sizes"
     return "rectangular"
-
-
-def size_class(m: int, n: int, k: int) -> str:
-    """Which family of CANDIDATES suits a product's shape."""
-    if min(m, n) <= 128:
-        return "few rows"
-    if min(m, n) <= 1024 or m * n <= 2048 * 2048:
-        return "middle"
-    return "large"
