@@ -9,13 +9,24 @@ import triton.language as tl
 
 import tmm_course
 from tmm_course import validate
-from tmm_course.kernels.fast import grouped_tile
+
+
+@triton.jit
+def grouped_tile(tile_id, grid_m, grid_n, GROUP_M: tl.constexpr):
+    # grouped order: GROUP_M rows of tiles are walked column by column, then the next group,
+    # so programs running together share rows of A and columns of B in L2
+    tiles_per_group = GROUP_M * grid_n
+    first_m = (tile_id // tiles_per_group) * GROUP_M
+    rows_here = tl.minimum(grid_m - first_m, GROUP_M)
+    pid_m = first_m + (tile_id % tiles_per_group) % rows_here
+    pid_n = (tile_id % tiles_per_group) // rows_here
+    return pid_m, pid_n
 
 
 @triton.jit
 def launch_order_kernel(order_ptr, grid_m, grid_n, GROUP_M: tl.constexpr):
     pid = tl.program_id(axis=0)  # a 1-D launch: programs start roughly in pid order
-    pid_m, pid_n = grouped_tile(pid, grid_m, grid_n, GROUP_M)  # the fast kernel's own order
+    pid_m, pid_n = grouped_tile(pid, grid_m, grid_n, GROUP_M)  # the capstone's own order
     tl.store(order_ptr + pid_m * grid_n + pid_n, pid)  # which program took tile (pid_m, pid_n)
 
 
