@@ -42,7 +42,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tmm_course.teach import exercise_rules, graded_notebook, judge, sandbox, wire
-from tmm_course.teach.safe_io import Unreadable, csv_cell, kind, read_capped
+from tmm_course.teach.safe_io import Unreadable, csv_cell, kind, read_capped, remove_tree
 
 DEFAULT_REFERENCE = Path("notebooks/05_homework_transpose.ipynb")
 FIELDS = ["submission", "exercise", "verdict", "codes", "detail", "isolation"]
@@ -426,7 +426,10 @@ def main(argv: list[str] | None = None) -> int:
         out = CsvOut(args.out, args.resume)
         rows = grade_folder(args.submissions, grader, out, args.jobs)
     finally:
-        shutil.rmtree(scratch, ignore_errors=True)  # the grader's own copy; workers wrote none
+        # the package copy, and (unisolated) the workers' home: removed without recursion
+        with contextlib.suppress(OSError):
+            os.chmod(scratch, stat.S_IRWXU)
+            remove_tree(scratch)
     after = digest(args.submissions)
     changed = sorted(k for k in before.keys() | after.keys() if before.get(k) != after.get(k))
     if changed:

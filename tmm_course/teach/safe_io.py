@@ -75,3 +75,39 @@ def csv_cell(value: object) -> str:
     if text.startswith(FORMULA_PREFIXES):
         text = "'" + text
     return text
+
+
+def remove_tree(root: Path) -> None:
+    """Remove ``root`` and everything below it without recursion, without following links and
+    without long paths (each step relative to one open folder): a tree thousands of folders
+    deep, or links out of it, cost nothing but time."""
+    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+    try:
+        fd = os.open(root, flags)
+    except FileNotFoundError:
+        return
+    except NotADirectoryError:
+        os.unlink(root)
+        return
+    names: list[str] = []  # the way down from root
+    while True:
+        below = None
+        with os.scandir(fd) as entries:
+            for entry in entries:
+                if entry.is_dir(follow_symlinks=False):
+                    below = below or entry.name
+                else:
+                    os.unlink(entry.name, dir_fd=fd)
+        if below is not None:
+            child = os.open(below, flags, dir_fd=fd)
+            os.close(fd)
+            fd, names = child, [*names, below]
+            continue
+        if not names:
+            os.close(fd)
+            os.rmdir(root)
+            return
+        parent = os.open("..", flags, dir_fd=fd)
+        os.close(fd)
+        os.rmdir(names.pop(), dir_fd=parent)
+        fd = parent

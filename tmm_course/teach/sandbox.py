@@ -30,6 +30,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -150,18 +151,18 @@ class Cgroup:
         if self.kill_file is not None:
             with contextlib.suppress(OSError):
                 self.kill_file.write_text("1")
-        for _ in range(100):
+        for _ in range(400):  # up to 20 s for the last of them to be gone
             alive = False
             for folder in self.folders:
                 with contextlib.suppress(OSError, ValueError):
                     for pid in (folder / "cgroup.procs").read_text().split():
                         alive = True
-                        with contextlib.suppress(OSError):
-                            os.kill(int(pid), signal.SIGKILL)
+                        if self.kill_file is None:  # no cgroup.kill: one by one
+                            with contextlib.suppress(OSError):
+                                os.kill(int(pid), signal.SIGKILL)
             if not alive:
                 break
-            os.sched_yield()
-            __import__("time").sleep(0.05)
+            time.sleep(0.05)
         for folder in reversed(self.folders):
             for _ in range(20):
                 try:
@@ -170,7 +171,7 @@ class Cgroup:
                 except FileNotFoundError:
                     break
                 except OSError:
-                    __import__("time").sleep(0.05)
+                    time.sleep(0.05)
 
 
 def _binds() -> list[Path]:
