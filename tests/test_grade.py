@@ -193,6 +193,13 @@ def test_honest_unusual_cells_pass_the_rules(source):
         ("def transpose(x, out):\n    k[(1,)](sum(x[i] * 2 for i in range(3)), out)\n", "tensor"),
         ("x = ().__class__\n", "private"),
         ("@triton.jit\ndef k(x):\n    torch.zeros(1)\n", "kernel uses torch"),
+        ("def transpose(x, out):\n    k[(1,)](out, float(x))\n", "reads tensor values"),
+        ("def transpose(x, out):\n    k[(1,)](out, len(str(x)))\n", "reads tensor values"),
+        ("def transpose(x, out):\n    print(f'{x}')\n    s = f'{x}'\n", "formats tensor"),
+        ("@triton.jit\ndef k(x):\n    return x.T\ndef transpose(x, out):\n    k(x)\n", "grid"),
+        ("def transpose(x, out):\n    table['t'](x)\n", "picked out of a container"),
+        ("def transpose(x, out):\n    if x:\n        pass\n", "truth value"),
+        ("@triton.jit\ndef k(x):\n    x.copy_(x)\n", "a kernel reaches .copy_"),
     ],
 )
 def test_cells_that_compute_or_hide_what_they_call_are_sent_for_review(source, reason):

@@ -149,6 +149,45 @@ FORGERIES = {
         def transpose(x, out):
             raise NotImplementedError
         """,
+    "python_permutes_a_kernel_stores": """
+        @triton.jit
+        def put(out_ptr, offset, value):
+            tl.store(out_ptr + offset, value)
+        def transpose(x, out):
+            for j, column in enumerate(list(zip(*list(x)))):
+                for i, value in enumerate(column):
+                    put[(1,)](out, j * out.stride(0) + i * out.stride(1), float(value))
+        """,
+    "parses_the_printed_tensor": """
+        def transpose(x, out):
+            text = str(x)
+            copy_kernel[(1, 1)](x, out, 1, 1, len(text), 1, 1, 1, BLOCK=32)
+        """,
+    "kernel_called_without_a_grid": """
+        @triton.jit
+        def swap(x):
+            return x.T
+        @triton.jit
+        def copy(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+            offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+            tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=offs < n), mask=offs < n)
+        def transpose(x, out):
+            copy[(triton.cdiv(x.numel(), 64),)](swap(x).contiguous(), out, x.numel(), BLOCK=64)
+        """,
+    "kernel_from_a_container": """
+        @triton.jit
+        def swap(x):
+            return x.T
+        table = {'t': swap}
+        def transpose(x, out):
+            view = table['t'](x)
+            copy_kernel[(1, 1)](view, out, 1, 1, 1, 1, 1, 1, BLOCK=32)
+        """,
+    "branches_on_values": """
+        def transpose(x, out):
+            if x.sum() > 0 or x:
+                raise NotImplementedError
+        """,
     "stops_the_grader": """
         import os, signal
         os.kill(os.getppid(), signal.SIGSTOP)

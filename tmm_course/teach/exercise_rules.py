@@ -146,7 +146,15 @@ HOST_ATTRIBUTES = {
     "lower",
     "replace",
 }
-KERNEL_FORBIDDEN_ATTRIBUTES = {"handle", "data", "base", "numpy", "tolist", "item"}
+# what a kernel may read or call on its values: Triton's tensor methods, none that writes
+KERNEL_ATTRIBUTES = {
+    "to", "reshape", "trans", "permute", "broadcast_to", "expand_dims", "split", "join", "view",
+    "sum", "max", "min", "argmax", "argmin", "dtype", "shape", "element_ty", "T", "numel", "type",
+    "value", "cast", "ravel", "abs", "exp", "log", "sqrt", "cumsum", "sort", "flip", "scalar",
+    "primitive_bitwidth", "is_floating", "is_int", "fp32", "fp16", "bf16",
+}  # fmt: skip
+# builtins that may see a tensor without reading its values
+TENSOR_SAFE_CALLS = {"len", "isinstance", "print", "display", "id"}
 KERNEL_MODULES = {"triton", "triton.language", "math"}
 DECORATORS = {"triton.jit", "triton.autotune", "triton.heuristics"}
 SCALAR_ATTRIBUTES = {"shape", "dtype", "device", "ndim", "is_cuda", "element_ty", "itemsize"}
@@ -170,13 +178,16 @@ def review_reasons(
     prelude: Iterable[str] = (),
     helpers: Iterable[str] = (),
     launchers: Iterable[str] = (),
+    kernels: Iterable[str] = (),
 ) -> list[str]:
     """Why ``source`` (one exercise cell) needs a person's look; empty when it does not.
 
     ``prelude``: the source of the reference's setup cell, whose module names (torch, triton,
     tl, tmm_course) the cell may use; its other names are the course's own and may be used only
     when listed in ``helpers``. ``launchers``: the functions the judge calls with tensors (what
-    they pass on to other functions counts as a tensor there too)."""
+    they pass on to other functions counts as a tensor there too). ``kernels``: the
+    ``@triton.jit`` functions the submission's other exercise cells define (see
+    :func:`kernel_names`), which this cell may launch."""
     if any(_is_magic(line) for line in source.splitlines()):
         return ["contains an IPython magic or a ! shell line"]
     try:
@@ -184,8 +195,22 @@ def review_reasons(
     except SyntaxError as error:
         return [f"does not parse as Python: {error.msg} (line {error.lineno})"]
     modules, course_names = _prelude_names("\n".join(prelude))
-    reviewer = _Reviewer(tree, modules, course_names - set(helpers), set(launchers))
+    reviewer = _Reviewer(
+        tree, modules, course_names - set(helpers), set(launchers), set(kernels), set(helpers)
+    )
     return sorted(set(reviewer.reasons))
+
+
+def kernel_names(sources: Iterable[str]) -> set[str]:
+    """The ``@triton.jit`` functions that ``sources`` (exercise cells) define."""
+    found = set()
+    for source in sources:
+        try:
+            tree = ast.parse(source)
+        except SyntaxError:
+            continue
+        found |= {n.name for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and _is_jit(n)}
+    return found
 
 
 def _is_magic(line: str) -> bool:
@@ -242,17 +267,26 @@ def _is_jit(node: ast.FunctionDef) -> bool:
 
 class _Reviewer(ast.NodeVisitor):
     def __init__(
-        self, tree: ast.Module, modules: dict[str, str], course_names: set[str], launchers: set[str]
+        self,
+        tree: ast.Module,
+        modules: dict[str, str],
+        course_names: set[str],
+        launchers: set[str],
+        kernels: set[str] = frozenset(),
+        helpers: set[str] = frozenset(),
     ) -> None:
         self.reasons: list[str] = []
         self.modules = dict(modules)  # alias -> module path
         self.imported: dict[str, str] = {}  # name -> full dotted path (from X import y)
         self.course_names = course_names
         self.jit = {n.name for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and _is_jit(n)}
+        self.launchable = self.jit | set(kernels)
+        self.helpers = set(helpers)
         self.bound = self._bound_names(tree)
         self.in_kernel = False
         self.params: list[set[str]] = []
         self.taint: list[set[str]] = []
+        self.printed: set[int] = set()  # f-strings handed straight to print() or display()
         self.fed = self._fed_functions(tree, launchers)
         self.taint.append(self._spread(tree.body, set()))
         self.visit(tree)
@@ -377,7 +411,7 @@ class _Reviewer(ast.NodeVisitor):
         if isinstance(node.ctx, ast.Store | ast.Del):
             self.flag(f"sets the attribute .{node.attr} from Python")
         elif self.in_kernel:
-            if node.attr in KERNEL_FORBIDDEN_ATTRIBUTES:
+            if node.attr not in KERNEL_ATTRIBUTES:
                 self.flag(f"a kernel reaches .{node.attr} of a value")
         elif node.attr not in HOST_ATTRIBUTES:
             self.flag(f"computes on a value in Python (.{node.attr})")
@@ -421,7 +455,7 @@ class _Reviewer(ast.NodeVisitor):
             parts = _dotted(func)
             if parts and parts[0] in self.modules and self.modules[parts[0]] == "torch":
                 return True
-            if isinstance(func, ast.Name) and func.id in REDUCING_BUILTINS:
+            if isinstance(func, ast.Name) and func.id not in self.bound:
                 return any(self.tainted(a) for a in node.args)
             return False
         if isinstance(node, ast.BinOp):
@@ -462,8 +496,46 @@ class _Reviewer(ast.NodeVisitor):
         return self.taint.pop()
 
     def visit_UnaryOp(self, node: ast.UnaryOp) -> None:
-        if self.tainted(node.operand) and not isinstance(node.op, ast.Not):
+        if self.tainted(node.operand):
             self.flag("computes on a tensor in Python (a unary operator)")
+        self.generic_visit(node)
+
+    def visit_Compare(self, node: ast.Compare) -> None:
+        identity = all(isinstance(op, ast.Is | ast.IsNot) for op in node.ops)
+        if not identity and any(self.tainted(v) for v in [node.left, *node.comparators]):
+            self.flag("compares tensor values in Python")
+        self.generic_visit(node)
+
+    def _test(self, test: ast.expr) -> None:
+        if self.tainted(test):
+            self.flag("reads a tensor's truth value in Python")
+
+    def visit_If(self, node: ast.If) -> None:
+        self._test(node.test)
+        self.generic_visit(node)
+
+    def visit_While(self, node: ast.While) -> None:
+        self._test(node.test)
+        self.generic_visit(node)
+
+    def visit_IfExp(self, node: ast.IfExp) -> None:
+        self._test(node.test)
+        self.generic_visit(node)
+
+    def visit_Assert(self, node: ast.Assert) -> None:
+        self._test(node.test)
+        self.generic_visit(node)
+
+    def visit_BoolOp(self, node: ast.BoolOp) -> None:
+        for value in node.values:
+            self._test(value)
+        self.generic_visit(node)
+
+    def visit_JoinedStr(self, node: ast.JoinedStr) -> None:
+        if id(node) not in self.printed and any(
+            isinstance(v, ast.FormattedValue) and self.tainted(v.value) for v in node.values
+        ):
+            self.flag("formats tensor values into a string in Python")
         self.generic_visit(node)
 
     # writes ---------------------------------------------------------------------------------
@@ -477,13 +549,8 @@ class _Reviewer(ast.NodeVisitor):
         self.generic_visit(node)
 
     def visit_AugAssign(self, node: ast.AugAssign) -> None:
-        if (
-            not self.in_kernel
-            and isinstance(node.target, ast.Name)
-            and self.params
-            and node.target.id in self.params[-1]
-        ):
-            self.flag(f"updates the argument {node.target.id} in Python ({node.target.id} ...=)")
+        if self.tainted(node.target) or self.tainted(node.value):
+            self.flag("updates a tensor in Python (x ...= ...)")
         if isinstance(node.op, ast.MatMult) and not self.in_kernel:
             self.flag("multiplies matrices in Python (@)")
         self.generic_visit(node)
@@ -503,17 +570,46 @@ class _Reviewer(ast.NodeVisitor):
     # calls ----------------------------------------------------------------------------------
     def visit_Call(self, node: ast.Call) -> None:
         func = node.func
-        if (
-            isinstance(func, ast.Name)
-            and func.id in REDUCING_BUILTINS
-            and any(self.tainted(a) for a in node.args)
-        ):
-            self.flag(f"computes on a tensor in Python ({func.id}())")
+        arguments = [*node.args, *(k.value for k in node.keywords)]
+        if not self.in_kernel:
+            self._host_call(node, func, arguments)
         if self.in_kernel and isinstance(func, ast.Name):
             name = func.id
             if name in self.bound and name not in self.jit and name not in self.params[-1]:
                 self.flag(f"a kernel calls the Python function {name}")
         self.generic_visit(node)
+
+    def _host_call(self, node: ast.Call, func: ast.expr, arguments: list[ast.expr]) -> None:
+        if isinstance(func, ast.Name):
+            if func.id in self.launchable:
+                self.flag(f"calls the kernel {func.id} without a launch grid")
+            elif self.tainted(func):
+                self.flag(f"calls {func.id}, which it was handed")
+            elif func.id in TENSOR_SAFE_CALLS:
+                if func.id in ("print", "display"):
+                    self.printed |= {id(a) for a in arguments if isinstance(a, ast.JoinedStr)}
+            elif func.id not in self.bound and any(self.tainted(a) for a in arguments):
+                self.flag(f"reads tensor values in Python ({func.id}())")
+        elif isinstance(func, ast.Subscript):
+            launchable = isinstance(func.value, ast.Name) and (
+                func.value.id in self.launchable
+                or (self.params and func.value.id in self.params[-1])
+            )
+            index = func.slice
+            if not launchable or (isinstance(index, ast.Constant) and isinstance(index.value, int)):
+                self.flag("calls something picked out of a container")
+        elif isinstance(func, ast.Call):
+            inner = func.func
+            if not (isinstance(inner, ast.Name) and inner.id in self.helpers):
+                self.flag("calls what another call returned")
+        elif isinstance(func, ast.Lambda):
+            self.flag("calls a lambda in place")
+        else:
+            parts = _dotted(func)
+            if parts and parts[0] in self.modules:
+                root = self.modules[parts[0]]
+                if root.startswith("numpy") and any(self.tainted(a) for a in arguments):
+                    self.flag("hands a tensor to numpy")
 
     # definitions ----------------------------------------------------------------------------
     def visit_FunctionDef(self, node: ast.FunctionDef) -> None:

@@ -207,22 +207,22 @@ class Grader:
             worker = Worker(self, str(self.counter))
         deadline = time.monotonic() + self.limits.seconds
         rows: list[Row] = []
+        kernels = exercise_rules.kernel_names(s for s in sources.values() if isinstance(s, str))
         try:
             for exercise, entry in self.exercises:
-                rows.append(
-                    self._one(name, exercise, entry, sources[exercise.name], worker, deadline)
-                )
+                source = sources[exercise.name]
+                rows.append(self._one(name, exercise, entry, source, worker, deadline, kernels))
         finally:
             worker.stop()
         return rows
 
-    def _one(self, name, exercise, entry: judge.Exercise, source, worker: Worker, deadline) -> Row:
+    def _one(self, name, exercise, entry: judge.Exercise, source, worker, deadline, kernels) -> Row:
         if source is None:
             return self.row(name, exercise.name, "missing", detail="no exercise cell with its id")
         if isinstance(source, graded_notebook.SourceError):
             return self.row(name, exercise.name, "error", detail=str(source))
         reasons = exercise_rules.review_reasons(
-            source, [self.setup], entry.helpers, [entry.launcher]
+            source, [self.setup], entry.helpers, [entry.launcher], kernels
         )
         try:
             verdict, codes, detail = self._measure(entry, source, worker, deadline)
