@@ -265,3 +265,22 @@ def test_a_deep_tree_with_links_out_is_removed_without_recursion(tmp_path):
     os.close(fd)
     remove_tree(root)
     assert not root.exists() and (outside / "keep").exists()
+
+
+def test_without_a_writable_cgroup_nothing_is_claimed(tmp_path, monkeypatch):
+    monkeypatch.setattr(sandbox, "CGROUP", tmp_path / "absent")
+    group = sandbox.Cgroup("probe", sandbox.Limits())
+    assert group.limited == [] and group.folders == [] and group.kill_file is None
+    group.kill()  # nothing to kill: returns at once
+
+
+@needs_isolation
+def test_this_hosts_cgroups_cap_memory_and_processes():
+    group = sandbox.Cgroup(f"probe-{os.getpid()}", sandbox.Limits())
+    try:
+        if not group.folders:
+            pytest.skip("no writable cgroup here: per-process limits apply (README)")
+        assert {"memory", "pids"} <= set(group.limited), group.limited
+    finally:
+        group.kill()
+    assert not any(folder.exists() for folder in group.folders)

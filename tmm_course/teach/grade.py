@@ -48,6 +48,7 @@ DEFAULT_REFERENCE = Path("notebooks/05_homework_transpose.ipynb")
 FIELDS = ["submission", "exercise", "verdict", "codes", "detail", "isolation"]
 NOTEBOOK_CAP = 8 * 2**20
 STARTUP_SECONDS = 120.0
+REVIEW_SECONDS = 20.0  # how long the judge measures an exercise that goes to review anyway
 
 
 @dataclass(frozen=True)
@@ -82,7 +83,7 @@ class Output:
                 self.printed += len(chunk)
                 if self.printed > self.cap and not self.over:
                     self.over = True
-                    running.end()
+                    running.stop()
                     return
 
         self.thread = threading.Thread(target=pump, daemon=True)
@@ -119,7 +120,7 @@ class Worker:
         try:
             wire.send(self.running.to_worker, header, blobs)
             reply, returned = wire.receive(self.running.from_worker, deadline, sizes)
-        except (BrokenPipeError, wire.ChannelError) as error:
+        except (OSError, wire.ChannelError) as error:
             raise self._why(error) from None
         if reply.get("ok") is True and len(returned) != len(sizes):
             raise WorkerGone("error", "the worker sent back a wrong number of tensors")
@@ -134,14 +135,11 @@ class Worker:
         if self.running is not None and code is None:
             with contextlib.suppress(Exception):
                 code = self.running.process.wait(timeout=2)
-        crashed = code is not None and (code in (-11, -7, 128 + 11, 128 + 7))
-        if crashed:
-            return WorkerGone(
-                "fail",
-                "the worker crashed (SIGSEGV or SIGBUS): a kernel read or "
-                "wrote outside its tensors",
-                crashed=True,
-            )
+        signals = {4: "SIGILL", 6: "SIGABRT", 7: "SIGBUS", 8: "SIGFPE", 11: "SIGSEGV"}
+        number = -code if code is not None and code < 0 else (code or 0) - 128
+        if number in signals:  # bwrap reports its child's signal as 128 + the number
+            return WorkerGone("fail", f"the worker crashed ({signals[number]}): a kernel read or "
+                              "wrote outside its tensors", crashed=True)  # fmt: skip
         return WorkerGone("error", f"the worker ended ({_ended(code)}): {error}"[:300])
 
     def stop(self) -> None:
@@ -224,6 +222,8 @@ class Grader:
         reasons = exercise_rules.review_reasons(
             source, [self.setup], entry.helpers, [entry.launcher], kernels
         )
+        if reasons:  # advice for the reviewer only: a short look, not the submission's whole time
+            deadline = min(deadline, time.monotonic() + REVIEW_SECONDS)
         try:
             verdict, codes, detail = self._measure(entry, source, worker, deadline)
         except WorkerGone as gone:

@@ -226,8 +226,11 @@ def bwrap_command(site: Path, uid: int, limits: Limits, worker: list[str]) -> li
     for folder, size in (("/tmp", 64), ("/var/tmp", 64), ("/dev/shm", 64), ("/run/lock", 1)):
         command += ["--size", str(size * 2**20), "--perms", "1777", "--tmpfs", folder]
     command += ["--size", str(limits.disk_bytes), "--perms", "1777", "--tmpfs", HOME]
-    for device in sorted(Path("/dev").glob("nvidia*")):
+    devices = sorted(Path("/dev").glob("nvidia*"))
+    for device in devices:
         command += ["--dev-bind", str(device), str(device)]
+    if devices:  # the CUDA driver reads the GPU's topology there
+        command += ["--ro-bind", "/sys", "/sys"]
     command += ["--chdir", HOME]
     for key, value in worker_environment(SITE, HOME).items():
         command += ["--setenv", key, value]
@@ -287,17 +290,16 @@ class Running:
     cgroup: Cgroup | None
     isolated: bool
     lock: threading.Lock = field(default_factory=threading.Lock)
-    ended: bool = False
+    stopped: bool = False
+    closed: bool = False
 
-    def end(self) -> None:
-        """Kill everything the worker started and close the channel; always returns, once."""
+    def stop(self) -> None:
+        """Kill everything the worker started (safe from any thread; the channel stays open, so
+        the thread that reads it sees the end of the stream)."""
         with self.lock:
-            if self.ended:
+            if self.stopped:
                 return
-            self.ended = True
-            self._end()
-
-    def _end(self) -> None:
+            self.stopped = True
         with contextlib.suppress(OSError):
             if self.isolated:
                 self.process.kill()  # bwrap: its namespace's processes die with its init
@@ -305,14 +307,35 @@ class Running:
                 os.killpg(self.process.pid, signal.SIGKILL)
         if self.cgroup is not None:
             self.cgroup.kill()
+
+    def end(self) -> None:
+        """Stop the worker and close the channel, once; only the thread that owns the channel
+        calls this (a closed descriptor's number may be reused at once)."""
+        self.stop()
+        with self.lock:
+            if self.closed:
+                return
+            self.closed = True
         with contextlib.suppress(subprocess.TimeoutExpired):
             self.process.wait(timeout=30)
         for fd in (self.to_worker, self.from_worker):
             with contextlib.suppress(OSError):
                 os.close(fd)
         if self.process.stdout is not None:
-            with contextlib.suppress(OSError):
+            with contextlib.suppress(OSError, ValueError):
                 self.process.stdout.close()
+
+
+_noted: set[str] = set()
+
+
+def _note_fallback(memory: bool, processes: bool) -> None:
+    """Say once per run which whole-submission caps fell back to per-process limits."""
+    for what, fell in (("memory", memory), ("process count", processes)):
+        if fell and what not in _noted:
+            _noted.add(what)
+            print(f"note: no writable cgroup for {what}: capped per process (RLIMIT) instead, "
+                  "and everything killed with the PID namespace", file=sys.stderr)  # fmt: skip
 
 
 def start(site: Path, limits: Limits, name: str, isolated: bool) -> Running:
@@ -327,6 +350,7 @@ def start(site: Path, limits: Limits, name: str, isolated: bool) -> Running:
         env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}
         memory_cap = "memory" not in cgroup.limited
         nproc = "pids" not in cgroup.limited
+        _note_fallback(memory_cap, nproc)
 
         def prepare() -> None:
             cgroup.enter()

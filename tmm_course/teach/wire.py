@@ -50,8 +50,9 @@ def read_exactly(fd: int, size: int, deadline: float | None) -> bytes:
             wait = deadline - time.monotonic()
             if wait <= 0:
                 raise Timeout("no answer before the deadline")
-            ready, _, _ = select.select([fd], [], [], wait)
-            if not ready:
+            poller = select.poll()  # not select(): any descriptor number works
+            poller.register(fd, select.POLLIN | select.POLLHUP | select.POLLERR)
+            if not poller.poll(max(1, int(wait * 1000))):
                 raise Timeout("no answer before the deadline")
         chunk = os.read(fd, min(left, 1 << 20))
         if not chunk:
