@@ -200,6 +200,8 @@ def test_honest_unusual_cells_pass_the_rules(source):
         ("def transpose(x, out):\n    table['t'](x)\n", "picked out of a container"),
         ("def transpose(x, out):\n    if x:\n        pass\n", "truth value"),
         ("@triton.jit\ndef k(x):\n    x.copy_(x)\n", "a kernel reaches .copy_"),
+        ("import math\ndef transpose(x, out):\n    math.prod(x)\n", "hands a tensor to math.prod"),
+        ("x = " + "(" * 5000 + "1" + ")" * 5000 + "\n", "nested"),
     ],
 )
 def test_cells_that_compute_or_hide_what_they_call_are_sent_for_review(source, reason):

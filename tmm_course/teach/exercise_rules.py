@@ -92,6 +92,8 @@ TORCH_ALLOWED = {
     "bool",
     "testing.assert_close",
 }
+TORCH_ALLOCATES = {"empty", "empty_like", "empty_strided", "zeros", "zeros_like", "ones",
+                   "ones_like", "full", "is_tensor"}  # fmt: skip
 NUMPY_ALLOWED = {
     "prod",
     "ceil",
@@ -194,10 +196,15 @@ def review_reasons(
         tree = ast.parse(source)
     except SyntaxError as error:
         return [f"does not parse as Python: {error.msg} (line {error.lineno})"]
+    except (RecursionError, MemoryError, ValueError):
+        return ["cannot be parsed (nested too deeply, or not text)"]
     modules, course_names = _prelude_names("\n".join(prelude))
-    reviewer = _Reviewer(
-        tree, modules, course_names - set(helpers), set(launchers), set(kernels), set(helpers)
-    )
+    try:
+        reviewer = _Reviewer(
+            tree, modules, course_names - set(helpers), set(launchers), set(kernels), set(helpers)
+        )
+    except RecursionError:
+        return ["is nested too deeply to check"]
     return sorted(set(reviewer.reasons))
 
 
@@ -526,6 +533,10 @@ class _Reviewer(ast.NodeVisitor):
         self._test(node.test)
         self.generic_visit(node)
 
+    def visit_Match(self, node: ast.Match) -> None:
+        self._test(node.subject)
+        self.generic_visit(node)
+
     def visit_BoolOp(self, node: ast.BoolOp) -> None:
         for value in node.values:
             self._test(value)
@@ -607,9 +618,10 @@ class _Reviewer(ast.NodeVisitor):
         else:
             parts = _dotted(func)
             if parts and parts[0] in self.modules:
-                root = self.modules[parts[0]]
-                if root.startswith("numpy") and any(self.tainted(a) for a in arguments):
-                    self.flag("hands a tensor to numpy")
+                path = ".".join([self.modules[parts[0]], *parts[1:]])
+                allocates = path.removeprefix("torch.") in TORCH_ALLOCATES
+                if not allocates and any(self.tainted(a) for a in arguments):
+                    self.flag(f"hands a tensor to {path}")
 
     # definitions ----------------------------------------------------------------------------
     def visit_FunctionDef(self, node: ast.FunctionDef) -> None:
