@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterable, Iterator
 import torch
 
 from tmm_course.capstone.calls import matmul_fast
-from tmm_course.capstone.candidates import candidates_for
+from tmm_course.capstone.candidates import candidates_for, for_float32
 from tmm_course.capstone.config import Config
 from tmm_course.capstone.fitted import Fitted
 from tmm_course.capstone.kernels import tma_problem
@@ -88,10 +88,12 @@ def refit(earlier: Fitted, new: Pairs, timed: Timer, say: Callable[[str], None] 
           ) -> Fitted:  # fmt: skip
     """``earlier``'s problem with the ``new`` candidates of its size class timed beside its
     two winners (so that the new ratios come from the same run as a known one), merged into
-    what it measured (see :meth:`Fitted.merged`)."""
+    what it measured (see :meth:`Fitted.merged`); unchanged where its class has no new one."""
     p = earlier.problem
-    here = set(candidates_for(p.m, p.n, p.k, p.dtype))
-    wanted = [pair for pair in here if pair in set(new)]
+    fresh = {(path, for_float32(c) if p.dtype == "float32" else c) for path, c in new}
+    wanted = [pair for pair in candidates_for(p.m, p.n, p.k, p.dtype) if pair in fresh]
+    if not wanted:
+        return earlier
     wanted += [(earlier.path, earlier.config), ("grouped", earlier.grouped)]
     fitted = fit_one(p, timed, say, dict.fromkeys(wanted))
     if fitted is None:
