@@ -16,6 +16,7 @@ CANDIDATES = {
             Config(16, 64, 128, num_warps=4, num_stages=4, split_k=4),
             Config(64, 64, 128, num_warps=4, num_stages=4, split_k=2),
             Config(64, 64, 128, num_warps=4, num_stages=4),
+            Config(64, 128, 64, num_warps=4, num_stages=4, split_k=4),
             # few columns: the same shapes turned around
             Config(64, 32, 128, num_warps=4, num_stages=4, split_k=4),
             Config(128, 64, 64, num_warps=4, num_stages=4, split_k=4),

@@ -169,6 +169,7 @@ def suite_inductor(rounds: int) -> list[dict]:
     rows = []
     for problem in INDUCTOR_PROBLEMS:
         a, b = problem.operands()
+        torch._dynamo.reset()  # a fresh compile per problem (its cache would stop recompiling)
         compiled = inductor_matmul()
         start = time.perf_counter()
         compiled(a, b)
