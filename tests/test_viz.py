@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ipywidgets
+import numpy as np
 import torch
 from matplotlib.figure import Figure
 
@@ -122,3 +123,22 @@ def test_a_failing_redraw_shows_its_traceback_in_the_widget(monkeypatch):
     monkeypatch.setattr(widgets, "run_tile_fill", broken)
     (shown,) = widgets.tile_fill_explorer(m=4, n=4, block_m=2, block_n=2).children[1].outputs
     assert shown["name"] == "stderr" and "ValueError: no such tile" in shown["text"]
+
+
+def test_k_loop_c_stays_empty_until_the_store_after_the_last_step():
+    from tmm_course.kernels.matmul import matmul_kloop_frames
+    from tmm_course.viz.kloop import frame_figure
+
+    torch.manual_seed(0)
+    a, b = torch.randn(40, 72), torch.randn(72, 40)
+    frames = matmul_kloop_frames(a, b, tile=(1, 0), precision="ieee")
+    for step in range(frames.steps):
+        c_panel = frame_figure(a, b, frames, step).axes[4]
+        stored = c_panel.get_images()[-1].get_array()
+        written = int((~np.isnan(np.ma.filled(stored, np.nan))).sum())
+        if step < frames.steps - 1:
+            assert written == 0, f"C shows {written} cells at step {step}, before the store"
+            assert "still empty" in c_panel.get_title()
+        else:
+            assert written == 16 * 16 and "stored" in c_panel.get_title()
+            assert np.allclose(np.ma.filled(stored, np.nan)[16:32, :16], frames.acc[-1].numpy())
