@@ -33,7 +33,7 @@ from tmm_course.viz.pitfalls import accumulator_figure
 from tmm_course.viz.strides import strides_figure
 from tmm_course.viz.tiles import overlap_figure, ownership_figure
 
-SLACK_PX = 1.0  # bounding boxes may touch
+SLACK_PX = 2.0  # boxes may touch (matplotlib 3.8 lays a descender out 1.3 px past the edge)
 
 
 # ---------------------------------------------------------------- the figures, by lesson
