@@ -27,10 +27,11 @@ def _figure_output(controls: dict[str, widgets.Widget], draw: Callable) -> widge
     """An output area showing ``draw(**values)``, redrawn whenever a control changes.
 
     The picture is put into the Output widget's ``outputs`` from the kernel side, never by
-    ``display()`` inside ``with out:`` (what ``interactive_output`` does). Captured displays make
-    a batch runner (nbconvert, papermill, nbclient) answer on the kernel's shell socket while it
-    waits there for the cell's reply; that answer can swallow the reply's wake-up, and the run
-    then sits idle for the whole cell timeout. Set from the kernel, the runner only listens."""
+    ``display()`` inside ``with out:`` (what ``interactive_output`` does). For a captured display,
+    a batch runner (nbconvert, papermill, nbclient) standing in for the Output widget sends a
+    message on the kernel's shell socket while it waits on that socket for the cell's reply; on
+    a busy machine the reply then, now and then, went unread until the cell's timeout (measured
+    with nbclient 0.11 and pyzmq 27). Set from the kernel, the runner only listens."""
     out = widgets.Output()
 
     def redraw(_change: object = None) -> None:
