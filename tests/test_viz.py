@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import ipywidgets
+import numpy as np
 import torch
 from matplotlib.figure import Figure
 
@@ -86,3 +88,57 @@ def test_figures_display_as_png_in_ipython():
         assert data["image/png"].startswith("iVBOR")  # base64 of the PNG signature
     finally:
         InteractiveShell.clear_instance()
+
+
+def test_widget_pictures_are_set_from_the_kernel_side_not_captured(monkeypatch):
+    """The picture lands in the Output widget's ``outputs`` directly: a captured ``display()``
+    makes batch runners answer on the shell socket mid-cell, which stalled nbconvert runs."""
+    captured = []
+    monkeypatch.setattr(
+        ipywidgets.Output, "__enter__", lambda self: captured.append(self) or self
+    )
+    box = widgets.tile_fill_explorer(m=6, n=5, block_m=4, block_n=4)
+    out = box.children[1]
+    assert not captured
+    assert len(out.outputs) == 1 and out.outputs[0]["output_type"] == "display_data"
+    first = out.outputs
+    box.children[0].children[0].value = 9
+    assert len(out.outputs) == 1 and out.outputs != first
+
+
+def test_tile_fill_explorer_refuses_more_programs_than_it_can_draw(monkeypatch):
+    calls = []
+    monkeypatch.setattr(widgets, "run_tile_fill", lambda *args: calls.append(args))
+    box = widgets.tile_fill_explorer(m=64, n=64, block_m=1, block_n=1)
+    (shown,) = box.children[1].outputs
+    assert not calls, "the kernels ran for a grid the explorer does not draw"
+    assert shown["output_type"] == "stream"
+    assert "4096 programs" in shown["text"] and str(widgets.MAX_PROGRAMS) in shown["text"]
+
+
+def test_a_failing_redraw_shows_its_traceback_in_the_widget(monkeypatch):
+    def broken(*args):
+        raise ValueError("no such tile")
+
+    monkeypatch.setattr(widgets, "run_tile_fill", broken)
+    (shown,) = widgets.tile_fill_explorer(m=4, n=4, block_m=2, block_n=2).children[1].outputs
+    assert shown["name"] == "stderr" and "ValueError: no such tile" in shown["text"]
+
+
+def test_k_loop_c_stays_empty_until_the_store_after_the_last_step():
+    from tmm_course.kernels.matmul import matmul_kloop_frames
+    from tmm_course.viz.kloop import frame_figure
+
+    torch.manual_seed(0)
+    a, b = torch.randn(40, 72), torch.randn(72, 40)
+    frames = matmul_kloop_frames(a, b, tile=(1, 0), precision="ieee")
+    for step in range(frames.steps):
+        c_panel = frame_figure(a, b, frames, step).axes[4]
+        stored = c_panel.get_images()[-1].get_array()
+        written = int((~np.isnan(np.ma.filled(stored, np.nan))).sum())
+        if step < frames.steps - 1:
+            assert written == 0, f"C shows {written} cells at step {step}, before the store"
+            assert "still empty" in c_panel.get_title()
+        else:
+            assert written == 16 * 16 and "stored" in c_panel.get_title()
+            assert np.allclose(np.ma.filled(stored, np.nan)[16:32, :16], frames.acc[-1].numpy())

@@ -44,7 +44,7 @@ def test_ratio_figure_colours_met_and_missed_goals():
     bars = fig.axes[0].patches
     assert [round(b.get_width(), 2) for b in bars] == [1.2, 0.5]
     assert bars[0].get_facecolor() != bars[1].get_facecolor()
-    assert "measured on somewhere" in fig.axes[0].get_title()
+    assert "measured on somewhere" in fig.get_suptitle()
 
 
 def test_sweep_figure_ranks_the_stored_configurations():

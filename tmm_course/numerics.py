@@ -8,7 +8,8 @@ from tmm_course.backend import GPU
 
 # Largest allowed normalized error, max |C - A@B| / (|A| @ |B|), elementwise (see error()).
 # fp16/bf16: inputs are exact, products and sums are float32, the store rounds to 11/8 bits.
-# float32 on a GPU with "tf32": inputs rounded to 11 significant bits before multiplying.
+# float32 on a GPU with "tf32": the tensor cores read 11 significant bits of each input (the
+# low 13 bits are dropped, not rounded: at most 2**-10 relative error per input).
 TOLERANCE = {
     "float32": 1e-6,
     "tf32": 2e-3,

@@ -7,7 +7,7 @@ import numpy as np
 import torch
 from matplotlib.figure import Figure
 
-from tmm_course.viz.draw import label_cells, new_figure
+from tmm_course.viz.draw import index_ticks, label_cells, new_figure
 
 
 def broadcast_figure(tiles: dict[str, np.ndarray], col: torch.Tensor, row: torch.Tensor) -> Figure:
@@ -51,4 +51,5 @@ def offsets_figure(offsets: torch.Tensor, stride_0: int, stride_1: int) -> Figur
     )
     ax.set_xlabel("column j")
     ax.set_ylabel("row i")
+    index_ticks(ax)
     return fig

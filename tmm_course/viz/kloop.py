@@ -66,45 +66,40 @@ def draw_frame(
 ) -> None:
     """Five panels for one step: the A and B slabs the kernel loaded (painted into the dimmed
     operands; hatched: lanes past K, loaded as zeros), the product it added, its accumulator
-    afterwards, and where in C that accumulator is stored after the last step."""
+    afterwards (in registers, not in C), and C, which stays empty until the store after the last
+    step writes the tile."""
     bm, bn, _ = frames.blocks
     pid_m, pid_n = frames.tile
+    m, n = a.shape[0], b.shape[1]
     start, width = _slab_bounds(frames, step, a.shape[1])
     last = start + width - 1
-    _operand(
-        axes[0],
-        _host(a),
-        _host(frames.a_slabs[step]),
-        pid_m * bm,
-        start,
-        f"A: rows {pid_m * bm}.., K {start}..{last}",
-    )
-    _operand(
-        axes[1],
-        _host(b),
-        _host(frames.b_slabs[step]),
-        start,
-        pid_n * bn,
-        f"B: K {start}..{last}, cols {pid_n * bn}..",
-    )
+    rows, cols = min(bm, m - pid_m * bm), min(bn, n - pid_n * bn)
+    row_span = f"{pid_m * bm}-{pid_m * bm + rows - 1}"
+    col_span = f"{pid_n * bn}-{pid_n * bn + cols - 1}"
+    _operand(axes[0], _host(a), _host(frames.a_slabs[step]), pid_m * bm, start,
+             f"A: rows {row_span},\nK {start}-{last}")  # fmt: skip
+    _operand(axes[1], _host(b), _host(frames.b_slabs[step]), start, pid_n * bn,
+             f"B: K {start}-{last},\ncolumns {col_span}")  # fmt: skip
     acc = _host(frames.acc)
     before = acc[step - 1] if step else np.zeros_like(acc[0])
     for ax, values, title in (
-        (axes[2], acc[step] - before, f"step {step}: a_slab @ b_slab"),
-        (axes[3], acc[step], f"acc after step {step}"),
+        (axes[2], acc[step] - before, f"step {step}:\na_slab @ b_slab"),
+        (axes[3], acc[step], f"acc after step {step}\n(registers)"),
     ):
         ax.imshow(values, **SUMS, vmin=-limit, vmax=limit, interpolation="nearest")
         ax.set_title(title, fontsize=9)
         ax.set_xticks([])
         ax.set_yticks([])
-    m, n = a.shape[0], b.shape[1]
+    stored = step == frames.steps - 1
     c = np.full((m, n), np.nan)
-    rows, cols = min(bm, m - pid_m * bm), min(bn, n - pid_n * bn)
-    c[pid_m * bm : pid_m * bm + rows, pid_n * bn : pid_n * bn + cols] = acc[step][:rows, :cols]
+    if stored:  # the one store, after the loop: the final acc lands in C
+        c[pid_m * bm : pid_m * bm + rows, pid_n * bn : pid_n * bn + cols] = acc[step][:rows, :cols]
     axes[4].imshow(np.zeros((m, n)), cmap="Greys", vmin=0, vmax=1)
     axes[4].imshow(c, **SUMS, vmin=-limit, vmax=limit, interpolation="nearest")
-    _hot(axes[4], pid_m * bm, pid_n * bn, rows, cols)
-    axes[4].set_title(f"C: where tile {frames.tile} is stored (after the last step)", fontsize=9)
+    _hot(axes[4], pid_m * bm, pid_n * bn, rows, cols, colour="red" if stored else "grey")
+    title = (f"C: tile {frames.tile} stored\nafter the last step" if stored
+             else f"C: tile {frames.tile} still empty\n(stored after the last step)")  # fmt: skip
+    axes[4].set_title(title, fontsize=9)
     axes[4].set_xticks([])
     axes[4].set_yticks([])
 

@@ -5,15 +5,16 @@ from __future__ import annotations
 import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
-from matplotlib.patches import Patch
-from matplotlib.ticker import FixedLocator, FormatStrFormatter, MaxNLocator, NullLocator
+from matplotlib.patches import Patch, Rectangle
+from matplotlib.ticker import FixedLocator, FormatStrFormatter, NullLocator
 
 from tmm_course.perf import results, roofline
 from tmm_course.perf.results import Race, SweepRow
-from tmm_course.viz.draw import new_figure
+from tmm_course.viz.draw import fitted_title, fitting_font, index_ticks, ink, new_figure
 
 # Okabe-Ito blue and vermillion: told apart with any colour vision (and by hatch or marker)
 BLUE, VERMILLION = "#0072B2", "#D55E00"
+FLIGHT = "#F0E442"  # Okabe-Ito yellow
 FITTED_STYLE = {"color": BLUE, "marker": "o", "label": "fitted on"}
 HELD_OUT_STYLE = {"color": VERMILLION, "marker": "^", "label": "held out"}
 RATIO_TICKS = (0.25, 0.5, 0.7, 0.85, 1, 1.5, 2, 3, 4, 6)
@@ -53,21 +54,27 @@ def launch_order_figure(
 ) -> Figure:
     """Each order as a grid of program ids; the first ``in_flight`` programs (one wave) are
     outlined, and the title counts the A and B tiles fetched over all waves."""
-    fig, axes = new_figure(4.2 * len(orders), 4.2, ncols=len(orders))
+    fig, axes = new_figure(4.2 * len(orders), 4.4, ncols=len(orders))
     for ax, (name, order) in zip(axes, orders.items(), strict=True):
-        ax.imshow(order, cmap="viridis")
+        image = ax.imshow(order, cmap="cividis")
+        colours = image.to_rgba(np.asarray(order, dtype=float))
+        size = min(7.0, fitting_font(ax, *order.shape, len(str(order.max()))))
         for (i, j), pid in np.ndenumerate(order):
             first_wave = pid < in_flight
-            ax.text(j, i, str(pid), ha="center", va="center", fontsize=7,
-                    color="white" if not first_wave else "red",
-                    fontweight="bold" if first_wave else "normal")  # fmt: skip
+            if first_wave:  # outlined, not only coloured: yellow on a black rim reads on any cell
+                for edge, width in (("black", 3.0), (FLIGHT, 1.5)):
+                    ax.add_patch(Rectangle((j - 0.42, i - 0.42), 0.84, 0.84, fill=False,
+                                           edgecolor=edge, linewidth=width))  # fmt: skip
+            weight = "bold" if first_wave else "normal"
+            ax.text(j, i, str(pid), ha="center", va="center", fontsize=size,
+                    color=ink(colours[i, j]), fontweight=weight)  # fmt: skip
         a_tiles, b_tiles = fetched[name]
         ax.set_title(f"{name}\nA tiles fetched {a_tiles}, B tiles {b_tiles}", fontsize=9)
         ax.set_xlabel("pid_n")
         ax.set_ylabel("pid_m")
-        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-        ax.yaxis.set_major_locator(MaxNLocator(integer=True))
-    fig.suptitle(f"program ids; red: the first {in_flight} programs in flight", fontsize=10)
+        index_ticks(ax)
+    fig.suptitle(f"program ids; outlined in yellow, bold: the first {in_flight} programs in flight",
+                 fontsize=10)  # fmt: skip
     return fig
 
 
@@ -89,15 +96,28 @@ def ratio_figure(
             ax.plot([goals[n]] * 2, [y - 0.4, y + 0.4], color="black", lw=2)
     ax.axvline(1.0, color="grey", ls=":")
     ax.invert_yaxis()
-    ax.legend(handles=[
+    handles = [
         Patch(color=BLUE, label="meets its goal" if goals else "at least parity"),
         Patch(facecolor=VERMILLION, hatch="//",
               label="below its goal" if goals else "below parity"),
         *([Line2D([], [], color="black", lw=2, label="goal")] if goals else []),
-    ], fontsize=7, loc="lower right")  # fmt: skip
+    ]  # fmt: skip
+    _legend_below(fig, handles)
+    _room_for_values(ax, [*values, *goals.values()])
     ax.set_xlabel("speed relative to torch.matmul (torch time / our time)")
-    ax.set_title(f"{title}\nmeasured on {where}" if title else f"measured on {where}", fontsize=9)
+    text = f"{title}\nmeasured on {where}" if title else f"measured on {where}"
+    fig.suptitle(fitted_title(ax, text, 9), fontsize=9)  # over the figure: long bar names
     return fig
+
+
+def _legend_below(fig: Figure, handles: list) -> None:
+    """The legend under the axes, where it covers no bar and no value."""
+    fig.legend(handles=handles, fontsize=7, loc="outside lower center", ncols=len(handles))
+
+
+def _room_for_values(ax, values: list[float]) -> None:
+    """Space right of the longest bar for its value label."""
+    ax.set_xlim(0, max(values) * 1.18)
 
 
 def sweep_figure(row: SweepRow, where: str, top: int = 14) -> Figure:
@@ -114,16 +134,18 @@ def sweep_figure(row: SweepRow, where: str, top: int = 14) -> Figure:
     ax.barh(labels, values, color=[colors.get(t.kernel, "grey") for t in timed],
             hatch=[hatches.get(t.kernel, "") for t in timed])  # fmt: skip
     kernels = dict.fromkeys(t.kernel for t in timed)
-    ax.legend(handles=[Patch(facecolor=colors.get(k, "grey"), hatch=hatches.get(k, ""), label=k)
-                       for k in kernels], fontsize=7, loc="lower right")  # fmt: skip
+    _legend_below(fig, [Patch(facecolor=colors.get(k, "grey"), hatch=hatches.get(k, ""), label=k)
+                        for k in kernels])  # fmt: skip
+    _room_for_values(ax, values)
     for y, v in enumerate(values):
         ax.text(v, y, f" {v:.2f}", va="center", fontsize=7)
     ax.tick_params(axis="y", labelsize=7)
     ax.axvline(1.0, color="grey", ls=":")
     ax.invert_yaxis()
     ax.set_xlabel("torch.matmul time / kernel time")
-    ax.set_title(f"{row.problem.label}: the fastest of {len(row.trials)} configurations tried "
-                 f"({failed} failed)\ndevice time, {where}", fontsize=9)  # fmt: skip
+    text = (f"{row.problem.label}: the fastest of {len(row.trials)} configurations tried "
+            f"({failed} failed)\ndevice time, {where}")  # fmt: skip
+    fig.suptitle(fitted_title(ax, text, 9), fontsize=9)  # over the figure: long bar names
     return fig
 
 

@@ -4,12 +4,15 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
 from tmm_course.kernels.tile_fill import Overlap, TileFill
 from tmm_course.viz.draw import (
+    cell_points,
     grid_lines,
     label_cells,
     matrix_axes,
@@ -26,9 +29,8 @@ def ownership_figure(data: TileFill, labels: str = "index") -> Figure:
     owner = np.full((rows, cols), np.nan)
     owner[: data.m, : data.n] = data.owner
     fig, (ax,) = new_figure(min(11, 2.5 + 0.32 * cols), min(9, 1.8 + 0.32 * rows))
-    ax.imshow(
-        owner, cmap=program_colours(gm * gn), vmin=-0.5, vmax=gm * gn - 0.5, interpolation="nearest"
-    )
+    colours = program_colours(gm * gn, gn)
+    ax.imshow(owner, cmap=colours, vmin=-0.5, vmax=gm * gn - 0.5, interpolation="nearest")
     masked_i, masked_j = np.nonzero(data.lanes == 0)
     for i, j in zip(masked_i, masked_j, strict=True):
         ax.add_patch(
@@ -60,13 +62,17 @@ def ownership_figure(data: TileFill, labels: str = "index") -> Figure:
 
 def _label_tiles(ax, grid_m: int, grid_n: int, block_m: int, block_n: int) -> None:
     """pid_n along the top and pid_m down the right, at each tile's centre: tile (pid_m,
-    pid_n) is where they cross."""
+    pid_n) is where they cross. Where tiles are narrower than their labels, every few tiles."""
+    cols, rows = grid_n * block_n, grid_m * block_m
+    cell = cell_points(ax, rows, cols)
+    across = max(1, math.ceil(len(f"pid_n={grid_n - 1}") * 0.62 * 7 / (0.8 * cell * block_n)))
+    down = max(1, math.ceil(7 * 1.4 / (0.8 * cell * block_m)))
     top = ax.secondary_xaxis("top")
-    top.set_xticks([pn * block_n + (block_n - 1) / 2 for pn in range(grid_n)],
-                   [f"pid_n={pn}" for pn in range(grid_n)], fontsize=7)  # fmt: skip
+    top.set_xticks([pn * block_n + (block_n - 1) / 2 for pn in range(0, grid_n, across)],
+                   [f"pid_n={pn}" for pn in range(0, grid_n, across)], fontsize=7)  # fmt: skip
     right = ax.secondary_yaxis("right")
-    right.set_yticks([pm * block_m + (block_m - 1) / 2 for pm in range(grid_m)],
-                     [f"pid_m={pm}" for pm in range(grid_m)], fontsize=7)  # fmt: skip
+    right.set_yticks([pm * block_m + (block_m - 1) / 2 for pm in range(0, grid_m, down)],
+                     [f"pid_m={pm}" for pm in range(0, grid_m, down)], fontsize=7)  # fmt: skip
 
 
 def overlap_figure(data: Overlap, where: str = "") -> Figure:

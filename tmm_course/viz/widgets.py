@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import traceback
 from collections.abc import Callable
 
 import ipywidgets as widgets
-from IPython.display import display
+import triton
 
+from tmm_course.ipython import current_shell
 from tmm_course.kernels.matmul import KLoopFrames
 from tmm_course.kernels.strides import layouts, stride_picture
 from tmm_course.kernels.tile_fill import run_tile_fill
@@ -15,11 +17,45 @@ from tmm_course.viz.strides import strides_figure
 from tmm_course.viz.tiles import ownership_figure
 
 POWERS_OF_TWO = [1, 2, 4, 8, 16, 32, 64]
+# the explorer draws at most this many programs: each redraw relaunches the kernels on the
+# interpreter (1x1 tiles on 64x64, 4096 programs, took 41 s a redraw) and past it the picture
+# is too dense to read
+MAX_PROGRAMS = 128
 
 
 def _figure_output(controls: dict[str, widgets.Widget], draw: Callable) -> widgets.Output:
-    """An output area showing ``draw(**values)``, redrawn whenever a control changes."""
-    return widgets.interactive_output(lambda **kw: display(draw(**kw)), controls)
+    """An output area showing ``draw(**values)``, redrawn whenever a control changes.
+
+    The picture is put into the Output widget's ``outputs`` from the kernel side, never by
+    ``display()`` inside ``with out:`` (what ``interactive_output`` does). For a captured display,
+    a batch runner (nbconvert, papermill, nbclient) standing in for the Output widget sends a
+    message on the kernel's shell socket while it waits on that socket for the cell's reply; on
+    a busy machine the reply then, now and then, went unread until the cell's timeout (measured
+    with nbclient 0.11 and pyzmq 27). Set from the kernel, the runner only listens."""
+    out = widgets.Output()
+
+    def redraw(_change: object = None) -> None:
+        out.outputs = (_display_data(lambda: draw(**{k: c.value for k, c in controls.items()})),)
+
+    for control in controls.values():
+        control.observe(redraw, "value")
+    redraw()
+    return out
+
+
+def _display_data(make: Callable[[], object]) -> dict:
+    """``make()``'s picture as one notebook output (its traceback as text if it raised)."""
+    try:
+        shown = make()
+    except Exception:
+        return {"output_type": "stream", "name": "stderr", "text": traceback.format_exc()}
+    if isinstance(shown, str):
+        return {"output_type": "stream", "name": "stdout", "text": shown + "\n"}
+    shell = current_shell()
+    if shell is None:
+        return {"output_type": "display_data", "data": {"text/plain": repr(shown)}, "metadata": {}}
+    data, metadata = shell.display_formatter.format(shown)
+    return {"output_type": "display_data", "data": data, "metadata": metadata}
 
 
 def _redraw_on_change(controls: dict[str, widgets.Widget], draw: Callable) -> widgets.VBox:
@@ -39,10 +75,19 @@ def tile_fill_explorer(
     for c in controls.values():
         c.continuous_update = False
         c.layout.width = "230px"
-    return _redraw_on_change(
-        controls,
-        lambda m, n, block_m, block_n: ownership_figure(run_tile_fill(m, n, block_m, block_n)),
-    )
+    return _redraw_on_change(controls, _ownership_or_refusal)
+
+
+def _ownership_or_refusal(m: int, n: int, block_m: int, block_n: int) -> object:
+    """The ownership picture, or a sentence saying why a grid of that many programs is not drawn."""
+    programs = triton.cdiv(m, block_m) * triton.cdiv(n, block_n)
+    if programs > MAX_PROGRAMS:
+        return (
+            f"{m}x{n} in {block_m}x{block_n} tiles is {programs} programs; the explorer draws at "
+            f"most {MAX_PROGRAMS} (more is slow on the interpreter and too small to read). "
+            "Pick larger blocks or a smaller M or N."
+        )
+    return ownership_figure(run_tile_fill(m, n, block_m, block_n))
 
 
 def strides_explorer(m: int = 4, n: int = 6) -> widgets.VBox:
