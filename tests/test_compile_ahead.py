@@ -121,3 +121,16 @@ def test_compiling_leaves_the_interpreter_working():
     compile_for(matmul_kernel, launch, "sm_90")
     a, b = torch.randn(20, 24), torch.randn(24, 12)
     torch.testing.assert_close(matmul(a, b, precision="ieee"), a @ b, rtol=1e-4, atol=1e-4)
+
+
+def test_a_kernel_that_has_run_on_the_interpreter_still_compiles():
+    """The interpreter leaves parts of triton.language patched after a launch; the compiler
+    must get the language as it was."""
+    from tmm_course.kernels import matmul
+
+    a = torch.randn(32, 32)
+    matmul(a, a, precision="ieee")  # runs the kernel (on the interpreter, it patches tl.core)
+    launch = _lesson4(64, 64, 64, (16, 16, 16))
+    result = compile_for(matmul_kernel, launch, "sm_90", num_stages=2)
+    assert result.ok, result.error
+    torch.testing.assert_close(matmul(a, a, precision="ieee"), a @ a, rtol=1e-4, atol=1e-4)

@@ -155,23 +155,57 @@ def _is_interpreted(value: Any) -> bool:
 
 @contextlib.contextmanager
 def _compiler_view() -> Iterator[None]:
-    """On the interpreter, Triton's own ``@jit`` library functions (``tl.zeros``, ``tl.cdiv``,
-    ...) are interpreted ones too, which the compiler cannot call: swap in compilable ones for the
-    duration of a compile, and put the originals back."""
-    swapped: list[tuple[dict[str, Any], str, Any]] = []
+    """Give the compiler Triton's language as it was before the interpreter touched it.
+
+    On the interpreter, Triton's own ``@jit`` library functions (``tl.zeros``, ``tl.cdiv``,
+    ...) are interpreted ones, which the compiler cannot call; and a kernel that has run leaves
+    some of ``triton.language.core``'s functions replaced by the interpreter's (a call into a
+    library function patches that module and never restores it). For the duration of a compile,
+    both are put back as the compiler needs them; afterwards everything is left as it was."""
+    swapped: list[tuple[Any, str, Any]] = []
     seen: dict[int, Any] = {}
-    modules = [m for name, m in list(sys.modules.items()) if name.startswith("triton.language")]
+    language = sys.modules.get("triton.language")
+    owners: list[Any] = [
+        m for name, m in list(sys.modules.items()) if name.startswith("triton.language")
+    ]
+    core = sys.modules.get("triton.language.core")
+    owners += [
+        getattr(core, cls) for cls in ("tensor", "tensor_descriptor_base") if hasattr(core, cls)
+    ]
     try:
-        for module in modules:
-            scope = vars(module)
-            for name, value in list(scope.items()):
+        for owner in owners:
+            for name, value in list(vars(owner).items()):
                 if _is_interpreted(value):
-                    swapped.append((scope, name, value))
-                    scope[name] = _as_jit(value, seen)
+                    replacement = _as_jit(value, seen)
+                elif _is_interpreter_patch(value):
+                    replacement = _unpatched(name, value, language)
+                    if replacement is None:
+                        continue
+                else:
+                    continue
+                swapped.append((owner, name, value))
+                setattr(owner, name, replacement)
         yield
     finally:
-        for scope, name, value in reversed(swapped):
-            scope[name] = value
+        for owner, name, value in reversed(swapped):
+            setattr(owner, name, value)
+
+
+def _is_interpreter_patch(value: Any) -> bool:
+    qualname = getattr(value, "__qualname__", "")
+    return isinstance(qualname, str) and qualname.startswith("_patch") and "<locals>" in qualname
+
+
+def _unpatched(name: str, value: Any, language: Any) -> Any:
+    """The function the interpreter's patch replaced, where it can be found."""
+    while _is_interpreter_patch(value) and "member" in (
+        getattr(value, "__kwdefaults__", None) or {}
+    ):
+        value = value.__kwdefaults__["member"]
+    if not _is_interpreter_patch(value):
+        return value
+    original = getattr(language, name, None) if language is not None else None
+    return None if original is None or _is_interpreter_patch(original) else original
 
 
 def _parameters(kernel: Any) -> list[tuple[str, bool]]:
