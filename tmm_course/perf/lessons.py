@@ -201,7 +201,7 @@ def measure(args: argparse.Namespace) -> dict:
 
     alternatives = {"persistent_matmul": None,
                     "persistent 128x128x64 w8 s4": PersistentConfig(128, 128, 64, num_stages=4),
-                    "persistent 128x256x64 w8 s4": PersistentConfig(num_stages=4)}  # fmt: skip
+                    "persistent 256x128x64 w8 s3": PersistentConfig(256, 128, 64)}  # fmt: skip
     out["tma"] = []
     for size in TMA_SIZES:
         for dtype in TMA_DTYPES:
