@@ -1,4 +1,4 @@
-"""Lesson 6: the order in which programs take their tiles, row by row or in groups of rows."""
+"""Lessons 6 and 7: the order in which programs take their tiles, row by row or in groups of rows."""
 
 from __future__ import annotations
 
@@ -9,13 +9,13 @@ import triton.language as tl
 
 import tmm_course
 from tmm_course import validate
-from tmm_course.kernels.fast import grouped_tile
+from tmm_course.kernels.making_fast import grouped_tile
 
 
 @triton.jit
 def launch_order_kernel(order_ptr, grid_m, grid_n, GROUP_M: tl.constexpr):
     pid = tl.program_id(axis=0)  # a 1-D launch: programs start roughly in pid order
-    pid_m, pid_n = grouped_tile(pid, grid_m, grid_n, GROUP_M)  # the fast kernel's own order
+    pid_m, pid_n = grouped_tile(pid, grid_m, grid_n, GROUP_M)  # lesson 6's grouped order
     tl.store(order_ptr + pid_m * grid_n + pid_n, pid)  # which program took tile (pid_m, pid_n)
 
 
