@@ -1,4 +1,4 @@
-"""Lessons 6 and 7: the order in which programs take their tiles, row by row or in groups of rows."""
+"""Lessons 6 and 7: the order in which programs take their tiles, by rows or in groups of rows."""
 
 from __future__ import annotations
 

@@ -133,3 +133,50 @@ def persistent_matmul(
         NUM_PROGRAMS=min(programs, tiles), num_warps=cfg.num_warps, num_stages=cfg.num_stages,
     )  # fmt: skip
     return out
+
+
+def compiler_view(
+    config: PersistentConfig = H200_CONFIG, dtype: torch.dtype = torch.float16, programs: int = 132
+):
+    """What the compiler is told about a launch of :func:`persistent_matmul_kernel` (for
+    :func:`tmm_course.compile_ahead.compile_for`): three descriptors and the sizes (multiples
+    of 16, as a real large launch tells it)."""
+    from tmm_course.compile_ahead import Specialization
+
+    t = {torch.float16: "fp16", torch.bfloat16: "bf16", torch.float32: "fp32"}[dtype]
+    bm, bn, bk = config.block_m, config.block_n, config.block_k
+    signature = {
+        "a_desc": f"tensordesc<{t}[{bm}, {bk}]>",
+        "b_desc": f"tensordesc<{t}[{bk}, {bn}]>",
+        "c_desc": f"tensordesc<{t}[{bm}, {bn}]>",
+        "M": "i32", "N": "i32", "K": "i32",
+        **dict.fromkeys(("BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M", "NUM_PROGRAMS"), "constexpr"),
+    }  # fmt: skip
+    constexprs = {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": config.group_m,
+                  "NUM_PROGRAMS": programs}  # fmt: skip
+    return Specialization(signature, constexprs, divisible_by_16=(3, 4, 5))
+
+
+@triton.jit
+def persistent_owner_kernel(
+    owner_ptr, turn_ptr, grid_m, grid_n, GROUP_M: tl.constexpr, NUM_PROGRAMS: tl.constexpr
+):
+    # persistent_matmul_kernel's loop, storing who takes each tile and on which turn
+    for tile in tl.range(tl.program_id(axis=0), grid_m * grid_n, NUM_PROGRAMS):
+        pid_m, pid_n = grouped_tile(tile, grid_m, grid_n, GROUP_M)
+        tl.store(owner_ptr + pid_m * grid_n + pid_n, tl.program_id(axis=0))
+        tl.store(turn_ptr + pid_m * grid_n + pid_n, tile // NUM_PROGRAMS)  # its loop's turn
+
+
+def persistent_owners(grid_m: int, grid_n: int, programs: int, group_m: int = 1):
+    """(owner, turn): for each tile of a ``grid_m x grid_n`` grid, the persistent program that
+    takes it and on which turn of its loop, as the kernel's own loop computes them."""
+    for name, value in (("grid_m", grid_m), ("grid_n", grid_n), ("programs", programs),
+                        ("group_m", group_m)):  # fmt: skip
+        validate.positive(name, value)
+    owner = torch.full((grid_m, grid_n), -1, dtype=torch.int32, device=tmm_course.DEVICE)
+    turn = torch.full_like(owner, -1)
+    launched = min(programs, grid_m * grid_n)
+    persistent_owner_kernel[(launched,)](owner, turn, grid_m, grid_n, GROUP_M=group_m,
+                                         NUM_PROGRAMS=launched)  # fmt: skip
+    return owner.cpu().numpy(), turn.cpu().numpy()
