@@ -13,10 +13,12 @@ from tmm_course.kernels.making_fast import grouped_tile
 
 
 @triton.jit
-def launch_order_kernel(order_ptr, grid_m, grid_n, GROUP_M: tl.constexpr):
-    pid = tl.program_id(axis=0)  # a 1-D launch: programs start roughly in pid order
+def launch_order_kernel(order_ptr, grid_m, grid_n, GROUP_M: tl.constexpr, BLOCK: tl.constexpr):
+    # BLOCK program ids at once (a 1-D launch: programs start roughly in pid order)
+    pid = tl.program_id(axis=0) * BLOCK + tl.arange(0, BLOCK)
     pid_m, pid_n = grouped_tile(pid, grid_m, grid_n, GROUP_M)  # lesson 6's grouped order
-    tl.store(order_ptr + pid_m * grid_n + pid_n, pid)  # which program took tile (pid_m, pid_n)
+    # which program took tile (pid_m, pid_n)
+    tl.store(order_ptr + pid_m * grid_n + pid_n, pid, mask=pid < grid_m * grid_n)
 
 
 def launch_order(grid_m: int, grid_n: int, group_m: int = 1) -> np.ndarray:
@@ -26,7 +28,10 @@ def launch_order(grid_m: int, grid_n: int, group_m: int = 1) -> np.ndarray:
     validate.positive("grid_n", grid_n)
     validate.positive("group_m", group_m)
     order = torch.full((grid_m, grid_n), -1, dtype=torch.int32, device=tmm_course.DEVICE)
-    launch_order_kernel[(grid_m * grid_n,)](order, grid_m, grid_n, GROUP_M=group_m)
+    block = 256
+    launch_order_kernel[(triton.cdiv(grid_m * grid_n, block),)](
+        order, grid_m, grid_n, GROUP_M=group_m, BLOCK=block
+    )
     return order.cpu().numpy()
 
 

@@ -27,19 +27,9 @@ from tmm_course.kernels.matmul import check_operands, output_for
 
 
 @triton.jit
-def persistent_matmul_kernel(
-    a_desc,
-    b_desc,
-    c_desc,
-    M,
-    N,
-    K,
-    BLOCK_M: tl.constexpr,
-    BLOCK_N: tl.constexpr,
-    BLOCK_K: tl.constexpr,
-    GROUP_M: tl.constexpr,
-    NUM_PROGRAMS: tl.constexpr,
-):
+def persistent_matmul_kernel(a_desc, b_desc, c_desc, M, N, K,
+                             BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+                             GROUP_M: tl.constexpr, NUM_PROGRAMS: tl.constexpr):
     grid_m = tl.cdiv(M, BLOCK_M)
     grid_n = tl.cdiv(N, BLOCK_N)
     # persistent: this program takes tiles pid, pid + NUM_PROGRAMS, pid + 2*NUM_PROGRAMS, ...

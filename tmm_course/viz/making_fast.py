@@ -231,3 +231,23 @@ def split_k_figure(k: int, slices: int, block_k: int = 64) -> Figure:
     ax.set_xlabel(f"K ({k}); {slices} slices of {per} = {-(-per // block_k)} K-steps each")
     ax.set_title(f"split-K: {slices} programs per tile of C instead of one", fontsize=9)
     return fig
+
+
+def owners_figure(owner: np.ndarray, turn: np.ndarray, programs: int) -> Figure:
+    """Each tile coloured by the persistent program that takes it, labelled with its turn of
+    that program's loop (as the kernel stored them)."""
+    from tmm_course.viz.draw import label_cells, program_colours
+
+    fig, (ax,) = new_figure(0.5 * owner.shape[1] + 2.0, 0.5 * owner.shape[0] + 1.2)
+    ax.imshow(owner, cmap=program_colours(programs), vmin=-0.5, vmax=programs - 0.5)
+    labels = np.array(
+        [
+            [f"p{o}\n#{t}" for o, t in zip(ro, rt, strict=True)]
+            for ro, rt in zip(owner, turn, strict=True)
+        ]
+    )
+    label_cells(ax, labels, fmt="{}", size=6)
+    ax.set_xlabel("pid_n")
+    ax.set_ylabel("pid_m")
+    ax.set_title(f"{programs} persistent programs: p = program, # = its turn", fontsize=9)
+    return fig
