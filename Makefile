@@ -1,37 +1,58 @@
 # The two commands of the course (each sets up .venv first, once):
-#   make course   open the course in JupyterLab
-#   make test     lint, unit tests, and every notebook executed with nbval
+#   make course   open the course in JupyterLab (installs the course and JupyterLab, nothing else)
+#   make test     lint, unit tests, and every notebook executed with nbval (adds the test and
+#                 grading tools to .venv)
+# Whichever command creates .venv installs torch; on a machine without an NVIDIA GPU, give it the
+# CPU build (far smaller): TORCH_INDEX_URL=https://download.pytorch.org/whl/cpu make course
 PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
-STAMP  := $(VENV)/.installed
-# extra JupyterLab options, e.g. make course LAB_ARGS="--no-browser --port 8899"
+# one stamp per role: which extras of pyproject.toml it installs into .venv
+COURSE_ENV := $(VENV)/.installed-course
+TEST_ENV   := $(VENV)/.installed-test
+GRADE_ENV  := $(VENV)/.installed-grade
+# extra JupyterLab options, e.g. on a remote machine: make course LAB_ARGS="--no-browser --port 8888"
 LAB_ARGS ?=
 AS_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root,)
+SETUP = PYTHON=$(PYTHON) VENV=$(VENV) bash tools/setup-venv.sh
 
-.PHONY: course test setup colab-links student grade clean
+.PHONY: course test setup setup-test colab-links student grade clean
 
-course: $(STAMP)
-	$(BIN)/jupyter lab --ServerApp.root_dir="$(CURDIR)" \
+# kernels talk to JupyterLab over local sockets (ipc), not TCP: nothing listens on the network
+# but JupyterLab itself, and ipykernel has no reason to warn about eavesdropping
+course: $(COURSE_ENV)
+	$(BIN)/jupyter lab --ServerApp.root_dir="$(CURDIR)" --KernelManager.transport=ipc \
 	  --LabApp.default_url=/lab/tree/notebooks/00_start_here.ipynb $(AS_ROOT) $(LAB_ARGS)
 
-test: $(STAMP)
+test: $(TEST_ENV)
 	$(BIN)/ruff check .
+	$(BIN)/lint-imports
 	$(BIN)/python -m pytest
 
-setup: $(STAMP)
+# set up .venv without starting anything: the learner's tools (setup) or everything (setup-test)
+setup: $(COURSE_ENV)
+setup-test: $(TEST_ENV)
 
-$(STAMP): pyproject.toml tools/setup-venv.sh
-	PYTHON=$(PYTHON) VENV=$(VENV) bash tools/setup-venv.sh
+$(COURSE_ENV): pyproject.toml tools/setup-venv.sh tools/jupyterlab-overrides.json
+	EXTRAS=course $(SETUP)
+	touch $@
+
+# make test's tools include the course's and the grader's
+$(TEST_ENV): pyproject.toml tools/setup-venv.sh tools/jupyterlab-overrides.json
+	EXTRAS=course,test,grade $(SETUP)
+	touch $@ $(COURSE_ENV) $(GRADE_ENV)
+
+$(GRADE_ENV): pyproject.toml tools/setup-venv.sh
+	EXTRAS=grade $(SETUP)
 	touch $@
 
 # regenerate colab_links.md and the notebooks' Colab install cells
-colab-links: $(STAMP)
+colab-links: $(COURSE_ENV)
 	$(BIN)/python -m tmm_course.teach.colab
 
 # the student copy: every notebook without its solutions (make student STUDENT=handout/)
 STUDENT ?= student
-student: $(STAMP)
+student: $(COURSE_ENV)
 	$(BIN)/python -m tmm_course.teach.release notebooks $(STUDENT)
 
 # grade a folder of submitted homework notebooks into grades.csv
@@ -39,7 +60,7 @@ student: $(STAMP)
 SUBMISSIONS ?= submissions
 TIMEOUT ?= 300
 JOBS ?= 2
-grade: $(STAMP)
+grade: $(GRADE_ENV)
 	$(BIN)/python -m tmm_course.teach.grade $(SUBMISSIONS) --out grades.csv --timeout $(TIMEOUT) --jobs $(JOBS)
 
 clean:

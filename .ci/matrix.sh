@@ -32,11 +32,11 @@ pip=("$py" -m pip --disable-pip-version-check -q)
 "${pip[@]}" freeze | sort > "$work/before.txt"
 
 if [ "$job" = colab ]; then
-  # the exact command of the notebooks' install cell, pointed at this checkout
+  # the notebooks' install cell itself, as Colab runs it, pointed at this checkout
   url="git+file://$root@$(git -C "$root" rev-parse HEAD)"
-  command=$("$py" "$root/.ci/install_command.py" "$root/notebooks/00_start_here.ipynb" "$url")
-  echo "install cell: $command"
-  (cd "$work" && PY="$py" eval "$command")
+  "$py" "$root/.ci/install_command.py" "$root/notebooks/00_start_here.ipynb" "$url" > "$work/cell.py"
+  echo "install cell, from $url:"
+  (cd "$work" && "$py" cell.py)
 else
   "${pip[@]}" wheel --no-deps -w "$work/dist" "$root"
   "${pip[@]}" install "$work"/dist/tmm_course-*.whl

@@ -6,7 +6,9 @@ import os
 import subprocess
 import sys
 import tempfile
+from collections import Counter
 from pathlib import Path
+from typing import NoReturn
 
 import pytest
 import torch
@@ -20,6 +22,32 @@ on_gpu = pytest.mark.skipif(tmm_course.BACKEND != "gpu", reason="needs compiled 
 on_interpreter = pytest.mark.skipif(
     tmm_course.BACKEND != "interpreter", reason="needs Triton's interpreter"
 )
+
+
+# the start of the reason of every skip for something this machine lacks (a program, a package)
+MISSING = "missing on this machine: "
+
+
+def skip_for_missing(what: str) -> NoReturn:
+    """Skip a test because this machine lacks ``what`` (say how to install it); a plain
+    `make test` names every such skip at the end of its report. Works in a test, a fixture or
+    at the top of a module."""
+    pytest.skip(MISSING + what, allow_module_level=True)
+
+
+def pytest_terminal_summary(terminalreporter) -> None:
+    """Name each skip that hides a missing program or package, however quiet the report."""
+    reasons: Counter[str] = Counter()
+    for report in terminalreporter.stats.get("skipped", []):
+        if isinstance(report.longrepr, tuple):
+            reason = report.longrepr[2].removeprefix("Skipped: ")
+            if reason.startswith(MISSING):
+                reasons[reason.removeprefix(MISSING)] += 1
+    if reasons:
+        terminalreporter.section("skipped: missing on this machine", yellow=True)
+        for what, count in sorted(reasons.items()):
+            tests = "test" if count == 1 else "tests"
+            terminalreporter.line(f"{count} {tests} skipped, missing {what}")
 
 
 def run_python(code: str, **env: str) -> subprocess.CompletedProcess:

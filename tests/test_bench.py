@@ -7,9 +7,9 @@ import torch
 
 import tmm_course
 from tmm_course.backend import GPU
-from tmm_course.kernels.fast import Config
+from tmm_course.capstone.config import Config
+from tmm_course.capstone.problems import GOALS, Problem
 from tmm_course.perf import bench, measure
-from tmm_course.perf.problems import GOALS, Problem
 
 
 def test_goals_cover_every_shape_and_dtype_of_the_issue():
@@ -68,7 +68,7 @@ def test_unknown_suite_is_named(tmp_path, capsys):
 
 
 def test_the_grid_is_broad_and_split_into_two_halves_that_each_cover_every_family():
-    from tmm_course.perf.problems import FITTED, GRID, HELD_OUT
+    from tmm_course.capstone.problems import FITTED, GRID, HELD_OUT
 
     labels = [p.label for p in GRID]
     assert len(GRID) >= 60 and len(set(labels)) == len(labels)
@@ -90,30 +90,29 @@ def test_a_column_major_b_is_the_transpose_of_a_row_major_tensor():
 
 
 def _fitted(m, n, k, path="grouped", dtype="float16", layout="row"):
-    from tmm_course.kernels.fast import Config
-    from tmm_course.perf.results import Fitted
+    from tmm_course.capstone.fitted import Fitted
 
     config = Config(m % 100 + 16, 64, 64)  # tells the entries apart
     return Fitted(Problem(m, n, k, dtype, b_layout=layout), path, config, 1.1, config, 1.0)
 
 
 def test_the_plan_takes_the_nearest_fitted_problem_of_the_same_dtype(monkeypatch):
-    from tmm_course.kernels import dispatch
+    from tmm_course.capstone import plans
 
     near, far = _fitted(16, 4096, 4096), _fitted(4096, 4096, 4096)
-    monkeypatch.setattr(dispatch, "_FIT", [far, near, _fitted(24, 4096, 4096, dtype="bfloat16")])
+    monkeypatch.setattr(plans, "_FIT", [far, near, _fitted(24, 4096, 4096, dtype="bfloat16")])
     a, b = torch.empty(20, 3000), torch.empty(3000, 5000)
-    chosen = dispatch._plan_by_fit(a.half(), b.half(), None)
+    chosen = plans._plan_by_fit(a.half(), b.half(), None)
     assert chosen.config == near.config and "fitted on 16x4096x4096 float16" in chosen.reason
-    assert dispatch._plan_by_fit(a.double(), b.double(), None) is None  # nothing fitted
+    assert plans._plan_by_fit(a.double(), b.double(), None) is None  # nothing fitted
 
 
 def _timed(m, n, k, ratios, dtype="float16"):
     """A fitted problem on which each (path, config) of ``ratios`` was timed."""
-    from tmm_course.perf.results import Fitted
+    from tmm_course.capstone.fitted import Fitted
 
     (path, config), best = max(ratios.items(), key=lambda item: item[1]), max(ratios.values())
-    tried = tuple((p, str(c), r) for (p, c), r in ratios.items())
+    tried = tuple((p, c, r) for (p, c), r in ratios.items())
     return Fitted(Problem(m, n, k, dtype), path, config, best, config, best, tried)
 
 
@@ -122,60 +121,60 @@ SMALLER_TILES = ("persistent_tma", Config(128, 128, 64, num_warps=8, num_stages=
 
 
 def test_the_plan_prefers_tiles_that_fill_the_sms_here_over_the_winner_there(monkeypatch):
-    from tmm_course.kernels import dispatch
+    from tmm_course.capstone import plans
 
-    monkeypatch.setattr(dispatch, "program_slots", lambda: 132)  # an H200's SMs
+    monkeypatch.setattr(plans, "program_slots", lambda: 132)  # an H200's SMs
     fitted = _timed(4096, 4096, 4096, {BIG_TILES: 1.0, SMALLER_TILES: 0.9})
-    monkeypatch.setattr(dispatch, "_FIT", [fitted])
+    monkeypatch.setattr(plans, "_FIT", [fitted])
     a, b = torch.empty(4096, 4096).half(), torch.empty(4096, 4096).half()
-    assert dispatch._plan_by_fit(a, b, None).config == BIG_TILES[1]  # 512 tiles: 4 waves
+    assert plans._plan_by_fit(a, b, None).config == BIG_TILES[1]  # 512 tiles: 4 waves
     # 3072^3: 288 big tiles make 3 waves, the last 18% full; 576 smaller ones fill 87% of 5
     a, b = torch.empty(3072, 3072).half(), torch.empty(3072, 3072).half()
-    chosen = dispatch._plan_by_fit(a, b, None)
+    chosen = plans._plan_by_fit(a, b, None)
     assert chosen.config == SMALLER_TILES[1] and "fitted on 4096^3 float16" in chosen.reason
 
 
 def test_a_split_last_wave_counts_as_a_wave_of_slices(monkeypatch):
-    from tmm_course.kernels import dispatch
+    from tmm_course.capstone import plans
 
-    monkeypatch.setattr(dispatch, "program_slots", lambda: 132)
+    monkeypatch.setattr(plans, "program_slots", lambda: 132)
     split = ("persistent_tma", Config(128, 128, 64, num_warps=8, num_stages=4, split_tail=True))
     # 1536^3 in 128x128 tiles: 132 + 12, the 12 cut into 6 slices each: 1 + 1/6 of a wave
-    assert abs(dispatch._filled(*split, 1536, 1536, 1536) - 144 / (132 * (1 + 1 / 6))) < 1e-9
-    assert abs(dispatch._filled(*SMALLER_TILES, 1536, 1536, 1536) - 144 / 264) < 1e-9
+    assert abs(plans._filled(*split, 1536, 1536, 1536) - 144 / (132 * (1 + 1 / 6))) < 1e-9
+    assert abs(plans._filled(*SMALLER_TILES, 1536, 1536, 1536) - 144 / 264) < 1e-9
     # so what the split tiles did at 1536^3 is not scaled up as if most SMs had been idle
     fitted = _timed(1536, 1536, 1536, {BIG_TILES: 0.60, split: 0.69})  # 72 big tiles
-    monkeypatch.setattr(dispatch, "_FIT", [fitted])
+    monkeypatch.setattr(plans, "_FIT", [fitted])
     a, b = torch.empty(4096, 4096).half(), torch.empty(4096, 4096).half()
-    assert dispatch._plan_by_fit(a, b, None).config == BIG_TILES[1]
+    assert plans._plan_by_fit(a, b, None).config == BIG_TILES[1]
 
 
 def test_the_plan_weighs_nearer_fitted_problems_more(monkeypatch):
-    from tmm_course.kernels import dispatch
+    from tmm_course.capstone import plans
 
-    monkeypatch.setattr(dispatch, "program_slots", lambda: 132)
+    monkeypatch.setattr(plans, "program_slots", lambda: 132)
     near = _timed(4096, 4096, 4096, {BIG_TILES: 1.0, SMALLER_TILES: 0.9})
     far = _timed(8192, 8192, 8192, {BIG_TILES: 0.9, SMALLER_TILES: 1.0})
-    monkeypatch.setattr(dispatch, "_FIT", [far, near])
+    monkeypatch.setattr(plans, "_FIT", [far, near])
     a, b = torch.empty(4608, 4608).half(), torch.empty(4608, 4608).half()
-    assert dispatch._plan_by_fit(a, b, None).config == BIG_TILES[1]
+    assert plans._plan_by_fit(a, b, None).config == BIG_TILES[1]
     a, b = torch.empty(7680, 7680).half(), torch.empty(7680, 7680).half()
-    assert dispatch._plan_by_fit(a, b, None).config == SMALLER_TILES[1]
+    assert plans._plan_by_fit(a, b, None).config == SMALLER_TILES[1]
 
 
 def test_a_fitted_persistent_choice_stages_unreadable_rows_or_falls_back_to_grouped(
     monkeypatch,
 ):
-    from tmm_course.kernels import dispatch
+    from tmm_course.capstone import plans
 
     entry = _fitted(4096, 4096, 4096, path="persistent_tma")
-    monkeypatch.setattr(dispatch, "_FIT", [entry])
+    monkeypatch.setattr(plans, "_FIT", [entry])
     a, b = torch.empty(512, 510).half(), torch.empty(510, 512).half()  # 1020-byte rows
-    staged = dispatch._plan_by_fit(a, b, None)
+    staged = plans._plan_by_fit(a, b, None)
     assert (staged.path, staged.stage) == ("persistent_tma", True) and "copied" in staged.reason
     no_tma = lambda *args, stage=False: "TMA needs compute capability 9.0"
-    monkeypatch.setattr(dispatch, "tma_problem", no_tma)
-    assert dispatch._plan_by_fit(a, b, None).path == "grouped"
+    monkeypatch.setattr(plans, "tma_problem", no_tma)
+    assert plans._plan_by_fit(a, b, None).path == "grouped"
 
 
 def test_the_grid_summary_is_a_geometric_mean_with_the_worst_first():
@@ -198,15 +197,15 @@ def test_the_grid_summary_is_a_geometric_mean_with_the_worst_first():
 
 
 def test_the_shipped_grid_was_raced_with_the_plan_this_code_makes(monkeypatch):
-    from tmm_course.kernels import dispatch
+    from tmm_course.capstone import plans
     from tmm_course.perf import results
 
-    monkeypatch.setattr(dispatch, "program_slots", lambda: 132)  # the H200 it was measured on
-    monkeypatch.setattr(dispatch, "_FIT", None)  # the shipped fit
+    monkeypatch.setattr(plans, "program_slots", lambda: 132)  # the H200 it was measured on
+    monkeypatch.setattr(plans, "_FIT", None)  # the shipped fit
     for row in results.grid().rows:
         p = row.problem
         a, b = (torch.empty(p.m, p.k), torch.empty(p.n, p.k).t() if p.b_layout == "col"
                 else torch.empty(p.k, p.n))  # fmt: skip
         dtype = getattr(torch, p.dtype)
-        chosen = dispatch._plan_by_fit(a.to(dtype), b.to(dtype), None)
+        chosen = plans._plan_by_fit(a.to(dtype), b.to(dtype), None)
         assert row.plan.startswith(f"{chosen.path} kernel, {chosen.config}: "), p.label

@@ -16,9 +16,11 @@ import shutil
 from pathlib import Path
 
 import pytest
+from conftest import skip_for_missing
 from lab import ROOT, TOKEN, jupyterlab
 
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+# TMM_CHROMIUM names another browser binary (the tests point it at a missing one)
+CHROMIUM = os.environ.get("TMM_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
 SCREENSHOTS = ROOT / "artifacts" / "screenshots"
 FLAGS = [
     "--no-sandbox",
@@ -35,14 +37,14 @@ def _need_browser():
     try:
         import playwright.sync_api  # noqa: F401
     except ImportError:
-        missing.append("playwright (pip install playwright)")
+        missing.append("playwright (make test installs it: pip install -e '.[test]')")
     if not Path(CHROMIUM).exists():
-        missing.append("chromium (apt-get install chromium)")
+        missing.append(f"chromium at {CHROMIUM} (sudo apt install chromium)")
     if missing:
-        message = "browser test needs " + " and ".join(missing)
+        message = "the browser test needs " + " and ".join(missing)
         if os.environ.get("TMM_REQUIRE_BROWSER") == "1":
             pytest.fail(message)
-        pytest.skip(message)
+        skip_for_missing(" and ".join(missing))
 
 
 @pytest.fixture(scope="module")

@@ -5,15 +5,18 @@ would."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 import torch
 from test_matmul import DTYPES, SHAPES, operands, poisoned
 
 import tmm_course
+from tmm_course import capstone
+from tmm_course.capstone import calls, kernels, launches, matmul_fast, plan, plans
+from tmm_course.capstone.config import Config
+from tmm_course.capstone.kernels import tma_problem
 from tmm_course.check import check_matmul
-from tmm_course.kernels import dispatch, fast
-from tmm_course.kernels.dispatch import matmul_fast, plan
-from tmm_course.kernels.fast import Config, tma_problem
 from tmm_course.numerics import error, tolerance
 from tmm_course.validate import KernelInputError
 
@@ -35,7 +38,7 @@ def test_planned_path_matches_float64_reference(shape, dtype, precision):
 @pytest.mark.parametrize("path", PATHS)
 @pytest.mark.parametrize("shape", list(ALIGNED.values()), ids=list(ALIGNED))
 def test_each_path_matches_float64_reference(shape, path, dtype, precision):
-    if path == "persistent_tma" and fast.TensorDescriptor is None:
+    if path == "persistent_tma" and kernels.TensorDescriptor is None:
         pytest.skip("this triton has no tensor descriptors")
     a, b = operands(*shape[:1], shape[1], shape[2], dtype)
     out = poisoned(shape[0], shape[1], dtype)
@@ -54,13 +57,13 @@ def test_any_strides(layout):
 
 @pytest.mark.parametrize("dtype", [torch.float16, torch.float32])
 def test_column_major_b_is_read_through_its_transpose(dtype):
-    if fast.TensorDescriptor is None or (
+    if kernels.TensorDescriptor is None or (
         tmm_course.BACKEND == "gpu" and torch.cuda.get_device_capability()[0] < 9
     ):
         pytest.skip("needs tensor descriptors")
     a = torch.randn(64, 48, device=tmm_course.DEVICE).to(dtype)
     b = torch.randn(80, 48, device=tmm_course.DEVICE).to(dtype).t()  # 48 x 80, column-major
-    assert fast.reads_b_transposed(b)
+    assert kernels.reads_b_transposed(b)
     c = matmul_fast(a, b, path="persistent_tma")
     assert error(c, a, b) <= tolerance(dtype, tmm_course.BACKEND)
 
@@ -86,22 +89,22 @@ def test_the_grouped_kernel_wraps_sizes_that_are_multiples_of_8_not_16(m, n, k, 
 
 
 def test_alignment_is_the_largest_power_of_two_up_to_16_dividing_a_stride():
-    assert [fast._alignment(s) for s in (0, 1, 6, 8, 24, 3000, 4096)] == [1, 1, 2, 8, 8, 8, 16]
+    assert [launches._alignment(s) for s in (0, 1, 6, 8, 24, 3000, 4096)] == [1, 1, 2, 8, 8, 8, 16]
 
 
 def test_split_k_is_one_launch_and_leaves_its_tile_counters_at_zero():
-    from tmm_course.check import launches
+    from tmm_course.check import launches as recorder
 
     a, b = operands(40, 24, 200, torch.float32)
     config = Config(16, 16, 16, split_k=4)
-    with launches.recording() as launched:
+    with recorder.recording() as launched:
         c = matmul_fast(a, b, precision="ieee", path="grouped", config=config)
         c2 = matmul_fast(a, b, precision="ieee", path="grouped", config=config)  # counters reused
     assert launched.kernels == ["grouped_matmul_kernel"] * 2
     assert torch.equal(c, c2) and error(c, a, b) <= tolerance(
         torch.float32, tmm_course.BACKEND, "ieee"
     )
-    counters = fast.tile_counters(a.device, 1)
+    counters = launches.tile_counters(a.device, 1)
     assert int(counters.count_nonzero()) == 0
 
 
@@ -114,7 +117,7 @@ def test_split_k_with_more_slices_than_slabs():
 @pytest.mark.parametrize("dtype", [torch.float16, torch.float32])
 @pytest.mark.parametrize(("m", "n", "k"), [(64, 64, 63), (33, 70, 45), (40, 37, 64)])
 def test_rows_the_tma_cannot_read_go_through_aligned_copies(m, n, k, dtype):
-    if fast.TensorDescriptor is None:
+    if kernels.TensorDescriptor is None:
         pytest.skip("this triton has no tensor descriptors")
     a, b = operands(m, n, k, dtype)
     assert tma_problem(a, b, poisoned(m, n, dtype)) is not None
@@ -130,12 +133,12 @@ def test_rows_the_tma_cannot_read_go_through_aligned_copies(m, n, k, dtype):
 def test_aligned_like_rounds_the_row_pitch_up_to_128_bytes():
     for dtype, pitch in ((torch.float16, 128), (torch.float32, 96)):  # 64 or 32 per line
         x = torch.empty(3, 70, dtype=dtype)
-        y = fast.aligned_like(x)
-        assert y.shape == x.shape and y.stride() == (pitch, 1) and fast._readable(y)
+        y = launches.aligned_like(x)
+        assert y.shape == x.shape and y.stride() == (pitch, 1) and launches.readable(y)
 
 
 def test_halved_epilogue_stores_both_halves():
-    if fast.TensorDescriptor is None:
+    if kernels.TensorDescriptor is None:
         pytest.skip("this triton has no tensor descriptors")
     a, b = operands(64, 96, 32, torch.float16)
     config = Config(32, 64, 16, subtile=True)
@@ -170,7 +173,7 @@ def test_plan_on_the_interpreter_uses_small_tiles():
     if tmm_course.BACKEND != "interpreter":
         pytest.skip("interpreter only")
     a, b = operands(64, 64, 64, torch.float16)
-    assert plan(a, b) == dispatch.Plan("grouped", dispatch.ON_INTERPRETER, plan(a, b).reason)
+    assert plan(a, b) == plans.Plan("grouped", plans.ON_INTERPRETER, plan(a, b).reason)
 
 
 @pytest.mark.parametrize(
@@ -191,13 +194,15 @@ def test_bad_config_is_explained():
         matmul_fast(a, b, config=Config(32, 32, 24))
 
 
-def test_the_launchers_are_importable_from_the_kernels_package():
-    import tmm_course.kernels as kernels
+def test_the_launchers_are_importable_from_their_packages():
+    import tmm_course.kernels as lesson_kernels
+    from tmm_course.capstone.calls import matmul_fast as defined
     from tmm_course.kernels.matmul import matmul
 
-    assert kernels.matmul_fast is matmul_fast and kernels.matmul is matmul
+    assert lesson_kernels.matmul is matmul and capstone.matmul_fast is defined
+    assert not hasattr(lesson_kernels, "matmul_fast")  # the capstone lives in its own wing
     a, b = operands(20, 24, 16, torch.float16)
-    assert error(kernels.matmul(a, b), a, b) <= tolerance(torch.float16, tmm_course.BACKEND)
+    assert error(lesson_kernels.matmul(a, b), a, b) <= tolerance(torch.float16, tmm_course.BACKEND)
 
 
 def test_config_of_the_wrong_type_is_explained():
@@ -223,7 +228,7 @@ def test_tma_problem_names_the_offending_tensor():
 
 
 def test_quick_launch_reuses_only_matching_specializations():
-    from tmm_course.kernels.quick_launch import _traits
+    from tmm_course.capstone.quick_launch import _traits
 
     x = torch.zeros(8, device=tmm_course.DEVICE)
     assert _traits(16) != _traits(17) and _traits(1) != _traits(17) and _traits(17) == _traits(19)
@@ -243,7 +248,7 @@ def test_repeated_calls_give_the_same_result_through_quick_launches():
 
 def test_smaller_configs_shed_stages_then_depth_then_tile_size():
     chain = [Config(128, 64, 64, num_stages=3)]
-    while (nxt := dispatch.smaller(chain[-1])) is not None:
+    while (nxt := plans.smaller(chain[-1])) is not None:
         chain.append(nxt)
     assert [(c.block_m, c.block_n, c.block_k, c.num_stages) for c in chain[:5]] == [
         (128, 64, 64, 3), (128, 64, 64, 2), (128, 64, 32, 2), (64, 64, 32, 2), (32, 64, 32, 2)
@@ -266,11 +271,11 @@ def out_of_shared_memory_above(stages, real):
 
 
 def test_a_planned_config_too_big_for_the_gpu_is_shrunk_and_remembered(monkeypatch):
-    launch, tried = out_of_shared_memory_above(2, fast.prepare_grouped)
-    monkeypatch.setattr(dispatch, "_READY", {})  # forget calls other tests made
-    monkeypatch.setattr(dispatch, "prepare_grouped", launch)
-    monkeypatch.setattr(dispatch, "ON_INTERPRETER", Config(32, 32, 32, num_stages=4))
-    monkeypatch.setattr(dispatch, "_plan_by_fit", lambda *args: None)  # a GPU: the rules' plan
+    launch, tried = out_of_shared_memory_above(2, launches.prepare_grouped)
+    capstone.reset()  # forget calls other tests made
+    monkeypatch.setattr(calls, "prepare_grouped", launch)
+    monkeypatch.setattr(plans, "ON_INTERPRETER", Config(32, 32, 32, num_stages=4))
+    monkeypatch.setattr(plans, "_plan_by_fit", lambda *args: None)  # a GPU: the rules' plan
     a, b = operands(40, 36, 24, torch.float16)
     c = matmul_fast(a, b)
     assert [t.num_stages for t in tried] == [4, 3, 2]
@@ -281,9 +286,9 @@ def test_a_planned_config_too_big_for_the_gpu_is_shrunk_and_remembered(monkeypat
 
 
 def test_an_explicit_config_too_big_for_the_gpu_is_explained(monkeypatch):
-    launch, _ = out_of_shared_memory_above(2, fast.prepare_grouped)
-    monkeypatch.setattr(dispatch, "_READY", {})
-    monkeypatch.setattr(dispatch, "prepare_grouped", launch)
+    launch, _ = out_of_shared_memory_above(2, launches.prepare_grouped)
+    capstone.reset()
+    monkeypatch.setattr(calls, "prepare_grouped", launch)
     a, b = operands(40, 36, 24, torch.float16)
     with pytest.raises(KernelInputError, match=r"needs more shared memory than this GPU has"):
         matmul_fast(a, b, path="grouped", config=Config(32, 32, 32, num_stages=3))
@@ -310,7 +315,7 @@ def _launcher_like_triton_3_6(launcher, tensordesc_indices, tensordesc_meta):
 def test_launches_remember_the_tma_descriptors_they_encoded(monkeypatch):
     from triton.backends.nvidia import driver
 
-    from tmm_course.kernels.quick_launch import remember_descriptors
+    from tmm_course.capstone.quick_launch import remember_descriptors
 
     encoded, launched = [], []
     monkeypatch.setattr(driver, "_BASE_ARGS_FORMAT_LEN", 2, raising=False)
@@ -323,7 +328,7 @@ def test_launches_remember_the_tma_descriptors_they_encoded(monkeypatch):
     assert remember_descriptors(compiled)
     x, y = torch.zeros(16, 16), torch.zeros(16, 16)
     for base in (x, x, y, x):
-        desc = fast._Checked.of(base, [8, 8])
+        desc = launches._Checked.of(base, [8, 8])
         compiled.run.launch("grid", "stream", desc, 7)
     assert len(encoded) == 2  # x once, y once
     assert launched == [("grid", "stream", "map1", 7)] * 2 + [("grid", "stream", "map2", 7)] + [
@@ -336,7 +341,12 @@ def test_a_launch_on_the_same_addresses_passes_what_it_passed_before(monkeypatch
     from triton.backends.nvidia import driver
     from triton.runtime import driver as runtime
 
-    from tmm_course.kernels.quick_launch import PreparedLaunch, QuickLaunch, remember_descriptors
+    from tmm_course.capstone.quick_launch import (
+        PreparedLaunch,
+        QuickLaunch,
+        plain_launches,
+        remember_descriptors,
+    )
 
     launched, made = [], []
     monkeypatch.setattr(driver, "_BASE_ARGS_FORMAT_LEN", 13, raising=False)
@@ -350,13 +360,13 @@ def test_a_launch_on_the_same_addresses_passes_what_it_passed_before(monkeypatch
     run = compiled.run
     run.global_scratch_size = run.profile_scratch_size = 0
     run.launch_cooperative_grid, run.launch_pdl = False, False
-    quick = QuickLaunch(fast.persistent_tma_matmul_kernel, "gpu")
+    quick = QuickLaunch(kernels.persistent_tma_matmul_kernel, "gpu")
     quick.enabled = True
     launch = PreparedLaunch(quick, (132,), {}, compiled, ("constexpr",))
 
     def make_args(base: torch.Tensor) -> tuple:
         made.append(base)
-        return (fast._Checked.of(base, [8, 8]), 7)
+        return (launches._Checked.of(base, [8, 8]), 7)
 
     x, y = torch.zeros(16, 16), torch.zeros(16, 16)
     for base in (x, x, y, x):
@@ -366,9 +376,9 @@ def test_a_launch_on_the_same_addresses_passes_what_it_passed_before(monkeypatch
     assert launched == [(*head, "map1", 7, "constexpr")] * 2 + [
         (*head, "map2", 7, "constexpr"), (*head, "map1", 7, "constexpr")
     ]
-    monkeypatch.setattr(QuickLaunch, "observer", lambda kernel, args: None)
     monkeypatch.setattr(PreparedLaunch, "__call__", lambda self, args: launched.append("plain"))
-    launch.keyed(x.data_ptr(), lambda: make_args(x))  # a recorder watches: the plain path
+    with plain_launches():  # a recorder watches: the plain path
+        launch.keyed(x.data_ptr(), lambda: make_args(x))
     assert launched[-1] == "plain" and made == [x, y, x]
 
 
@@ -376,7 +386,7 @@ def test_prepared_launches_pass_launch_hooks_only_where_someone_listens(monkeypa
     from triton import knobs
     from triton.runtime import driver as runtime
 
-    from tmm_course.kernels.quick_launch import PreparedLaunch, QuickLaunch
+    from tmm_course.capstone.quick_launch import PreparedLaunch, QuickLaunch
 
     runs = []
     active = type("Driver", (), {"get_current_device": lambda: 0,
@@ -387,7 +397,7 @@ def test_prepared_launches_pass_launch_hooks_only_where_someone_listens(monkeypa
         "launch_metadata": staticmethod(lambda grid, stream, *args: ("metadata", grid)),
         "run": type("Launcher", (), {"__call__": lambda self, *a: runs.append(a)})(),
     })()  # fmt: skip
-    quick = QuickLaunch(fast.persistent_tma_matmul_kernel, "gpu")
+    quick = QuickLaunch(kernels.persistent_tma_matmul_kernel, "gpu")
     quick.enabled = True
     launch = PreparedLaunch(quick, (4,), {}, compiled, ("constexpr",))
     chain = type(knobs.runtime.launch_enter_hook)()  # an empty chain: nobody listens
@@ -402,30 +412,30 @@ def test_prepared_launches_pass_launch_hooks_only_where_someone_listens(monkeypa
 
 
 def test_an_unknown_launcher_is_left_alone():
-    from tmm_course.kernels.quick_launch import remember_descriptors
+    from tmm_course.capstone.quick_launch import remember_descriptors
 
     compiled = type("Compiled", (), {"run": type("Launcher", (), {"launch": print})()})()
     assert not remember_descriptors(compiled) and compiled.run.launch is print
 
 
 def test_the_plan_prefers_a_fitted_problem_whose_sizes_align_alike(monkeypatch):
-    from tmm_course.perf.problems import Problem
-    from tmm_course.perf.results import Fitted
+    from tmm_course.capstone.fitted import Fitted
+    from tmm_course.capstone.problems import Problem
 
     odd, even = Config(16, 16, 16, group_m=1), Config(32, 32, 32, group_m=2)
     table = [
         Fitted(Problem(1023, 1025, 1027), "grouped", odd, 1.0, odd, 1.0),
         Fitted(Problem(1088, 1088, 1088), "grouped", even, 1.0, even, 1.0),
     ]
-    monkeypatch.setattr(dispatch, "_FIT", table)
+    monkeypatch.setattr(plans, "_FIT", table)
     for size, expected in [(1024, even), (1021, odd)]:  # 1024^3 is nearer 1023x1025x1027
         a, b = operands(size, size, size, torch.float16)
-        assert dispatch._plan_by_fit(a, b, None).config == expected
+        assert plans._plan_by_fit(a, b, None).config == expected
 
 
 def test_the_plan_learns_from_the_other_16_bit_dtype_but_not_from_float32(monkeypatch):
-    from tmm_course.perf.problems import Problem
-    from tmm_course.perf.results import Fitted
+    from tmm_course.capstone.fitted import Fitted
+    from tmm_course.capstone.problems import Problem
 
     near, far, wide = Config(16, 16, 16, group_m=1), Config(32, 32, 32), Config(64, 64, 64)
     table = [
@@ -433,40 +443,40 @@ def test_the_plan_learns_from_the_other_16_bit_dtype_but_not_from_float32(monkey
         Fitted(Problem(64, 64, 64, "float16"), "grouped", near, 1.0, near, 1.0),
         Fitted(Problem(64, 64, 64, "float32"), "grouped", wide, 1.0, wide, 1.0),
     ]
-    monkeypatch.setattr(dispatch, "_FIT", table)
+    monkeypatch.setattr(plans, "_FIT", table)
     a, b = operands(64, 64, 64, torch.float16)
     # a float16 problem of the same sizes is half a unit away, a bfloat16 one six units
-    assert dispatch._plan_by_fit(a.to(torch.bfloat16), b.to(torch.bfloat16), None).config == near
-    assert dispatch._plan_by_fit(a.float(), b.float(), None).config == wide
-    monkeypatch.setattr(dispatch, "_FIT", table[:2])
-    assert dispatch._plan_by_fit(a.float(), b.float(), None) is None  # no float32 fit: rules
+    assert plans._plan_by_fit(a.to(torch.bfloat16), b.to(torch.bfloat16), None).config == near
+    assert plans._plan_by_fit(a.float(), b.float(), None).config == wide
+    monkeypatch.setattr(plans, "_FIT", table[:2])
+    assert plans._plan_by_fit(a.float(), b.float(), None) is None  # no float32 fit: rules
 
 
 def test_a_workspace_grows_by_doubling_and_keeps_what_it_outgrew():
     device = torch.device(tmm_course.DEVICE)
-    first = fast.partials(device, 1)  # whatever earlier launches left
-    assert fast.partials(device, first.numel()) is first
-    grown = fast.partials(device, first.numel() + 1)
+    first = launches.partials(device, 1)  # whatever earlier launches left
+    assert launches.partials(device, first.numel()) is first
+    grown = launches.partials(device, first.numel() + 1)
     assert grown.numel() >= 2 * first.numel()
-    assert any(t is first for t in fast._outgrown)  # a captured CUDA graph may still use it
+    assert any(t is first for t in launches._outgrown)  # a captured CUDA graph may still use it
 
 
 def test_a_partial_last_wave_is_shared_out_in_k_slices_that_add_up_once():
-    if fast.TensorDescriptor is None or tma_problem(*operands(48, 32, 512, torch.float32)):
+    if kernels.TensorDescriptor is None or tma_problem(*operands(48, 32, 512, torch.float32)):
         pytest.skip("needs tensor descriptors")
     a, b = operands(48, 32, 512, torch.float32)  # 6 tiles of 16 x 16: fewer than the SMs
     config = Config(16, 16, 16, split_tail=True)
-    assert fast.tail_splits(6, fast.program_slots(), 512 // 16) > 1
+    assert launches.tail_splits(6, launches.program_slots(), 512 // 16) > 1
     first = matmul_fast(a, b, precision="ieee", path="persistent_tma", config=config,
                         out=poisoned(48, 32, torch.float32))  # fmt: skip
     again = matmul_fast(a, b, precision="ieee", path="persistent_tma", config=config)
     assert error(first, a, b) <= tolerance(torch.float32, tmm_course.BACKEND, "ieee")
     assert torch.equal(first, again)  # the tile counters were left at zero
-    assert int(fast.tile_counters(a.device, 6)[:6].count_nonzero()) == 0
+    assert int(launches.tile_counters(a.device, 6)[:6].count_nonzero()) == 0
 
 
 def test_a_split_last_wave_also_works_through_aligned_copies():
-    if fast.TensorDescriptor is None or tma_problem(*operands(48, 32, 512, torch.float16)):
+    if kernels.TensorDescriptor is None or tma_problem(*operands(48, 32, 512, torch.float16)):
         pytest.skip("needs tensor descriptors")
     a, b = operands(48, 30, 510, torch.float16)  # 60- and 1020-byte rows: staged
     assert tma_problem(a, b) is not None and tma_problem(a, b, stage=True) is None
@@ -476,31 +486,37 @@ def test_a_split_last_wave_also_works_through_aligned_copies():
 
 
 def test_a_last_wave_is_split_only_when_it_leaves_most_sms_idle():
-    assert fast.tail_splits(288, 132, 48) == 5  # 3072^3 in 128x256 tiles: 24 tiles left
-    assert fast.tail_splits(264, 132, 48) == 1  # whole waves
-    assert fast.tail_splits(250, 132, 48) == 1  # 118 tiles left: the wave is nearly full
-    assert fast.tail_splits(133, 132, 48) == 8  # one tile left: at most 8 slices
-    assert fast.tail_splits(32, 132, 8) == 2  # at least 4 K-steps a slice
+    assert launches.tail_splits(288, 132, 48) == 5  # 3072^3 in 128x256 tiles: 24 tiles left
+    assert launches.tail_splits(264, 132, 48) == 1  # whole waves
+    assert launches.tail_splits(250, 132, 48) == 1  # 118 tiles left: the wave is nearly full
+    assert launches.tail_splits(133, 132, 48) == 8  # one tile left: at most 8 slices
+    assert launches.tail_splits(32, 132, 8) == 2  # at least 4 K-steps a slice
     split = Config(128, 256, 64, split_tail=True)
-    assert fast.slices_of_the_tail(split, 3072, 3072, 3072, 132) == 5
-    assert fast.slices_of_the_tail(Config(128, 256, 64), 3072, 3072, 3072, 132) == 1
+    assert launches.slices_of_the_tail(split, 3072, 3072, 3072, 132) == 5
+    assert launches.slices_of_the_tail(Config(128, 256, 64), 3072, 3072, 3072, 132) == 1
 
 
-def test_a_config_is_read_back_from_its_description():
-    from tmm_course.perf.problems import CANDIDATES
+def test_a_config_is_stored_and_read_back_as_data():
+    from tmm_course.capstone.candidates import CANDIDATES
+    from tmm_course.capstone.fitted import Fitted
+    from tmm_course.capstone.problems import Problem
 
     configs = [c for paths in CANDIDATES.values() for cs in paths.values() for c in cs]
     configs.append(Config(32, 32, 32, flatten=False, split_k=3))
-    for config in configs:  # the fit stores each candidate it timed as this text
-        assert Config.from_text(str(config)) == config
-    with pytest.raises(ValueError, match="as str"):
-        Config.from_text("128 by 256")
+    for config in configs:  # the fit stores each candidate it timed as this dict
+        assert Config.from_dict(config.as_dict()) == config
+    tried = tuple(("grouped", c, 1.0 + i) for i, c in enumerate(configs))
+    fitted = Fitted(Problem(64, 64, 64), "grouped", configs[0], 1.0, configs[0], 1.0, tried)
+    again = Fitted.from_dict(json.loads(json.dumps(fitted.as_dict())))
+    assert again == fitted and again.measured()[("grouped", configs[-1])] == len(configs)
+    with pytest.raises(ValueError, match="block_m"):
+        Config.from_dict({"block_m": 128})
 
 
 @pytest.mark.parametrize("dtype", [torch.float16, torch.float32])
 @pytest.mark.parametrize(("m", "n", "k"), [(16, 64, 96), (5, 40, 72), (48, 32, 512)])
 def test_swapped_tiles_compute_the_product_turned_around(m, n, k, dtype):
-    if fast.TensorDescriptor is None or tma_problem(*operands(16, 64, 96, dtype)):
+    if kernels.TensorDescriptor is None or tma_problem(*operands(16, 64, 96, dtype)):
         pytest.skip("needs tensor descriptors")
     a, b = operands(m, n, k, dtype)
     for config in (Config(16, 32, 32, swap_ab=True), Config(32, 16, 16, swap_ab=True, subtile=True),
@@ -511,32 +527,33 @@ def test_swapped_tiles_compute_the_product_turned_around(m, n, k, dtype):
 
 
 def test_copies_are_made_again_on_every_call_into_the_same_workspaces():
-    if fast.TensorDescriptor is None:
+    if kernels.TensorDescriptor is None:
         pytest.skip("needs tensor descriptors")
     a, b = operands(33, 70, 45, torch.float32)  # A and C staged (odd rows), B^T copied
     config = Config(16, 16, 16)
     first = matmul_fast(a, b, precision="ieee", path="persistent_tma", config=config)
-    staged = fast.aligned_like(a, "staged A").data_ptr(), fast.aligned_like(b.t(), "B^T").data_ptr()
+    staged = (launches.aligned_like(a, "staged A").data_ptr(),
+              launches.aligned_like(b.t(), "B^T").data_ptr())  # fmt: skip
     a.copy_(torch.randn_like(a))  # new values at the same addresses
     b.copy_(torch.randn_like(b))
     again = matmul_fast(a, b, precision="ieee", path="persistent_tma", config=config)
     assert error(again, a, b) <= tolerance(torch.float32, tmm_course.BACKEND, "ieee")
     assert not torch.equal(first, again)
-    assert (fast.aligned_like(a, "staged A").data_ptr(),
-            fast.aligned_like(b.t(), "B^T").data_ptr()) == staged  # fmt: skip
+    assert (launches.aligned_like(a, "staged A").data_ptr(),
+            launches.aligned_like(b.t(), "B^T").data_ptr()) == staged  # fmt: skip
 
 
 def test_the_transpose_copy_turns_ragged_and_strided_tensors_around():
     src = torch.randn(70, 200, device=tmm_course.DEVICE)[:, 3:148]  # 70 x 145, rows 200 apart
-    dst = fast.aligned_like(src.t())
-    copy = fast._prepare_transpose(src, dst)
+    dst = launches.aligned_like(src.t())
+    copy = launches._prepare_transpose(src, dst)
     assert torch.equal(dst, src.t())
     src.copy_(torch.randn_like(src))
     assert torch.equal(copy(src, dst), src.t())
 
 
 def test_a_c_the_tma_cannot_write_is_stored_by_pointer_and_nothing_around_it():
-    if fast.TensorDescriptor is None or tma_problem(*operands(64, 64, 64, torch.float16)):
+    if kernels.TensorDescriptor is None or tma_problem(*operands(64, 64, 64, torch.float16)):
         pytest.skip("needs tensor descriptors")
     a, b = operands(40, 30, 64, torch.float16)
     memory = torch.full((33, 40), float("nan"), dtype=torch.float16, device=a.device)

@@ -10,9 +10,9 @@ import torch
 import tmm_course
 from tmm_course import gpu, validate
 from tmm_course.backend import GPU
-from tmm_course.kernels import dispatch, fast
+from tmm_course.capstone import calls, kernels, plans
+from tmm_course.capstone.problems import GOALS
 from tmm_course.perf import journey
-from tmm_course.perf.problems import GOALS
 
 
 @pytest.fixture(params=["T4", "A100", "H200"])
@@ -60,18 +60,18 @@ def test_the_tma_step_runs_only_on_hopper(card):
     a, b = operands(256, 256, 256)
     names = {step.name for step in journey.runnable(a, b)}
     assert ("persistent + TMA" in names) == card.tma
-    assert (fast.tma_problem(a, b) is None) == card.tma
-    assert (fast.tma_problem(a, b, stage=True) is None) == card.tma  # copies cannot help
+    assert (kernels.tma_problem(a, b) is None) == card.tma
+    assert (kernels.tma_problem(a, b, stage=True) is None) == card.tma  # copies cannot help
 
 
 def test_unaligned_rows_are_staged_on_hopper_and_the_grouped_kernel_runs_elsewhere(card):
     a, b = operands(4096, 4096, 4093)
-    chosen = dispatch.plan(a, b)
+    chosen = plans.plan(a, b)
     if chosen.path == "persistent_tma":
         assert card.tma and chosen.stage
     if not card.tma:
         with pytest.raises(validate.KernelInputError, match=r"cannot run here: TMA needs"):
-            dispatch._prepare(a, b, torch.empty(4096, 4096, dtype=a.dtype), "persistent_tma", None)
+            calls._prepare(a, b, torch.empty(4096, 4096, dtype=a.dtype), "persistent_tma", None)
 
 
 @pytest.mark.parametrize(("problem", "target"), GOALS, ids=[p.label for p, _ in GOALS])
@@ -80,10 +80,10 @@ def test_every_plan_exists_on_the_gpu_and_fits_its_shared_memory(card, problem, 
     if dtype == torch.bfloat16 and not card.bfloat16:
         pytest.skip("bfloat16 is refused on this GPU (tested above)")
     a, b = operands(problem.m, problem.n, problem.k, dtype)
-    chosen = dispatch.plan(a, b)
-    assert chosen.path in dispatch.PATHS
+    chosen = plans.plan(a, b)
+    assert chosen.path in plans.PATHS
     assert chosen.path != "persistent_tma" or card.tma
-    used = dispatch.shared_memory_bytes(chosen.config, a.element_size(), card.pipelining)
+    used = plans.shared_memory_bytes(chosen.config, a.element_size(), card.pipelining)
     assert used <= card.shared_memory, chosen
     if not card.pipelining:
         assert chosen.config.num_stages == 1
@@ -93,18 +93,18 @@ def test_the_h200_runs_a_configuration_its_fit_timed_and_the_rules_without_one(c
     if card is not gpu.KNOWN["H200"]:
         pytest.skip("the H200's plans are the ones its fit measured")
     a, b = operands(4096, 4096, 4096)
-    fitted = next(f for f in dispatch.fit_table() if f.problem.label == "4096^3 float16")
-    chosen = dispatch.plan(a, b)
-    assert (chosen.path, str(chosen.config)) in dispatch._measured(fitted)  # timed on it
+    fitted = next(f for f in plans.fit_table() if f.problem.label == "4096^3 float16")
+    chosen = plans.plan(a, b)
+    assert (chosen.path, chosen.config) in fitted.measured()  # timed on it
     assert "fitted on 4096^3 float16" in chosen.reason
-    monkeypatch.setattr(dispatch, "_FIT", [])  # a package without a fit: the rules decide
-    assert dispatch.plan(a, b).config == dispatch.LARGE_TMA
+    monkeypatch.setattr(plans, "_FIT", [])  # a package without a fit: the rules decide
+    assert plans.plan(a, b).config == plans.LARGE_TMA
 
 
 def test_a_config_is_shrunk_until_its_tiles_fit():
     t4, a100 = gpu.KNOWN["T4"], gpu.KNOWN["A100"]
-    big = dispatch.LARGE_GROUPED  # 128x256x64, 4 stages: 196 KB of float16 tiles
-    assert dispatch.shared_memory_bytes(big, 2) == 4 * (128 + 256) * 64 * 2
-    assert dispatch.fit_shared_memory(big, 2, t4).num_stages == 1  # nothing to pipeline
-    on_a100 = dispatch.fit_shared_memory(big, 2, a100)
-    assert on_a100.num_stages == 3 and dispatch.shared_memory_bytes(on_a100, 2) <= 163 * 1024
+    big = plans.LARGE_GROUPED  # 128x256x64, 4 stages: 196 KB of float16 tiles
+    assert plans.shared_memory_bytes(big, 2) == 4 * (128 + 256) * 64 * 2
+    assert plans.fit_shared_memory(big, 2, t4).num_stages == 1  # nothing to pipeline
+    on_a100 = plans.fit_shared_memory(big, 2, a100)
+    assert on_a100.num_stages == 3 and plans.shared_memory_bytes(on_a100, 2) <= 163 * 1024

@@ -7,10 +7,10 @@ import pytest
 from conftest import ROOT
 from nbclient import NotebookClient
 
-from tmm_course.kernels import dispatch
+from tmm_course.capstone import plans
+from tmm_course.capstone.problems import family
 from tmm_course.kernels.launch_order import launch_order, wave_strips
 from tmm_course.perf import intensity, journey, results, roofline
-from tmm_course.perf.problems import family
 
 
 @pytest.fixture(scope="module")
@@ -75,7 +75,7 @@ def test_what_lesson_6_says_about_the_compiled_kernels():
     assert 65_536 // (bigger * 32 * journey.BIG.num_warps) == 2  # "two such programs at most"
     assert facts["grouped order"]["registers"] > facts["pipelined"]["registers"]
     for step in journey.STEPS[:5]:  # the pointer kernels: the formula is the compiler's figure
-        predicted = dispatch.shared_memory_bytes(step.config, itemsize=2)
+        predicted = plans.shared_memory_bytes(step.config, itemsize=2)
         assert facts[step.name]["shared_bytes"] == predicted, step.name
 
 

@@ -4,6 +4,7 @@ edited (no marks: nbgrader restores them from the source)."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import re
@@ -12,11 +13,12 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import ROOT
+from conftest import ROOT, skip_for_missing
 
 from tmm_course.teach.nbgrader_export import source_notebook
 
-pytest.importorskip("nbgrader")
+if importlib.util.find_spec("nbgrader") is None:
+    skip_for_missing("nbgrader (make test installs it: pip install -e '.[grade]')")
 HOMEWORK = ROOT / "notebooks" / "05_homework_transpose.ipynb"
 
 

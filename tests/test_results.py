@@ -6,8 +6,8 @@ import json
 
 import pytest
 
+from tmm_course.capstone.problems import GOALS
 from tmm_course.perf import journey, results
-from tmm_course.perf.problems import GOALS
 
 
 @pytest.mark.parametrize(
@@ -105,7 +105,7 @@ def test_an_unknown_name_says_what_ships():
 
 
 def test_the_shipped_grid_races_every_grid_problem_with_the_fit_it_was_planned_from():
-    from tmm_course.perf.problems import FITTED, GRID
+    from tmm_course.capstone.problems import FITTED, GRID
 
     grid = results.grid()
     assert {r.label for r in grid.rows} == {p.label for p in GRID}

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 import tmm_course
-from tmm_course.kernels.fast import Config
+from tmm_course.capstone.config import Config
 from tmm_course.numerics import error, tolerance
 from tmm_course.perf import journey, tuning
 
@@ -75,4 +75,4 @@ def test_the_tma_step_is_left_out_where_descriptors_cannot_read_the_rows():
     assert "persistent + TMA" not in names and "matmul_fast" in names
     a, b = operands(64, 64, 40)
     aligned = [s.name for s in journey.runnable(a, b)]
-    assert ("persistent + TMA" in aligned) == (journey.fast.tma_problem(a, b) is None)
+    assert ("persistent + TMA" in aligned) == (journey.tma_problem(a, b) is None)

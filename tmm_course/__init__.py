@@ -17,6 +17,7 @@ from tmm_course import backend as _backend
 
 BACKEND: str = _backend.choose(os.environ, torch.cuda.is_available)
 _backend.apply(BACKEND)
+_backend.remember(BACKEND)
 _backend.require_fresh_triton(BACKEND, sys.modules)
 DEVICE: torch.device = torch.device(_backend.device_for(BACKEND))
 

@@ -53,6 +53,19 @@ def choose(environ: Mapping[str, str], cuda_available: Callable[[], bool]) -> st
     return GPU if cuda_available() else INTERPRETER
 
 
+_chosen: list[str] = []  # the backend import tmm_course chose (see remember)
+
+
+def remember(backend: str) -> None:
+    """Keep ``backend`` as the one ``import tmm_course`` chose, for :func:`chosen`."""
+    _chosen[:] = [backend]
+
+
+def chosen() -> str | None:
+    """The backend ``import tmm_course`` chose, or None before it ran."""
+    return _chosen[-1] if _chosen else None
+
+
 def apply(backend: str, environ: dict[str, str] | os._Environ = os.environ) -> None:
     """Set ``TRITON_INTERPRET`` so that kernels decorated from now on use ``backend``."""
     if backend == INTERPRETER:

@@ -105,10 +105,9 @@ def _read(index: int) -> Gpu:
 
 def current() -> Gpu | None:
     """The GPU kernels run on, or None on the interpreter."""
-    import tmm_course
-    from tmm_course.backend import GPU
+    from tmm_course.backend import GPU, chosen
 
-    if tmm_course.BACKEND != GPU:
+    if chosen() != GPU:
         return None
     import torch
 

@@ -70,7 +70,7 @@ def _launch_classes() -> list[type]:
 @contextlib.contextmanager
 def recording() -> Iterator[Launches]:
     """Note every kernel launch inside the block (both backends)."""
-    from tmm_course.kernels.quick_launch import QuickLaunch
+    from tmm_course.capstone import plain_launches
 
     record = Launches()
     patched: list[tuple[type, str, object]] = []
@@ -87,11 +87,9 @@ def recording() -> Iterator[Launches]:
         patched.append((cls, "run", cls.run))
         cls.run = wrap_run(cls.run)
 
-    # the course's quick launches skip kernel.run once warm: they report themselves
-    patched.append((QuickLaunch, "observer", QuickLaunch.observer))
-    QuickLaunch.observer = lambda kernel, args: record.note(kernel, tuple(args), {})
     try:
-        yield record
+        with plain_launches():  # the capstone's quick launches skip kernel.run once warm
+            yield record
     finally:
         for cls, name, original in reversed(patched):
             setattr(cls, name, original)

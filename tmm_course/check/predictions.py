@@ -8,9 +8,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from tmm_course import gpu
+from tmm_course.capstone.config import Config
+from tmm_course.capstone.plans import shared_memory_bytes
 from tmm_course.check.result import Case, CheckResult, Diagnosis
-from tmm_course.kernels.dispatch import shared_memory_bytes
-from tmm_course.kernels.fast import Config
 from tmm_course.perf.intensity import tile_intensity
 
 WIDE = Config(128, 256, 64, num_warps=8, num_stages=3)

@@ -40,8 +40,7 @@ def interpreted() -> Iterator[None]:
     from triton.runtime import interpreter
     from triton.runtime.jit import JITFunction
 
-    from tmm_course.kernels import dispatch
-    from tmm_course.kernels.quick_launch import QuickLaunch
+    from tmm_course.capstone import plain_launches
 
     twins: dict[Callable, interpreter.InterpretedFunction] = {}
 
@@ -68,26 +67,16 @@ def interpreted() -> Iterator[None]:
         patch_tensor(tensor, scope)
         scope.set_attr(tensor, "__index__", lambda self: int(self.handle.data.squeeze()))
 
-    def quick(self, grid, args, traits=None, **constexprs):
-        self.kernel[tuple(grid)](*args, **constexprs)
-
-    def prepared(self, grid, args, **constexprs):
-        quick(self, grid, args, **constexprs)
-        return lambda args: quick(self, grid, args, **constexprs)
-
-    saved = (JITFunction.run, JITFunction.__call__, QuickLaunch.__call__, QuickLaunch.prepared,
-             dispatch._READY)  # fmt: skip
+    saved = (JITFunction.run, JITFunction.__call__)
     interpret = triton.knobs.runtime.interpret
     JITFunction.run, JITFunction.__call__ = run, call
-    QuickLaunch.__call__, QuickLaunch.prepared = quick, prepared
     interpreter._patch_lang_tensor = patch_tensor_with_scalar_index
-    dispatch._READY = {}  # matmul_fast's prepared launches are compiled ones: none here
     triton.knobs.runtime.interpret = True
     try:
-        yield
+        with plain_launches():  # matmul_fast's prepared launches are compiled ones: none here
+            yield
     finally:
-        (JITFunction.run, JITFunction.__call__, QuickLaunch.__call__, QuickLaunch.prepared,
-         dispatch._READY) = saved  # fmt: skip
+        JITFunction.run, JITFunction.__call__ = saved
         interpreter._patch_lang_tensor = patch_tensor
         triton.knobs.runtime.interpret = interpret
 

@@ -62,7 +62,7 @@ TRANSPOSES = {
 def bandwidth_gbs(x: torch.Tensor, rounds: int = 3) -> dict[str, float]:
     """Each transpose of ``x``, checked, then timed in turn (lesson 6's interleaved do_bench):
     bytes read plus bytes written per second (a GPU only)."""
-    from tmm_course.perf.measure import interleaved
+    from tmm_course.timing import interleaved
 
     for name, fn in TRANSPOSES.items():
         if not torch.equal(fn(x), x.t()):

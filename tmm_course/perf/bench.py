@@ -24,10 +24,13 @@ from pathlib import Path
 import torch
 
 import tmm_course
+from tmm_course import capstone
 from tmm_course.backend import GPU
-from tmm_course.kernels import dispatch, fast
-from tmm_course.kernels.fast import Config
-from tmm_course.numerics import error
+from tmm_course.capstone import fit, launches, plans
+from tmm_course.capstone.config import Config
+from tmm_course.capstone.fitted import Fitted
+from tmm_course.capstone.kernels import TensorDescriptor
+from tmm_course.capstone.problems import FITTED, GOALS, GRID, Problem
 from tmm_course.perf import journey, results, tuning
 from tmm_course.perf.measure import (
     copy_bandwidth_gbs,
@@ -38,25 +41,15 @@ from tmm_course.perf.measure import (
     race,
     torch_precision,
 )
-from tmm_course.perf.problems import (
-    CANDIDATES,
-    FINALS,
-    FITTED,
-    GOALS,
-    GRID,
-    JOURNEY_PROBLEM,
-    SWEEPS,
-    Problem,
-    size_class,
-)
+from tmm_course.perf.sweeps import JOURNEY_PROBLEM, SWEEPS
 
 
 def suite_goals(rounds: int) -> list[dict]:
     rows = []
     for problem, target in GOALS:
         a, b = problem.operands()
-        row = race(problem, {"matmul_fast": dispatch.matmul_fast}, rounds, (a, b))
-        row = dataclasses.replace(row, target=target, plan=str(dispatch.plan(a, b)))
+        row = race(problem, {"matmul_fast": capstone.matmul_fast}, rounds, (a, b))
+        row = dataclasses.replace(row, target=target, plan=str(capstone.plan(a, b)))
         rows.append(row.as_dict())
         print(f"{problem.label:28s} ratio {row.ratio_to_torch['matmul_fast']:.3f} "
               f"(goal {target:.2f}) host {row.host_us['matmul_fast']:.0f} us "
@@ -72,69 +65,22 @@ def _progress(problems, done: set[str], what: str):
                 total=len(problems), file=sys.stdout)  # fmt: skip
 
 
-def _candidates(problem: Problem, a: torch.Tensor, b: torch.Tensor):
-    """(path, config) pairs the fit tries on ``problem``: its size class's configurations,
-    with BLOCK_K halved for float32, the persistent kernel only where descriptors can read."""
-    for path, configs in CANDIDATES[size_class(problem.m, problem.n, problem.k)].items():
-        if path == "persistent_tma" and fast.tma_problem(a, b, stage=True) is not None:
-            continue
-        for config in configs:
-            yield path, dispatch.for_float32(config) if problem.dtype == "float32" else config
-
-
-def fit_one(problem: Problem, rounds: int = 3) -> results.Fitted | None:
-    """Every candidate configuration on ``problem`` that computes the right product, timed
-    with torch.matmul in ``rounds`` interleaved do_bench rounds (host time included, as in
-    the races); the fastest wins, and the fastest of the grouped kernel is kept beside it
-    (None if no grouped one ran)."""
-    a, b = problem.operands()
-    limit = problem.tolerance()
-    right: dict[str, Callable[[], object]] = {"torch.matmul": lambda: torch.matmul(a, b)}
-    choices: dict[str, tuple[str, Config]] = {}
-    with torch_precision(problem):
-        for path, config in _candidates(problem, a, b):
-
-            def run(path=path, config=config) -> torch.Tensor:
-                return dispatch.matmul_fast(a, b, path=path, config=config)
-
-            name = f"{path} {config}"
-            try:
-                if error(run(), a, b) <= limit:
-                    right[name], choices[name] = run, (path, config)
-                else:
-                    print(f"{problem.label}: {name} is wrong here, left out")
-            except Exception as exc:  # too much shared memory, say: not a candidate here
-                print(f"{problem.label}: {name} failed: {type(exc).__name__}")
-        ms = interleaved(right, rounds, rep_ms=25)
-    ratios = {name: ms["torch.matmul"] / ms[name] for name in choices}
-    grouped = [name for name in choices if choices[name][0] == "grouped"]
-    if not grouped:
-        return None
-    best = max(ratios, key=ratios.get)
-    fastest_grouped = max(grouped, key=ratios.get)
-    tried = tuple((path, str(config), ratios[name]) for name, (path, config) in choices.items())
-    return results.Fitted(
-        problem, *choices[best], ratios[best], choices[fastest_grouped][1],
-        ratios[fastest_grouped], tried,
-    )  # fmt: skip
-
-
 Keep = Callable[[list[dict]], None]
 
 
 def suite_fit(rounds: int, done: list[dict], keep: Keep) -> list[dict]:
     """fit_one on every FITTED problem (``keep`` saves the rows after each); matmul_fast plans
     from the result at once."""
+    def timed(problem: Problem, runs: dict[str, Callable[[], object]]) -> dict[str, float]:
+        with torch_precision(problem):
+            return interleaved(runs, rounds, rep_ms=25)
+
     rows = list(done)
-    for problem in _progress(FITTED, {r["problem"]["label"] for r in done}, "fit"):
-        fitted = fit_one(problem, rounds)
-        if fitted is None:
-            print(f"{problem.label}: no candidate ran, left out of the fit", flush=True)
-            continue
+    left = _progress(FITTED, {r["problem"]["label"] for r in done}, "fit")
+    for fitted in fit.fit(left, timed, lambda line: print(line, flush=True)):
         rows.append(fitted.as_dict())
         keep(rows)
-        print(f"{problem.label:34s} {fitted.ratio:.3f} {fitted.path} {fitted.config}", flush=True)
-    dispatch.use_fit([results.Fitted.from_dict(r) for r in rows])
+    capstone.use_fit([Fitted.from_dict(r) for r in rows])
     return rows
 
 
@@ -145,8 +91,8 @@ def suite_grid(rounds: int, done: list[dict], keep: Keep) -> list[dict]:
     fitted = {p.label for p in FITTED}
     for problem in _progress(GRID, {r["problem"]["label"] for r in done}, "grid"):
         a, b = problem.operands()
-        row = race(problem, {"matmul_fast": dispatch.matmul_fast}, rounds, (a, b))
-        row = dataclasses.replace(row, plan=str(dispatch.plan(a, b)))
+        row = race(problem, {"matmul_fast": capstone.matmul_fast}, rounds, (a, b))
+        row = dataclasses.replace(row, plan=str(capstone.plan(a, b)))
         rows.append({**row.as_dict(), "fitted": problem.label in fitted})
         keep(rows)
         print(f"{problem.label:34s} {row.ratio_to_torch.get('matmul_fast', 0.0):.3f} "
@@ -196,24 +142,6 @@ def suite_sweep(rounds: int) -> list[dict]:
     return rows
 
 
-def suite_finals(rounds: int) -> list[dict]:
-    """The sweep's front runners per problem, raced interleaved against torch.matmul."""
-    rows = []
-    for problem, kernels in FINALS.items():
-        contenders = {
-            f"{name} {config}": (lambda a, b, name=name, config=config:
-                                 dispatch.matmul_fast(a, b, path=name, config=config))
-            for name, configs in kernels.items()
-            for config in configs
-        }  # fmt: skip
-        row = race(problem, contenders, rounds)
-        for name in contenders:
-            ratio = row.ratio_to_torch.get(name, float("nan"))
-            print(f"{problem.label:24s} {ratio:.3f}  {name}", flush=True)
-        rows.append(row.as_dict())
-    return rows
-
-
 def suite_host(rounds: int) -> list[dict]:
     """Where a call's host microseconds go, float16 1024^3 (device time is about 10 us), and
     the paths with copies: float32 (B^T) and 1023x1025x1027 (staged), each beside torch."""
@@ -224,42 +152,45 @@ def suite_host(rounds: int) -> list[dict]:
     c = torch.empty(1024, 1024, dtype=a.dtype, device=a.device)
     a32, b32 = Problem(1024, 1024, 1024, "float32").operands()  # B^T copied for TF32
     odd_a, odd_b = Problem(1023, 1025, 1027).operands()  # rows the TMA cannot read: staged
-    tail = fast.Config(128, 128, 64, num_warps=8, num_stages=4, split_tail=True)
-    swapped = fast.Config(16, 64, 128, num_stages=5, split_tail=True, swap_ab=True)
+    tail = Config(128, 128, 64, num_warps=8, num_stages=4, split_tail=True)
+    swapped = Config(16, 64, 128, num_stages=5, split_tail=True, swap_ab=True)
+    fast = capstone.matmul_fast
     parts = {
         "torch.matmul": lambda: torch.matmul(a, b),
         "torch.empty for C": lambda: torch.empty(1024, 1024, dtype=a.dtype, device=a.device),
         "input checks": lambda: check_operands(a, b, "tf32"),
-        "plan()": lambda: dispatch.plan(a, b, c),
+        "plan()": lambda: capstone.plan(a, b, c),
         "3 tensor descriptors": lambda: [
-            fast.TensorDescriptor.from_tensor(t, [64, 64]) for t in (a, b, c)
+            TensorDescriptor.from_tensor(t, [64, 64]) for t in (a, b, c)
         ],
-        "grouped kernel launch": lambda: fast.launch_grouped(a, b, c, dispatch.MEDIUM_GROUPED),
-        "grouped launch, split-K 4": lambda: fast.launch_grouped(
-            a, b, c, fast.Config(64, 64, 64, split_k=4)
+        "grouped kernel launch": lambda: launches.launch_grouped(a, b, c, plans.MEDIUM_GROUPED),
+        "grouped launch, split-K 4": lambda: launches.launch_grouped(
+            a, b, c, Config(64, 64, 64, split_k=4)
         ),
-        "persistent kernel launch": lambda: fast.launch_persistent_tma(a, b, c, dispatch.LARGE_TMA),
+        "persistent kernel launch": lambda: launches.launch_persistent_tma(
+            a, b, c, plans.LARGE_TMA
+        ),
         "lesson 4 matmul()": lambda: matmul(a, b),
-        "matmul_fast()": lambda: dispatch.matmul_fast(a, b),
+        "matmul_fast()": lambda: fast(a, b),
         **{
-            f"matmul_fast(), {name}": lambda path=path, config=config: dispatch.matmul_fast(
+            f"matmul_fast(), {name}": lambda path=path, config=config: fast(
                 a, b, path=path, config=config
             )
             for name, path, config in [
-                ("grouped", "grouped", dispatch.MEDIUM_GROUPED),
-                ("split-K 4", "grouped", fast.Config(64, 64, 64, split_k=4)),
-                ("persistent TMA", "persistent_tma", dispatch.LARGE_TMA),
+                ("grouped", "grouped", plans.MEDIUM_GROUPED),
+                ("split-K 4", "grouped", Config(64, 64, 64, split_k=4)),
+                ("persistent TMA", "persistent_tma", plans.LARGE_TMA),
                 ("persistent, split tail", "persistent_tma", tail),
                 ("persistent, swapped", "persistent_tma", swapped),
             ]
         },
         "torch.matmul, float32": lambda: torch.matmul(a32, b32),
-        "matmul_fast(), float32 B^T copy": lambda: dispatch.matmul_fast(
-            a32, b32, path="persistent_tma", config=dispatch.FLOAT32_TMA
+        "matmul_fast(), float32 B^T copy": lambda: fast(
+            a32, b32, path="persistent_tma", config=plans.FLOAT32_TMA
         ),
         "torch.matmul, 1023x1025x1027": lambda: torch.matmul(odd_a, odd_b),
-        "matmul_fast(), staged copies": lambda: dispatch.matmul_fast(
-            odd_a, odd_b, path="persistent_tma", config=dispatch.LARGE_TMA
+        "matmul_fast(), staged copies": lambda: fast(
+            odd_a, odd_b, path="persistent_tma", config=plans.LARGE_TMA
         ),
     }
     for fn in parts.values():
@@ -291,7 +222,6 @@ SUITES = {
     "journey": suite_journey,
     "sweep": suite_sweep,
     "host": suite_host,
-    "finals": suite_finals,
 }
 
 
@@ -325,7 +255,7 @@ def main(argv: list[str] | None = None) -> int:
         before = {key: earlier[key] for key in ("date", "command") if key in earlier}
         data["earlier"] = [*earlier.get("earlier", []), before]
     if "fit" in data and "fit" not in args.suites:  # a grid resumed after its fit
-        dispatch.use_fit([results.Fitted.from_dict(r) for r in data["fit"]])
+        capstone.use_fit([Fitted.from_dict(r) for r in data["fit"]])
     for suite in args.suites or DEFAULT:
         if suite in RESUMABLE:
 

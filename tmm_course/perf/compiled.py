@@ -19,10 +19,11 @@ import torch
 
 import tmm_course
 from tmm_course.backend import GPU
-from tmm_course.kernels import fast
+from tmm_course.capstone import kernels as fast
+from tmm_course.capstone import plain_launches
 from tmm_course.kernels.matmul import matmul_kernel
 from tmm_course.perf import journey, results
-from tmm_course.perf.problems import JOURNEY_PROBLEM
+from tmm_course.perf.sweeps import JOURNEY_PROBLEM
 
 KERNELS = (
     matmul_kernel,
@@ -74,16 +75,9 @@ def compiled_by(run: Callable[[], object]) -> list[CompiledFacts]:
     (loaded again from its disk cache) and is seen."""
     for kernel in KERNELS:
         kernel.device_caches.clear()
-    quick = (fast._grouped, fast._persistent)  # launches that skip the JIT once warm
-    enabled = [q.enabled for q in quick]
-    for q in quick:
-        q.enabled = False
-    try:
+    with plain_launches():  # the capstone's launches skip the JIT once warm: not in here
         run()
         torch.cuda.synchronize()
-    finally:
-        for q, was in zip(quick, enabled, strict=True):
-            q.enabled = was
     facts = []
     for kernel in KERNELS:
         for compiled in _cached(kernel).values():

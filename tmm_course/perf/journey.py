@@ -8,8 +8,11 @@ from dataclasses import dataclass
 
 import torch
 
-from tmm_course.kernels import dispatch, fast
-from tmm_course.kernels.fast import Config
+from tmm_course.capstone import launches as fast
+from tmm_course.capstone import plans as dispatch
+from tmm_course.capstone.calls import matmul_fast
+from tmm_course.capstone.config import Config
+from tmm_course.capstone.kernels import tma_problem
 from tmm_course.kernels.matmul import matmul
 
 
@@ -79,12 +82,12 @@ STEPS = (
     Step("persistent + TMA", "one program per SM; tiles loaded by the TMA unit (Hopper)",
          persistent_tma_launcher(dispatch.LARGE_TMA), dispatch.LARGE_TMA, needs_tma=True),
     Step("matmul_fast", "the capstone: picks kernel and configuration per shape",
-         dispatch.matmul_fast, dispatch.LARGE_TMA),
+         matmul_fast, dispatch.LARGE_TMA),
 )  # fmt: skip
 
 
 def runnable(a: torch.Tensor, b: torch.Tensor) -> tuple[Step, ...]:
     """The steps that can run on ``a @ b`` here: the TMA step only where tensor descriptors
     work (a Hopper GPU or the interpreter, 16-byte aligned rows)."""
-    tma = fast.tma_problem(a, b) is None
+    tma = tma_problem(a, b) is None
     return tuple(step for step in STEPS if tma or not step.needs_tma)

@@ -18,9 +18,9 @@ from collections.abc import Callable, Iterator
 import torch
 
 import tmm_course
+from tmm_course.capstone.problems import Problem
 from tmm_course.numerics import error
 from tmm_course.perf import intensity
-from tmm_course.perf.problems import Problem
 from tmm_course.perf.results import Race
 
 Matmul = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]

@@ -22,8 +22,10 @@ from pathlib import Path
 
 import torch
 
-from tmm_course.kernels.fast import Config
-from tmm_course.perf.problems import Problem
+from tmm_course.capstone.config import Config
+from tmm_course.capstone.fitted import Fitted
+from tmm_course.capstone.launches import slices_of_the_tail, tile_count
+from tmm_course.capstone.problems import Problem, family
 
 DATA_PACKAGE = "tmm_course.perf"
 DATA_FOLDER = "data"
@@ -60,18 +62,6 @@ class Provenance:
         return {**dataclasses.asdict(self), "capability": list(self.capability)}
 
 
-def _problem(data: dict) -> Problem:
-    return Problem(
-        data["m"], data["n"], data["k"], data["dtype"], data["precision"],
-        data.get("b_layout", "row"),
-    )  # fmt: skip
-
-
-def _config(data: dict) -> Config:
-    names = {f.name for f in dataclasses.fields(Config)}
-    return Config(**{k: v for k, v in data.items() if k in names})
-
-
 @dataclass(frozen=True)
 class Race:
     """Contenders raced against torch.matmul on one problem: errors, medians and ratios."""
@@ -104,7 +94,7 @@ class Race:
     def from_dict(cls, data: dict) -> Race:
         known = {f.name for f in dataclasses.fields(cls)}
         values = {k: v for k, v in data.items() if k in known}
-        values["problem"] = _problem(data["problem"])
+        values["problem"] = Problem.from_dict(data["problem"])
         values["device_ms"] = data.get("device_ms_cuda_graph", data.get("device_ms", {}))
         return cls(**values)
 
@@ -170,7 +160,7 @@ class SweepRow:
         trials = [
             SweepTrial(
                 kernel,
-                _config(t),
+                Config.from_dict(t),
                 t["ms"],
                 t["error"],
                 t["failure"],
@@ -178,7 +168,7 @@ class SweepRow:
             for kernel, rows in data["kernels"].items()
             for t in rows
         ]
-        return cls(_problem(data["problem"]), trials, data["torch_ms"])
+        return cls(Problem.from_dict(data["problem"]), trials, data["torch_ms"])
 
 
 @dataclass(frozen=True)
@@ -222,37 +212,6 @@ class Compiled:
     @classmethod
     def from_dict(cls, data: dict) -> Compiled:
         return cls(Provenance.from_dict(data), data["journey"])
-
-
-@dataclass(frozen=True)
-class Fitted:
-    """The fit's choice on one problem: the fastest configuration of all, and the fastest of
-    the grouped kernel (for tensors the persistent one cannot read), as ratios to torch;
-    ``tried`` holds every candidate's (path, configuration, ratio)."""
-
-    problem: Problem
-    path: str
-    config: Config
-    ratio: float
-    grouped: Config
-    grouped_ratio: float
-    tried: tuple[tuple[str, str, float], ...] = ()
-
-    @classmethod
-    def from_dict(cls, data: dict) -> Fitted:
-        return cls(
-            _problem(data["problem"]), data["path"], _config(data["config"]), data["ratio"],
-            _config(data["grouped"]), data["grouped_ratio"],
-            tuple(tuple(t) for t in data.get("tried", ())),
-        )  # fmt: skip
-
-    def as_dict(self) -> dict:
-        return {
-            "problem": self.problem.as_dict(), "path": self.path,
-            "config": dataclasses.asdict(self.config), "ratio": self.ratio,
-            "grouped": dataclasses.asdict(self.grouped), "grouped_ratio": self.grouped_ratio,
-            "tried": [list(t) for t in self.tried],
-        }  # fmt: skip
 
 
 def squares(rows: list[Race], kind: str = "float16") -> list[Race]:
@@ -307,10 +266,8 @@ class Grid:
         return Summary(len(ratios), geomean, worst, sum(x < floor for x, _ in ratios), floor)
 
     def families(self) -> dict[str, tuple[int, float, float]]:
-        """Per family of problems (:func:`~tmm_course.perf.problems.family`): how many, and the
-        geometric means of matmul_fast's ratio with host time and of device time alone."""
-        from tmm_course.perf.problems import family
-
+        """Per family of problems (:func:`~tmm_course.capstone.problems.family`): how many, and
+        the geometric means of matmul_fast's ratio with host time and of device time alone."""
         table = {}
         for name in dict.fromkeys(family(r.problem) for r in self.rows):
             rows = [r for r in self.rows if family(r.problem) == name]
@@ -325,12 +282,10 @@ class Grid:
         otherwise the same) and the split applies (``slots`` SMs: 132 on an H200): the problem,
         the configuration, the last wave's tiles, the K-slices each is cut into, and both
         ratios to torch."""
-        from tmm_course.kernels.fast import slices_of_the_tail, tile_count
-
         found = []
         for fitted in self.fit:
             p = fitted.problem
-            ratios = {(path, Config.from_text(text)): r for path, text, r in fitted.tried}
+            ratios = fitted.measured()
             for (path, config), ratio in ratios.items():
                 whole = dataclasses.replace(config, split_tail=False)
                 plain = ratios.get((path, whole)) if config.split_tail else None

@@ -7,7 +7,7 @@ from dataclasses import asdict, dataclass
 
 import torch
 
-from tmm_course.kernels.fast import Config
+from tmm_course.capstone.config import Config
 from tmm_course.numerics import error
 
 # A few sensible configurations for a large float16 product (the notebook's small sweep)

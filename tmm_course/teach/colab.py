@@ -25,15 +25,47 @@ def colab_url(path: str, repository: str = REPOSITORY, branch: str = BRANCH) -> 
     return f"https://colab.research.google.com/github/{repository}/blob/{branch}/{path}"
 
 
+def install_url(repository: str = REPOSITORY, branch: str = BRANCH) -> str:
+    """What pip installs the course from on Colab: ``branch`` of the GitHub ``repository``."""
+    return f"git+https://github.com/{repository}@{branch}"
+
+
 def install_cell_source(repository: str = REPOSITORY, branch: str = BRANCH) -> str:
-    """The first code cell of every notebook: installs the package on Colab, else nothing."""
-    return (
-        "# On Colab, install the course package; anywhere else this cell does nothing.\n"
-        "import sys\n"
-        "\n"
-        'if "google.colab" in sys.modules:\n'
-        f'    %pip install -q "tmm-course @ git+https://github.com/{repository}@{branch}"'
-    )
+    """The first code cell of every notebook: installs the package on Colab, else nothing.
+
+    A failed install raises, so that the notebook stops right there with what failed, the URL
+    it tried and what to do, instead of an ``ImportError`` one cell later. A course wheel
+    uploaded to Colab's working folder is installed instead of the repository. pip keeps every
+    package Colab ships as it is (the course's lower bounds are at or below Colab's versions).
+    """
+    page = f"https://github.com/{repository}"
+    return f'''# On Colab, install the course package; anywhere else this cell does nothing.
+import sys
+
+COURSE_URL = "{install_url(repository, branch)}"
+if "google.colab" in sys.modules:
+    import glob
+    import importlib.util
+    import subprocess
+
+    wheels = sorted(glob.glob("tmm_course-*.whl"))  # a wheel uploaded to /content wins
+    source = wheels[-1] if wheels else f"tmm-course @ {{COURSE_URL}}"
+    print(f"installing {{source}} ...")
+    pip = subprocess.run([sys.executable, "-m", "pip", "install", "-q", source],
+                         capture_output=True, text=True)
+    importlib.invalidate_caches()
+    if pip.returncode != 0 or importlib.util.find_spec("tmm_course") is None:
+        said = "\\n".join([l for l in pip.stderr.splitlines() if l.strip()][-6:])
+        raise RuntimeError(
+            f"Could not install the course from {{source}}. pip said:\\n{{said}}\\n\\n"
+            "Fix one of these, then run this cell again:\\n"
+            "- the repository must be public: a private or missing one makes git ask\\n"
+            "  for a Username ({page})\\n"
+            "- a fork: set REPOSITORY and BRANCH in tmm_course/teach/colab.py, run\\n"
+            "  `make colab-links`, push, and open the notebooks from the fork's colab_links.md\\n"
+            "- or upload a wheel (`pip wheel --no-deps -w dist .` in a checkout) to /content"
+        )
+    print("installed")'''
 
 
 def notebook_title(path: Path) -> str:

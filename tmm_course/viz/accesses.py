@@ -5,13 +5,22 @@ written hatched, and lanes that fell outside a view marked in red."""
 
 from __future__ import annotations
 
+from typing import Any, Protocol
+
 import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 from matplotlib.ticker import MaxNLocator
 
-from tmm_course.check.memory_guard import Trace
 from tmm_course.viz.draw import new_figure, program_colours
+
+
+class Trace(Protocol):
+    """What these pictures read from a record of loads and stores: the views by name, and
+    every access (its ``kind``, ``tensor``, ``program`` and ``cells``)."""
+
+    views: dict[str, Any]
+    accesses: list[Any]
 
 
 def access_maps(trace: Trace) -> dict[str, dict]:

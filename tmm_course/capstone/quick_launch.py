@@ -4,17 +4,36 @@
 microseconds on a slow host: more than a small matmul takes on the GPU. ``QuickLaunch`` keys
 the compiled kernel by what Triton specializes on (dtypes, 16-byte alignment, ints equal to 1
 or divisible by 16, 32- or 64-bit ints) and launches it directly. Anything unusual (the
-interpreter, launch hooks, an unknown Triton) takes Triton's own path.
+interpreter, launch hooks, an unknown Triton) takes Triton's own path, and so does every
+launch inside :func:`plain_launches`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Sequence
-from typing import ClassVar
+import contextlib
+from collections.abc import Callable, Hashable, Iterator, Sequence
 
 import torch
 
 from tmm_course.backend import GPU
+
+_plain = 0  # how many plain_launches() blocks are open
+
+
+@contextlib.contextmanager
+def plain_launches() -> Iterator[None]:
+    """Inside the block every quick launch takes Triton's own path (``kernel[grid](...)``),
+    which launch recorders, the interpreter and the compiler's caches see."""
+    global _plain
+    _plain += 1
+    try:
+        yield
+    finally:
+        _plain -= 1
+
+
+def _quick(quick: QuickLaunch) -> bool:
+    return quick.enabled and not _plain
 
 
 def _traits(arg: object) -> object:
@@ -107,8 +126,8 @@ class PreparedLaunch:
     """A compiled kernel's launch on a fixed grid, for arguments Triton specializes alike:
     ``launch(args)``. ``launch.keyed(key, make_args)`` also keeps the flat arguments it
     passed for each ``key`` (which must fix every argument, say the tensors' addresses) and
-    makes none the next time: on Triton 3.6's NVIDIA launcher, without launch hooks or
-    observers; elsewhere it is ``launch(make_args())``."""
+    makes none the next time: on Triton 3.6's NVIDIA launcher, without launch hooks, outside
+    :func:`plain_launches`; elsewhere it is ``launch(make_args())``."""
 
     def __init__(self, quick: QuickLaunch, grid: Sequence[int], constexprs: dict,
                  compiled: object | None, values: tuple) -> None:  # fmt: skip
@@ -136,11 +155,9 @@ class PreparedLaunch:
 
     def __call__(self, args: Sequence[object]) -> None:
         quick, compiled = self.quick, self.compiled
-        if compiled is None or not quick.enabled:
+        if compiled is None or not _quick(quick):
             quick(self.grid, args, None, **self.constexprs)
             return
-        if QuickLaunch.observer is not None:
-            QuickLaunch.observer(quick.kernel, args)
         try:
             _run(compiled, self.grid3, self.stream(self.device), args, self.values, self.hooks)
         except (AttributeError, TypeError):  # a Triton whose launcher differs
@@ -148,7 +165,7 @@ class PreparedLaunch:
             quick(self.grid, args, None, **self.constexprs)
 
     def keyed(self, key: Hashable, make_args: Callable[[], Sequence[object]]) -> None:
-        if (self.raw is None or not self.quick.enabled or QuickLaunch.observer is not None
+        if (self.raw is None or not _quick(self.quick)
                 or _hook(self.hooks.launch_enter_hook) is not None
                 or _hook(self.hooks.launch_exit_hook) is not None):  # fmt: skip
             self(make_args())
@@ -173,9 +190,6 @@ class QuickLaunch:
     are its runtime arguments in order, and the constexprs follow them in the signature and
     are passed in that order (the compiled launcher takes them positionally)."""
 
-    # told of every launch that skips Triton's own path (which a recorder can watch itself)
-    observer: ClassVar[Callable[[object, Sequence[object]], None] | None] = None
-
     def __init__(self, kernel: object, backend: str) -> None:
         self.kernel = kernel
         self.enabled = backend == GPU and _launch_hooks_known()
@@ -190,7 +204,7 @@ class QuickLaunch:
     ) -> None:
         """Launch on ``grid``. ``traits``, if given, must stand for everything Triton specializes
         on in ``args`` (a caller that already knows it saves computing it here)."""
-        if not self.enabled:
+        if not _quick(self):
             self.kernel[tuple(grid)](*args, **constexprs)
             return
         from triton import knobs
@@ -205,8 +219,6 @@ class QuickLaunch:
             self.compiled[key] = (compiled, values)
             return
         compiled, values = hit
-        if QuickLaunch.observer is not None:
-            QuickLaunch.observer(self.kernel, args)
         stream = driver.active.get_current_stream(driver.active.get_current_device())
         try:
             _run(compiled, (*grid, 1, 1)[:3], stream, args, values, knobs.runtime)
@@ -227,7 +239,7 @@ class QuickLaunch:
         alignments; other addresses): it goes to the compiled binary without computing any
         key."""
         self(grid, args, None, **constexprs)
-        hit = self.compiled.get(self._key(args, None, constexprs)) if self.enabled else None
+        hit = self.compiled.get(self._key(args, None, constexprs)) if _quick(self) else None
         if hit is None:  # quick launches are off here
             return PreparedLaunch(self, grid, constexprs, None, ())
         compiled, values = hit

@@ -1,31 +1,24 @@
-"""Lesson 6's capstone, ``matmul_fast``: plan which fast kernel and configuration suit the
-device, shape and dtype, check the call once, and launch it with as little Python as possible."""
+"""The capstone's plan: which kernel and configuration suit the device, shape, dtype and
+layout, chosen from the fit's measurements on the nearest problems (:func:`plan`), else by
+rules; shrunk to the GPU's shared memory."""
 
 from __future__ import annotations
 
 import dataclasses
-import functools
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import torch
-from triton.runtime.errors import OutOfResources
 
 import tmm_course
-from tmm_course import gpu, validate
+from tmm_course import gpu
 from tmm_course.backend import GPU
-from tmm_course.kernels.fast import (
-    Config,
-    Ready,
-    prepare_grouped,
-    prepare_persistent_tma,
-    program_slots,
-    slices_of_the_tail,
-    tile_count,
-    tma_problem,
-)
-from tmm_course.kernels.matmul import check_blocks, check_operands, output_for
+from tmm_course.capstone.candidates import candidates_for, for_float32
+from tmm_course.capstone.config import Config
+from tmm_course.capstone.fitted import Fitted, shipped
+from tmm_course.capstone.kernels import tma_problem
+from tmm_course.capstone.launches import program_slots, slices_of_the_tail, tile_count
 
 
 @dataclass(frozen=True)
@@ -95,34 +88,23 @@ def fit_shared_memory(config: Config, itemsize: int, here: gpu.Gpu) -> Config:
     return config
 
 
-def for_float32(config: Config) -> Config:
-    """float32 tiles take twice the shared memory per pipeline stage: halve BLOCK_K."""
-    return dataclasses.replace(config, block_k=max(16, config.block_k // 2))
+_FIT: list[Fitted] | None = None  # the fitted problems plan() reads (None: not loaded yet)
 
 
-_FIT: list | None = None  # the fitted problems plan() reads (None: not loaded yet)
-
-
-def fit_table() -> list:
-    """The fitted problems (:class:`~tmm_course.perf.results.Fitted`) the plan chooses from:
-    those of :func:`use_fit`, else the shipped H200 fit (``perf/data/grid_h200.json``)."""
+def fit_table() -> list[Fitted]:
+    """The fitted problems the plan chooses from: those of :func:`use_fit`, else the shipped
+    H200 fit (``perf/data/grid_h200.json``; none: the rules decide)."""
     global _FIT
     if _FIT is None:
-        from tmm_course.perf import results
-
-        try:
-            _FIT = results.grid().fit
-        except FileNotFoundError:  # a package without a fit: the rules below decide
-            _FIT = []
+        _FIT = shipped()
     return _FIT
 
 
-def use_fit(fitted: Sequence | None) -> None:
-    """Plan from ``fitted`` from now on (``results.grid(path).fit`` from your own GPU's
-    ``python -m tmm_course.perf.bench fit``); None goes back to the shipped fit."""
+def use_fit(fitted: Sequence[Fitted] | None) -> None:
+    """Plan from ``fitted`` from now on; None goes back to the shipped fit. (Call it through
+    :func:`tmm_course.capstone.use_fit`, which also forgets the calls planned before.)"""
     global _FIT
     _FIT = None if fitted is None else list(fitted)
-    _READY.clear()
 
 
 def _column_major(b: torch.Tensor) -> bool:
@@ -154,15 +136,6 @@ def _distance(fitted, m: int, n: int, k: int, dtype: str, column_major: bool) ->
 NEIGHBOURS = 4  # the fitted problems nearest a new one that score each configuration
 
 
-def _measured(fitted) -> dict[tuple[str, str], float]:
-    """(path, str(config)) -> ratio to torch, for every candidate the fit timed on one
-    problem."""
-    if not fitted.tried:  # a fit stored without its candidates: its two winners
-        return {(fitted.path, str(fitted.config)): fitted.ratio,
-                ("grouped", str(fitted.grouped)): fitted.grouped_ratio}  # fmt: skip
-    return {(path, text): ratio for path, text, ratio in fitted.tried}
-
-
 def _filled(path: str, config: Config, m: int, n: int, k: int) -> float:
     """How full the persistent kernel's waves of tiles keep the SMs: a last wave of 24 tiles
     on 132 SMs leaves most of them idle, unless ``split_tail`` cuts them into K-slices (a
@@ -177,31 +150,20 @@ def _filled(path: str, config: Config, m: int, n: int, k: int) -> float:
     return tiles / (waves * slots)
 
 
-def _candidates(m: int, n: int, k: int, dtype: str) -> list[tuple[str, Config]]:
-    """The (path, config) pairs the fit tries on problems of this size."""
-    from tmm_course.perf.problems import CANDIDATES, size_class
-
-    pairs = []
-    for path, configs in CANDIDATES[size_class(m, n, k)].items():
-        pairs += [(path, for_float32(c) if dtype == "float32" else c) for c in configs]
-    return pairs
-
-
 def _scores(table: list, apart: dict[int, float], candidates: list[tuple[str, Config]],
             m: int, n: int, k: int) -> dict[tuple[str, Config], tuple[float, object]]:  # fmt: skip
     """Each candidate's expected log-ratio to torch here, and the nearest fitted problem of
     ``table`` (nearest first) that timed it."""
-    texts = {(path, str(config)): (path, config) for path, config in candidates}
-    near: dict[tuple[str, str], list] = {key: [] for key in texts}
+    near: dict[tuple[str, Config], list] = {key: [] for key in candidates}
     for fitted in table:
-        for key, ratio in _measured(fitted).items():
+        for key, ratio in fitted.measured().items():
             if key in near and len(near[key]) < NEIGHBOURS:
                 near[key].append((fitted, ratio))
     scores = {}
     for key, timed in near.items():
         if not timed:
             continue
-        path, config = texts[key]
+        path, config = key
         here = _filled(path, config, m, n, k)
         logs, weights = [], []
         for f, ratio in timed:
@@ -224,7 +186,7 @@ def _plan_by_fit(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None) -> 
     table = sorted((f for f in fit_table() if apart[id(f)] < math.inf), key=lambda f: apart[id(f)])
     if not table:
         return None
-    scores = _scores(table, apart, _candidates(m, n, k, dtype), m, n, k)
+    scores = _scores(table, apart, candidates_for(m, n, k, dtype), m, n, k)
     readable = tma_problem(a, b, out) is None
     stage = not readable and tma_problem(a, b, out, stage=True) is None
     runnable = [key for key in scores if key[0] == "grouped" or readable or stage]
@@ -274,117 +236,3 @@ def smaller(config: Config) -> Config | None:
     if config.block_m >= config.block_n:
         return dataclasses.replace(config, block_m=config.block_m // 2)
     return dataclasses.replace(config, block_n=config.block_n // 2)
-
-
-_READY: dict[tuple, Ready] = {}  # call signature -> its prepared launch
-
-
-def _call_key(a, b, out, precision: str, path: str | None, config: Config | None) -> tuple:
-    """Everything a prepared launch depends on: shapes, strides, dtypes, devices, 16-byte
-    alignment of every tensor, and the options."""
-    mine = None
-    if out is not None:
-        mine = (out.shape, out.stride(), out.dtype, out.get_device(), out.data_ptr() % 16)
-    return (a.shape, b.shape, a.stride(), b.stride(), a.dtype, b.dtype, a.get_device(),
-            b.get_device(), a.data_ptr() % 16, b.data_ptr() % 16, mine, precision, path,
-            config)  # fmt: skip
-
-
-def matmul_fast(
-    a: torch.Tensor,
-    b: torch.Tensor,
-    *,
-    precision: str = "tf32",
-    out: torch.Tensor | None = None,
-    path: str | None = None,
-    config: Config | None = None,
-) -> torch.Tensor:
-    """C = A @ B the fastest way this course knows for the device, shape and dtype (see
-    :func:`plan`). ``path`` ("persistent_tma" or "grouped") and ``config`` override the
-    choice; the other arguments are lesson 4's :func:`~tmm_course.kernels.matmul`'s.
-
-    A call shaped like an earlier one (same shapes, strides, dtypes, devices and alignment)
-    skips the checks and the planning it already passed and goes straight to the compiled
-    kernel: a small product is over in a few microseconds on a GPU, and Python time would
-    otherwise dominate it."""
-    try:
-        call = _call_key(a, b, out, precision, path, config)
-        ready = _READY.get(call)
-    except (AttributeError, TypeError):  # not tensors, say: the checks below say what is wrong
-        call = ready = None
-    if ready is not None:
-        return ready(a, b, out)
-    check_operands(a, b, precision)
-    out = output_for(a, b, out)
-    prepare, chosen_config = _prepare(a, b, out, path, config)
-    while True:  # a GPU with less shared memory than the plan assumed gets a smaller config
-        try:
-            ready = prepare(a, b, out, chosen_config, precision)
-            break
-        except OutOfResources as exc:
-            if config is not None:
-                raise validate.KernelInputError(
-                    f"config={config} needs more shared memory than this GPU has ({exc}). "
-                    "Fix: fewer num_stages, a smaller block_k, or config=None to let plan() "
-                    "choose."
-                ) from exc
-            chosen_config = smaller(chosen_config)
-            if chosen_config is None:
-                raise
-    if call is not None and len(_READY) < 4096:
-        _READY[call] = ready
-    return out
-
-
-def _prepare(
-    a: torch.Tensor,
-    b: torch.Tensor,
-    out: torch.Tensor,
-    path: str | None,
-    config: Config | None,
-) -> tuple[Callable[..., Ready], Config]:
-    """Choose the kernel and configuration for checked operands: what matmul_fast will run."""
-    chosen = plan(a, b, out)
-    if path is not None and path != chosen.path:
-        if path not in PATHS:
-            raise validate.KernelInputError(
-                f"path={path!r}: expected one of {', '.join(PATHS)}, or None to let plan() choose."
-            )
-        stage = False
-        if path == "persistent_tma" and tma_problem(a, b, out) is not None:
-            reason = tma_problem(a, b, out, stage=True)
-            if reason is not None:
-                raise validate.KernelInputError(
-                    f"path='persistent_tma' cannot run here: {reason}. Expected a Hopper GPU "
-                    "(or the interpreter) and Triton 3.4 or later. Fix: path='grouped'."
-                )
-            stage = True  # rows the TMA cannot read: copies of A and B, C stored by pointer
-        on_gpu = {"persistent_tma": LARGE_TMA, "grouped": LARGE_GROUPED}[path]
-        if a.dtype == torch.float32:
-            on_gpu = FLOAT32_TMA if path == "persistent_tma" else for_float32(on_gpu)
-        config_here = on_gpu if tmm_course.BACKEND == GPU else ON_INTERPRETER
-        chosen = Plan(path, config_here, "asked for", stage=stage)
-    if config is not None and not isinstance(config, Config):
-        raise validate.KernelInputError(
-            f"config is a {type(config).__name__}; expected a Config. Fix: "
-            "config=tmm_course.kernels.fast.Config(block_m=64, block_n=64, block_k=32)."
-        )
-    config = config or chosen.config
-    check_blocks((config.block_m, config.block_n, config.block_k))
-    if a.shape[0] == 0 or b.shape[1] == 0 or a.shape[1] == 0:
-        return _without_a_kernel, config
-    if chosen.path == "persistent_tma":
-        return functools.partial(prepare_persistent_tma, stage=chosen.stage), config
-    return prepare_grouped, config
-
-
-def _without_a_kernel(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, *_: object) -> Ready:
-    """An empty C, or K = 0 (every sum is empty: C is zero)."""
-
-    def ready(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None) -> torch.Tensor:
-        if out is None:
-            out = torch.empty((a.shape[0], b.shape[1]), dtype=a.dtype, device=a.device)
-        return out.zero_() if a.shape[1] == 0 else out
-
-    ready(a, b, out)
-    return ready

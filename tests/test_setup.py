@@ -1,0 +1,52 @@
+"""What each make target installs into .venv: a learner's `make course` the course and
+JupyterLab only, `make test` everything the tests and the grader need."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from conftest import ROOT
+
+tomllib = pytest.importorskip("tomllib", reason="reading pyproject.toml needs Python 3.11+")
+
+MAKEFILE = (ROOT / "Makefile").read_text(encoding="utf-8")
+EXTRAS = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"][
+    "optional-dependencies"
+]
+INSTRUCTORS_TOOLS = {"pytest", "nbval", "ruff", "playwright", "nbgrader", "nbclient"}
+
+
+def names(extra: str) -> set[str]:
+    return {re.match(r"[A-Za-z0-9_.-]+", r).group().lower() for r in EXTRAS[extra]}
+
+
+def installed_by(stamp: str) -> list[str]:
+    """The extras the Makefile rule for ``stamp`` (COURSE_ENV, ...) passes to setup-venv.sh."""
+    rule = re.search(rf"^\$\({stamp}\):.*\n\tEXTRAS=(\S+) \$\(SETUP\)", MAKEFILE, re.MULTILINE)
+    assert rule, f"no setup rule for {stamp} in the Makefile"
+    return rule.group(1).split(",")
+
+
+def test_make_course_installs_jupyterlab_and_none_of_the_instructors_tools():
+    assert installed_by("COURSE_ENV") == ["course"]
+    assert names("course") == {"jupyterlab"}
+    assert re.search(r"^course: \$\(COURSE_ENV\)$", MAKEFILE, re.MULTILINE)
+
+
+def test_make_test_installs_the_test_and_grading_tools_too():
+    assert installed_by("TEST_ENV") == ["course", "test", "grade"]
+    assert re.search(r"^test: \$\(TEST_ENV\)$", MAKEFILE, re.MULTILINE)
+    tools = names("test") | names("grade")
+    assert tools >= INSTRUCTORS_TOOLS
+    assert not INSTRUCTORS_TOOLS & names("course")
+
+
+def test_make_grade_installs_what_the_grader_imports():
+    assert installed_by("GRADE_ENV") == ["grade"]
+    assert {"nbclient", "nbformat", "ipykernel"} <= names("grade")
+
+
+def test_setup_installs_the_extras_it_is_given():
+    script = (ROOT / "tools" / "setup-venv.sh").read_text(encoding="utf-8")
+    assert 'install -e ".[$EXTRAS]"' in script

@@ -1,0 +1,170 @@
+"""``matmul_fast``: check a call once, plan it, prepare its launch, and serve every later call
+of the same signature straight from that prepared launch. :func:`reset` forgets them all;
+:func:`plain_launches` runs a block with none of them and every launch on Triton's own path."""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+from collections.abc import Callable, Iterator
+
+import torch
+from triton.runtime.errors import OutOfResources
+
+import tmm_course
+from tmm_course import validate
+from tmm_course.backend import GPU
+from tmm_course.capstone import quick_launch
+from tmm_course.capstone.candidates import for_float32
+from tmm_course.capstone.config import Config
+from tmm_course.capstone.kernels import tma_problem
+from tmm_course.capstone.launches import Ready, prepare_grouped, prepare_persistent_tma
+from tmm_course.capstone.plans import (
+    FLOAT32_TMA,
+    LARGE_GROUPED,
+    LARGE_TMA,
+    ON_INTERPRETER,
+    PATHS,
+    Plan,
+    plan,
+    smaller,
+)
+from tmm_course.kernels.matmul import check_blocks, check_operands, output_for
+
+_READY: dict[tuple, Ready] = {}  # call signature -> its prepared launch
+
+
+def _call_key(a, b, out, precision: str, path: str | None, config: Config | None) -> tuple:
+    """Everything a prepared launch depends on: shapes, strides, dtypes, devices, 16-byte
+    alignment of every tensor, and the options."""
+    mine = None
+    if out is not None:
+        mine = (out.shape, out.stride(), out.dtype, out.get_device(), out.data_ptr() % 16)
+    return (a.shape, b.shape, a.stride(), b.stride(), a.dtype, b.dtype, a.get_device(),
+            b.get_device(), a.data_ptr() % 16, b.data_ptr() % 16, mine, precision, path,
+            config)  # fmt: skip
+
+
+def matmul_fast(
+    a: torch.Tensor,
+    b: torch.Tensor,
+    *,
+    precision: str = "tf32",
+    out: torch.Tensor | None = None,
+    path: str | None = None,
+    config: Config | None = None,
+) -> torch.Tensor:
+    """C = A @ B the fastest way this course knows for the device, shape and dtype (see
+    :func:`plan`). ``path`` ("persistent_tma" or "grouped") and ``config`` override the
+    choice; the other arguments are lesson 4's :func:`~tmm_course.kernels.matmul`'s.
+
+    A call shaped like an earlier one (same shapes, strides, dtypes, devices and alignment)
+    skips the checks and the planning it already passed and goes straight to the compiled
+    kernel: a small product is over in a few microseconds on a GPU, and Python time would
+    otherwise dominate it."""
+    try:
+        call = _call_key(a, b, out, precision, path, config)
+        ready = _READY.get(call)
+    except (AttributeError, TypeError):  # not tensors, say: the checks below say what is wrong
+        call = ready = None
+    if ready is not None:
+        return ready(a, b, out)
+    check_operands(a, b, precision)
+    out = output_for(a, b, out)
+    prepare, chosen_config = _prepare(a, b, out, path, config)
+    while True:  # a GPU with less shared memory than the plan assumed gets a smaller config
+        try:
+            ready = prepare(a, b, out, chosen_config, precision)
+            break
+        except OutOfResources as exc:
+            if config is not None:
+                raise validate.KernelInputError(
+                    f"config={config} needs more shared memory than this GPU has ({exc}). "
+                    "Fix: fewer num_stages, a smaller block_k, or config=None to let plan() "
+                    "choose."
+                ) from exc
+            chosen_config = smaller(chosen_config)
+            if chosen_config is None:
+                raise
+    if call is not None:
+        if len(_READY) >= READY_LIMIT:
+            del _READY[next(iter(_READY))]
+        _READY[call] = ready
+    return out
+
+
+def _prepare(
+    a: torch.Tensor,
+    b: torch.Tensor,
+    out: torch.Tensor,
+    path: str | None,
+    config: Config | None,
+) -> tuple[Callable[..., Ready], Config]:
+    """Choose the kernel and configuration for checked operands: what matmul_fast will run."""
+    chosen = plan(a, b, out)
+    if path is not None and path != chosen.path:
+        if path not in PATHS:
+            raise validate.KernelInputError(
+                f"path={path!r}: expected one of {', '.join(PATHS)}, or None to let plan() choose."
+            )
+        stage = False
+        if path == "persistent_tma" and tma_problem(a, b, out) is not None:
+            reason = tma_problem(a, b, out, stage=True)
+            if reason is not None:
+                raise validate.KernelInputError(
+                    f"path='persistent_tma' cannot run here: {reason}. Expected a Hopper GPU "
+                    "(or the interpreter) and Triton 3.4 or later. Fix: path='grouped'."
+                )
+            stage = True  # rows the TMA cannot read: copies of A and B, C stored by pointer
+        on_gpu = {"persistent_tma": LARGE_TMA, "grouped": LARGE_GROUPED}[path]
+        if a.dtype == torch.float32:
+            on_gpu = FLOAT32_TMA if path == "persistent_tma" else for_float32(on_gpu)
+        config_here = on_gpu if tmm_course.BACKEND == GPU else ON_INTERPRETER
+        chosen = Plan(path, config_here, "asked for", stage=stage)
+    if config is not None and not isinstance(config, Config):
+        raise validate.KernelInputError(
+            f"config is a {type(config).__name__}; expected a Config. Fix: "
+            "config=tmm_course.capstone.Config(block_m=64, block_n=64, block_k=32)."
+        )
+    config = config or chosen.config
+    check_blocks((config.block_m, config.block_n, config.block_k))
+    if a.shape[0] == 0 or b.shape[1] == 0 or a.shape[1] == 0:
+        return _without_a_kernel, config
+    if chosen.path == "persistent_tma":
+        return functools.partial(prepare_persistent_tma, stage=chosen.stage), config
+    return prepare_grouped, config
+
+
+def _without_a_kernel(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, *_: object) -> Ready:
+    """An empty C, or K = 0 (every sum is empty: C is zero)."""
+
+    def ready(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None) -> torch.Tensor:
+        if out is None:
+            out = torch.empty((a.shape[0], b.shape[1]), dtype=a.dtype, device=a.device)
+        return out.zero_() if a.shape[1] == 0 else out
+
+    ready(a, b, out)
+    return ready
+
+
+READY_LIMIT = 4096  # call signatures remembered at most; then the oldest are forgotten
+
+
+def reset() -> None:
+    """Forget every prepared call: the next call of each signature is checked and planned
+    again (after a new fit, say)."""
+    _READY.clear()
+
+
+@contextlib.contextmanager
+def plain_launches() -> Iterator[None]:
+    """Inside the block, ``matmul_fast`` prepares its calls afresh and forgets them after, and
+    every capstone launch takes Triton's own path (``kernel[grid](...)``): launch recorders,
+    the interpreter and the compiler's caches see each one."""
+    global _READY
+    saved, _READY = _READY, {}
+    try:
+        with quick_launch.plain_launches():
+            yield
+    finally:
+        _READY = saved

@@ -1,0 +1,109 @@
+"""The configurations the capstone's fit races per problem, by the shape's size class."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from tmm_course.capstone.config import Config
+
+# the configurations the fit races per problem (python -m tmm_course.perf.bench fit)
+CANDIDATES = {
+    "few rows": {
+        "grouped": (
+            Config(16, 64, 128, num_warps=4, num_stages=4, split_k=4),
+            Config(16, 128, 128, num_warps=4, num_stages=4, split_k=2),
+            Config(32, 64, 128, num_warps=4, num_stages=4, split_k=4),
+            Config(64, 64, 128, num_warps=4, num_stages=4, split_k=2),
+            Config(64, 64, 128, num_warps=4, num_stages=4),
+            Config(64, 128, 64, num_warps=4, num_stages=4, split_k=4),
+            Config(32, 128, 128, num_warps=4, num_stages=4),
+            # few columns: the same shapes turned around
+            Config(64, 16, 128, num_warps=4, num_stages=4, split_k=4),
+            Config(128, 16, 128, num_warps=4, num_stages=4, split_k=2),
+            Config(64, 32, 128, num_warps=4, num_stages=4, split_k=4),
+            Config(128, 64, 64, num_warps=4, num_stages=4, split_k=4),
+        ),
+        "persistent_tma": (
+            # the product turned around (C^T = B^T A^T): the few rows on the narrow side of
+            # the tensor cores' instruction, a last partial wave shared out in K-slices
+            Config(16, 64, 128, num_warps=4, num_stages=5, split_tail=True, swap_ab=True),
+            Config(16, 128, 128, num_warps=4, num_stages=4, split_tail=True, swap_ab=True),
+            Config(32, 128, 128, num_warps=4, num_stages=4, split_tail=True, swap_ab=True),
+            Config(128, 128, 64, num_warps=8, num_stages=4, split_tail=True, swap_ab=True),
+            # few columns, or a hundred rows and more, as they are
+            Config(64, 64, 128, num_warps=4, num_stages=4, split_tail=True),
+            Config(128, 64, 64, num_warps=4, num_stages=4, split_tail=True),
+        ),
+    },
+    "middle": {
+        "grouped": (
+            Config(64, 64, 64, num_warps=4, num_stages=4, group_m=4),
+            Config(64, 128, 64, num_warps=4, num_stages=4),
+            Config(128, 64, 64, num_warps=4, num_stages=4),
+            Config(128, 128, 64, num_warps=8, num_stages=4),
+            Config(64, 64, 128, num_warps=4, num_stages=3, split_k=2),
+            Config(128, 128, 64, num_warps=8, num_stages=4, split_k=2),
+        ),
+        "persistent_tma": (
+            Config(64, 128, 64, num_warps=4, num_stages=4),
+            Config(128, 128, 64, num_warps=8, num_stages=4),
+            Config(128, 256, 64, num_warps=8, num_stages=3, subtile=True),
+            Config(256, 128, 64, num_warps=8, num_stages=3, subtile=True),
+            # a last, partial wave of tiles shared out in K-slices
+            Config(128, 128, 64, num_warps=8, num_stages=4, split_tail=True),
+            Config(128, 256, 64, num_warps=8, num_stages=3, subtile=True, split_tail=True),
+            Config(128, 256, 64, num_warps=8, num_stages=3, subtile=True, warp_specialize=True),
+        ),
+    },
+    "large": {
+        "grouped": (
+            Config(128, 256, 64, num_warps=8, num_stages=4),
+            Config(128, 128, 64, num_warps=8, num_stages=4),
+            Config(128, 256, 32, num_warps=8, num_stages=5),
+        ),
+        "persistent_tma": (
+            Config(128, 256, 64, num_warps=8, num_stages=3, subtile=True),
+            Config(128, 256, 64, num_warps=8, num_stages=4, subtile=True),
+            Config(128, 128, 64, num_warps=8, num_stages=4),
+            Config(256, 128, 64, num_warps=8, num_stages=3, subtile=True),
+            Config(128, 128, 64, num_warps=8, num_stages=4, split_tail=True),
+            Config(128, 256, 64, num_warps=8, num_stages=3, subtile=True, split_tail=True),
+            Config(128, 256, 64, num_warps=8, num_stages=4, subtile=True, split_tail=True),
+            # warps that only load, beside warps that only compute
+            Config(128, 256, 64, num_warps=8, num_stages=3, subtile=True, warp_specialize=True),
+            Config(
+                128,
+                256,
+                64,
+                num_warps=8,
+                num_stages=3,
+                subtile=True,
+                split_tail=True,
+                warp_specialize=True,
+            ),
+        ),
+    },
+}
+
+
+def size_class(m: int, n: int, k: int) -> str:
+    """Which family of CANDIDATES suits a product's shape."""
+    if min(m, n) <= 128:
+        return "few rows"
+    if min(m, n) <= 1024 or m * n <= 2048 * 2048:
+        return "middle"
+    return "large"
+
+
+def for_float32(config: Config) -> Config:
+    """float32 tiles take twice the shared memory per pipeline stage: halve BLOCK_K."""
+    return dataclasses.replace(config, block_k=max(16, config.block_k // 2))
+
+
+def candidates_for(m: int, n: int, k: int, dtype: str) -> list[tuple[str, Config]]:
+    """The (path, config) pairs the fit tries on an m x n x k product of ``dtype``: its size
+    class's, with BLOCK_K halved for float32."""
+    pairs = []
+    for path, configs in CANDIDATES[size_class(m, n, k)].items():
+        pairs += [(path, for_float32(c) if dtype == "float32" else c) for c in configs]
+    return pairs

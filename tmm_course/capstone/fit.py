@@ -1,0 +1,76 @@
+"""The capstone's fit: every candidate configuration raced with torch.matmul on each fitted
+problem, and the records the plan chooses from (:class:`Fitted`). The timing itself is the
+caller's (``python -m tmm_course.perf.bench fit`` passes interleaved do_bench medians), so this
+module measures nothing on its own and runs anywhere."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+
+import torch
+
+from tmm_course.capstone.calls import matmul_fast
+from tmm_course.capstone.candidates import candidates_for
+from tmm_course.capstone.config import Config
+from tmm_course.capstone.fitted import Fitted
+from tmm_course.capstone.kernels import tma_problem
+from tmm_course.capstone.problems import Problem
+from tmm_course.numerics import error
+
+# ``timed(problem, runs)``: each run's milliseconds, torch.matmul's under "torch.matmul"
+Timer = Callable[[Problem, dict[str, Callable[[], object]]], dict[str, float]]
+
+
+def _runnable(problem: Problem, a: torch.Tensor, b: torch.Tensor) -> Iterator[tuple[str, Config]]:
+    """The candidates for ``problem``, the persistent kernel only where descriptors can read."""
+    for path, config in candidates_for(problem.m, problem.n, problem.k, problem.dtype):
+        if path == "persistent_tma" and tma_problem(a, b, stage=True) is not None:
+            continue
+        yield path, config
+
+
+def fit_one(problem: Problem, timed: Timer, say: Callable[[str], None] = print) -> Fitted | None:
+    """Every candidate configuration on ``problem`` that computes the right product, timed
+    with torch.matmul by ``timed``; the fastest wins, and the fastest of the grouped kernel is
+    kept beside it (None if no grouped one ran)."""
+    a, b = problem.operands()
+    limit = problem.tolerance()
+    right: dict[str, Callable[[], object]] = {"torch.matmul": lambda: torch.matmul(a, b)}
+    choices: dict[str, tuple[str, Config]] = {}
+    for path, config in _runnable(problem, a, b):
+
+        def run(path=path, config=config) -> torch.Tensor:
+            return matmul_fast(a, b, path=path, config=config)
+
+        name = f"{path} {config}"
+        try:
+            if error(run(), a, b) <= limit:
+                right[name], choices[name] = run, (path, config)
+            else:
+                say(f"{problem.label}: {name} is wrong here, left out")
+        except Exception as exc:  # too much shared memory, say: not a candidate here
+            say(f"{problem.label}: {name} failed: {type(exc).__name__}")
+    ms = timed(problem, right)
+    ratios = {name: ms["torch.matmul"] / ms[name] for name in choices}
+    grouped = [name for name in choices if choices[name][0] == "grouped"]
+    if not grouped:
+        return None
+    best = max(ratios, key=ratios.get)
+    fastest_grouped = max(grouped, key=ratios.get)
+    tried = tuple((path, config, ratios[name]) for name, (path, config) in choices.items())
+    return Fitted(
+        problem, *choices[best], ratios[best], choices[fastest_grouped][1],
+        ratios[fastest_grouped], tried,
+    )  # fmt: skip
+
+
+def fit(problems: Iterable[Problem], timed: Timer, say: Callable[[str], None] = print
+        ) -> Iterator[Fitted]:  # fmt: skip
+    """:func:`fit_one` on each problem, skipping those where no grouped candidate ran."""
+    for problem in problems:
+        fitted = fit_one(problem, timed, say)
+        if fitted is None:
+            say(f"{problem.label}: no candidate ran, left out of the fit")
+            continue
+        say(f"{problem.label:34s} {fitted.ratio:.3f} {fitted.path} {fitted.config}")
+        yield fitted

@@ -1,0 +1,63 @@
+"""The fit's records: on each fitted problem, what every candidate configuration measured
+(:class:`Fitted`), as the results files store it; and the fit the package ships."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from importlib import resources
+
+from tmm_course.capstone.config import Config
+from tmm_course.capstone.problems import Problem
+
+SHIPPED_FIT = ("tmm_course.perf", "data/grid_h200.json")  # package, file: the H200 fit
+
+
+@dataclass(frozen=True)
+class Fitted:
+    """The fit's choice on one problem: the fastest configuration of all, and the fastest of
+    the grouped kernel (for tensors the persistent one cannot read), as ratios to torch;
+    ``tried`` holds every candidate's (path, configuration, ratio)."""
+
+    problem: Problem
+    path: str
+    config: Config
+    ratio: float
+    grouped: Config
+    grouped_ratio: float
+    tried: tuple[tuple[str, Config, float], ...] = ()
+
+    def measured(self) -> dict[tuple[str, Config], float]:
+        """(path, config) -> ratio to torch for every candidate timed here (a record stored
+        without its candidates: its two winners)."""
+        if not self.tried:
+            return {(self.path, self.config): self.ratio,
+                    ("grouped", self.grouped): self.grouped_ratio}  # fmt: skip
+        return {(path, config): ratio for path, config, ratio in self.tried}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> Fitted:
+        tried = tuple((t["path"], Config.from_dict(t["config"]), t["ratio"])
+                      for t in data.get("tried", ()))  # fmt: skip
+        return cls(
+            Problem.from_dict(data["problem"]), data["path"], Config.from_dict(data["config"]),
+            data["ratio"], Config.from_dict(data["grouped"]), data["grouped_ratio"], tried,
+        )  # fmt: skip
+
+    def as_dict(self) -> dict:
+        return {
+            "problem": self.problem.as_dict(), "path": self.path,
+            "config": self.config.as_dict(), "ratio": self.ratio,
+            "grouped": self.grouped.as_dict(), "grouped_ratio": self.grouped_ratio,
+            "tried": [{"path": p, "config": c.as_dict(), "ratio": r} for p, c, r in self.tried],
+        }  # fmt: skip
+
+
+def shipped() -> list[Fitted]:
+    """The fit that ships with the package (measured on an H200), or none."""
+    package, name = SHIPPED_FIT
+    found = resources.files(package) / name
+    if not found.is_file():
+        return []
+    data = json.loads(found.read_text(encoding="utf-8"))
+    return [Fitted.from_dict(f) for f in data.get("fit", [])]

@@ -1,0 +1,276 @@
+"""The capstone's Triton kernels: a grouped pointer kernel that runs anywhere, a persistent kernel
+that loads through tensor descriptors (TMA on Hopper), a tiled transpose for copies, and what
+the TMA can read. Their launches are :mod:`tmm_course.capstone.launches`."""
+
+from __future__ import annotations
+
+import torch
+import triton
+import triton.language as tl
+
+from tmm_course import gpu
+from tmm_course.kernels.launch_order import grouped_tile
+
+try:  # host-side tensor descriptors arrived in triton 3.4
+    from triton.tools.tensor_descriptor import TensorDescriptor
+except ImportError:  # pragma: no cover - older triton
+    TensorDescriptor = None
+
+__all__ = ["TensorDescriptor", "grouped_matmul_kernel", "grouped_tile",
+           "persistent_tma_matmul_kernel", "reads_b_transposed", "tma_problem",
+           "transpose_kernel"]  # fmt: skip
+
+
+@triton.jit
+def grouped_matmul_kernel(a_ptr, b_ptr, c_ptr, partial_ptr, count_ptr, M, N, K,
+                          stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
+                          PRECISION: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                          BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr, SPLIT_K: tl.constexpr,
+                          ALIGN_M: tl.constexpr, ALIGN_N: tl.constexpr,
+                          ALIGN_AM: tl.constexpr, ALIGN_AK: tl.constexpr,
+                          ALIGN_BK: tl.constexpr, ALIGN_BN: tl.constexpr, EVEN_K: tl.constexpr):
+    # lesson 4's kernel on a grid whose programs take their tiles in grouped order; axis 1
+    # cuts K into SPLIT_K slices: each leaves a float32 partial, and the last slice of a tile
+    # to finish adds them up into C (one launch; count_ptr holds a counter per tile)
+    tile = tl.program_id(axis=0)
+    pid_m, pid_n = grouped_tile(tile, tl.cdiv(M, BLOCK_M), tl.cdiv(N, BLOCK_N), GROUP_M)
+    slabs = tl.cdiv(tl.cdiv(K, BLOCK_K), SPLIT_K)  # K-slabs per slice
+    k_first = tl.program_id(axis=1) * slabs * BLOCK_K
+    offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    offs_k = tl.arange(0, BLOCK_K)
+    # rows past M (columns past N) wrap onto real ones: loads need no mask on M and N, and
+    # what they fetch there is never stored. ALIGN_*: the largest power of two (up to 16)
+    # dividing M, N and each stride, so that loads move 16 bytes at once even where a size
+    # is not a multiple of 16 (Triton then assumes nothing about it): rows wrapped at M
+    # still come in runs of ALIGN_M that start on a multiple of ALIGN_M
+    wrapped_m = tl.max_contiguous(tl.multiple_of(offs_m % M, ALIGN_M), ALIGN_M)
+    wrapped_n = tl.max_contiguous(tl.multiple_of(offs_n % N, ALIGN_N), ALIGN_N)
+    a_rows = tl.multiple_of(wrapped_m * stride_am, ALIGN_AM)
+    a_cols = tl.multiple_of((k_first + offs_k) * stride_ak, ALIGN_AK)
+    b_rows = tl.multiple_of((k_first + offs_k) * stride_bk, ALIGN_BK)
+    b_cols = tl.multiple_of(wrapped_n * stride_bn, ALIGN_BN)
+    a_ptrs = a_ptr + a_rows[:, None] + a_cols[None, :]
+    b_ptrs = b_ptr + b_rows[:, None] + b_cols[None, :]
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    # whole slabs load without a mask; a last, partial one (K not a multiple of BLOCK_K)
+    # is masked on its own, so that a mask does not stop every load moving 16 bytes at once
+    k_here = tl.maximum(tl.minimum(K - k_first, slabs * BLOCK_K), 0)  # this slice's share
+    for _ in range(0, k_here // BLOCK_K):
+        acc = tl.dot(tl.load(a_ptrs), tl.load(b_ptrs), acc, input_precision=PRECISION)
+        a_ptrs += BLOCK_K * stride_ak
+        b_ptrs += BLOCK_K * stride_bk
+    if not EVEN_K:
+        k_left = k_here % BLOCK_K
+        if k_left > 0:
+            a = tl.load(a_ptrs, mask=offs_k[None, :] < k_left, other=0.0)
+            b = tl.load(b_ptrs, mask=offs_k[:, None] < k_left, other=0.0)
+            acc = tl.dot(a, b, acc, input_precision=PRECISION)
+    inside = (offs_m[:, None] < M) & (offs_n[None, :] < N)
+    c_ptrs = c_ptr + offs_m[:, None] * stride_cm + offs_n[None, :] * stride_cn
+    if SPLIT_K == 1:
+        tl.store(c_ptrs, acc.to(c_ptr.dtype.element_ty), mask=inside)
+    else:
+        in_tile = offs_m[:, None] * N + offs_n[None, :]  # each partial is M x N, contiguous
+        tl.store(partial_ptr + tl.program_id(axis=1) * M * N + in_tile, acc, mask=inside)
+        arrived = tl.atomic_add(count_ptr + tile, 1)  # acq_rel: the partial above is visible
+        if arrived == SPLIT_K - 1:  # every other slice of this tile has stored its partial
+            total = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+            for s in tl.static_range(SPLIT_K):
+                total += tl.load(partial_ptr + s * M * N + in_tile, mask=inside, other=0.0,
+                                 cache_modifier=".cg")
+            tl.store(c_ptrs, total.to(c_ptr.dtype.element_ty), mask=inside)
+            tl.atomic_xchg(count_ptr + tile, 0)  # ready for the next launch
+
+
+@triton.jit
+def _zeros(BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, SWAP_AB: tl.constexpr):
+    # a tile's float32 accumulator: C's tile, or with SWAP_AB its transpose
+    if SWAP_AB:
+        acc = tl.zeros((BLOCK_N, BLOCK_M), dtype=tl.float32)
+    else:
+        acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    return acc
+
+
+@triton.jit
+def _tile_of_c(acc, SWAP_AB: tl.constexpr):
+    # the accumulator as C's BLOCK_M x BLOCK_N tile
+    if SWAP_AB:
+        acc = acc.T
+    return acc
+
+
+@triton.jit
+def _dot_step(a_desc, b_desc, acc, pid_m, pid_n, k, PRECISION: tl.constexpr,
+              BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+              B_TRANSPOSED: tl.constexpr, SWAP_AB: tl.constexpr):
+    # one K-step of a tile: load its slab of A and of B through the descriptors, add the product
+    # (B_TRANSPOSED: b_desc describes B^T, N x K; SWAP_AB: add B^T A^T to C^T's tile, so that
+    # BLOCK_N, not BLOCK_M, is the side of the tensor cores' instruction that needs 64 rows)
+    a = a_desc.load([pid_m * BLOCK_M, k * BLOCK_K])
+    if B_TRANSPOSED:
+        b = b_desc.load([pid_n * BLOCK_N, k * BLOCK_K]).T
+    else:
+        b = b_desc.load([k * BLOCK_K, pid_n * BLOCK_N])
+    if SWAP_AB:
+        acc = tl.dot(b.T, a.T, acc, input_precision=PRECISION)
+    else:
+        acc = tl.dot(a, b, acc, input_precision=PRECISION)
+    return acc
+
+
+@triton.jit
+def _store_tile(c, acc, pid_m, pid_n, M, N, stride_cm, stride_cn, BLOCK_M: tl.constexpr,
+                BLOCK_N: tl.constexpr, SUBTILE: tl.constexpr, C_BY_POINTER: tl.constexpr):
+    # c: C's tensor descriptor; or with C_BY_POINTER, C's address, for rows the TMA cannot
+    # write (masked stores, as in lesson 4). SUBTILE: store C in two halves, so the staging
+    # buffer in shared memory is half as big
+    if C_BY_POINTER:
+        rows = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+        cols = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+        inside = (rows[:, None] < M) & (cols[None, :] < N)
+        where = c + rows[:, None] * stride_cm + cols[None, :] * stride_cn
+        tl.store(where, acc.to(c.dtype.element_ty), mask=inside)
+    elif SUBTILE:
+        halves = tl.permute(tl.reshape(acc, (BLOCK_M, 2, BLOCK_N // 2)), (0, 2, 1))
+        left, right = tl.split(halves)
+        c.store([pid_m * BLOCK_M, pid_n * BLOCK_N], left.to(c.dtype))
+        c.store([pid_m * BLOCK_M, pid_n * BLOCK_N + BLOCK_N // 2], right.to(c.dtype))
+    else:
+        c.store([pid_m * BLOCK_M, pid_n * BLOCK_N], acc.to(c.dtype))
+
+
+@triton.jit
+def _add_up_slice(c, acc, partial_ptr, count_ptr, tile_id, piece, pid_m, pid_n, M, N,
+                  stride_cm, stride_cn, SPLITS: tl.constexpr, BLOCK_M: tl.constexpr,
+                  BLOCK_N: tl.constexpr, SUBTILE: tl.constexpr, C_BY_POINTER: tl.constexpr):
+    # one K-slice of a tail tile: leave its float32 partial; the last slice of the tile to
+    # arrive adds up all SPLITS partials and stores the tile
+    in_tile = tl.arange(0, BLOCK_M)[:, None] * BLOCK_N + tl.arange(0, BLOCK_N)[None, :]
+    first = partial_ptr + tile_id * SPLITS * BLOCK_M * BLOCK_N
+    tl.store(first + piece * BLOCK_M * BLOCK_N + in_tile, acc)
+    arrived = tl.atomic_add(count_ptr + tile_id, 1)  # acq_rel: the partial above is visible
+    if arrived == SPLITS - 1:
+        total = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+        for s in tl.static_range(SPLITS):
+            total += tl.load(first + s * BLOCK_M * BLOCK_N + in_tile, cache_modifier=".cg")
+        _store_tile(c, total, pid_m, pid_n, M, N, stride_cm, stride_cn, BLOCK_M, BLOCK_N,
+                    SUBTILE, C_BY_POINTER)
+        tl.atomic_xchg(count_ptr + tile_id, 0)  # ready for the next launch
+
+
+@triton.jit
+def persistent_tma_matmul_kernel(a_desc, b_desc, c, partial_ptr, count_ptr, M, N, K,
+                                 stride_cm, stride_cn,
+                                 PRECISION: tl.constexpr, BLOCK_M: tl.constexpr,
+                                 BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+                                 GROUP_M: tl.constexpr, NUM_PROGRAMS: tl.constexpr,
+                                 B_TRANSPOSED: tl.constexpr, SUBTILE: tl.constexpr,
+                                 FLATTEN: tl.constexpr, TAIL_SPLITS: tl.constexpr,
+                                 SWAP_AB: tl.constexpr, C_BY_POINTER: tl.constexpr,
+                                 WARP_SPECIALIZE: tl.constexpr):
+    # one program per SM, each walking tiles NUM_PROGRAMS apart; the descriptors know the
+    # shapes, so the hardware (TMA) fills tiles past an edge with zeros and clips stores
+    # (c: C's descriptor, or its address with C_BY_POINTER; see _store_tile)
+    grid_m = tl.cdiv(M, BLOCK_M)
+    grid_n = tl.cdiv(N, BLOCK_N)
+    tiles = grid_m * grid_n
+    whole = tiles  # tiles computed whole; with TAIL_SPLITS > 1, the full waves only
+    if TAIL_SPLITS > 1:
+        whole = tiles - tiles % NUM_PROGRAMS
+    for tile_id in tl.range(tl.program_id(axis=0), whole, NUM_PROGRAMS, flatten=FLATTEN,
+                            warp_specialize=WARP_SPECIALIZE):
+        pid_m, pid_n = grouped_tile(tile_id, grid_m, grid_n, GROUP_M)
+        acc = _zeros(BLOCK_M, BLOCK_N, SWAP_AB)
+        for k in range(0, tl.cdiv(K, BLOCK_K)):
+            acc = _dot_step(a_desc, b_desc, acc, pid_m, pid_n, k, PRECISION, BLOCK_M, BLOCK_N,
+                            BLOCK_K, B_TRANSPOSED, SWAP_AB)
+        _store_tile(c, _tile_of_c(acc, SWAP_AB), pid_m, pid_n, M, N, stride_cm, stride_cn,
+                    BLOCK_M, BLOCK_N, SUBTILE, C_BY_POINTER)
+    if TAIL_SPLITS > 1:
+        # the last, partial wave: each of its tiles cut into TAIL_SPLITS K-slices, so that
+        # every SM has a share of it instead of a few SMs doing all of it while the rest idle
+        per_slice = tl.cdiv(tl.cdiv(K, BLOCK_K), TAIL_SPLITS)
+        for job in range(tl.program_id(axis=0), (tiles - whole) * TAIL_SPLITS, NUM_PROGRAMS):
+            tile_id = whole + job // TAIL_SPLITS
+            piece = job % TAIL_SPLITS
+            pid_m, pid_n = grouped_tile(tile_id, grid_m, grid_n, GROUP_M)
+            acc = _zeros(BLOCK_M, BLOCK_N, SWAP_AB)
+            k_end = tl.minimum((piece + 1) * per_slice, tl.cdiv(K, BLOCK_K))
+            for k in range(piece * per_slice, k_end):
+                acc = _dot_step(a_desc, b_desc, acc, pid_m, pid_n, k, PRECISION, BLOCK_M,
+                                BLOCK_N, BLOCK_K, B_TRANSPOSED, SWAP_AB)
+            _add_up_slice(c, _tile_of_c(acc, SWAP_AB), partial_ptr, count_ptr, tile_id - whole,
+                          piece, pid_m, pid_n, M, N, stride_cm, stride_cn, TAIL_SPLITS,
+                          BLOCK_M, BLOCK_N, SUBTILE, C_BY_POINTER)
+
+
+
+@triton.jit
+def transpose_kernel(src_ptr, dst_ptr, R, C, stride_sr, stride_sc, stride_dr, stride_dc,
+                     BLOCK: tl.constexpr):
+    # dst (C x R) = src (R x C) turned around, a BLOCK x BLOCK tile per program: read along
+    # the rows of src, written along the rows of dst (the tile turns around on the chip)
+    rows = tl.program_id(axis=0) * BLOCK + tl.arange(0, BLOCK)
+    cols = tl.program_id(axis=1) * BLOCK + tl.arange(0, BLOCK)
+    inside = (rows[:, None] < R) & (cols[None, :] < C)
+    tile = tl.load(src_ptr + rows[:, None] * stride_sr + cols[None, :] * stride_sc, mask=inside)
+    tl.store(dst_ptr + cols[:, None] * stride_dr + rows[None, :] * stride_dc, tl.trans(tile),
+             mask=tl.trans(inside))  # fmt: skip
+
+
+
+def reads_b_transposed(b: torch.Tensor) -> bool:
+    """Whether the persistent kernel reads B as B^T (N x K, rows along K): free when B is
+    column-major already; a copy for float32, whose TF32 tensor cores need K-major B (read
+    as it is, row-major B makes the kernel several times slower on an H200)."""
+    return (b.stride(0) == 1 and b.shape[0] > 1) or b.dtype == torch.float32
+
+
+def readable(t: torch.Tensor) -> bool:
+    """Whether a tensor descriptor can read ``t`` as it is: contiguous rows that start on
+    16-byte boundaries."""
+    rows_apart = t.stride(0) * t.element_size()
+    return t.stride(1) == 1 and rows_apart % 16 == 0 and t.data_ptr() % 16 == 0
+
+
+
+def _misaligned(name: str, row_stride: int, t: torch.Tensor) -> str | None:
+    if (row_stride * t.element_size()) % 16 or t.data_ptr() % 16:
+        return (
+            f"{name}'s rows ({row_stride} elements of {t.element_size()} bytes apart) or its "
+            "start address are not on 16-byte boundaries"
+        )
+    return None
+
+
+def tma_problem(
+    a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None, stage: bool = False
+) -> str | None:
+    """Why the persistent kernel cannot read these tensors through tensor descriptors, or
+    None if it can: each needs contiguous rows that start on 16-byte boundaries, unless
+    ``stage`` (then A and B go through aligned copies, and C is stored by pointer)."""
+    if TensorDescriptor is None:
+        return f"triton {triton.__version__} has no host-side tensor descriptors (3.4+)"
+    here = gpu.current()
+    if here is not None and not here.tma:
+        major, minor = here.capability
+        return f"TMA needs compute capability 9.0 (Hopper) or newer, not {major}.{minor}"
+    named = [("a", a), ("b", b)] + ([] if out is None else [("out", out)])
+    for name, t in named:
+        if min(t.shape) == 0:
+            return f"{name} is empty {tuple(t.shape)}"
+    if stage:
+        return None
+    rows = {name: t.stride() for name, t in named}  # (row stride, column stride)
+    if reads_b_transposed(b):  # B^T: b's columns if b is column-major, else a dense copy
+        rows["b"] = (b.stride(1), 1) if b.stride(0) == 1 else (b.shape[0], 1)
+    for name, t in named:
+        row_stride, column_stride = rows[name]
+        if column_stride != 1:
+            return f"{name}'s rows are not contiguous (strides {t.stride()})"
+        if problem := _misaligned(name, row_stride, t):
+            return problem
+    return None
+

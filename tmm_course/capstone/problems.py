@@ -1,0 +1,123 @@
+"""The problems the capstone is raced on, as data.
+
+A :class:`Problem` is one product C = A @ B; ``GOALS`` are ``matmul_fast``'s targets on an H200.
+``GRID`` is the broad set of problems ``matmul_fast`` is judged on: its plan is fitted on
+``FITTED`` (every other problem) and reported apart on ``HELD_OUT``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+import torch
+
+import tmm_course
+from tmm_course.numerics import tolerance
+
+
+@dataclass(frozen=True)
+class Problem:
+    """C = A @ B with A (m, k) row-major and B (k, n) row-major, or column-major when
+    ``b_layout == "col"`` (B is then the transpose of a row-major (n, k) tensor)."""
+
+    m: int
+    n: int
+    k: int
+    dtype: str = "float16"
+    precision: str = "tf32"  # how float32 products are formed, on both sides
+    b_layout: str = "row"
+
+    @property
+    def kind(self) -> str:
+        """The dtype, and for float32 how products are formed: "float32 (tf32)"."""
+        return f"float32 ({self.precision})" if self.dtype == "float32" else self.dtype
+
+    @property
+    def label(self) -> str:
+        shape = f"{self.m}^3" if self.m == self.n == self.k else f"{self.m}x{self.n}x{self.k}"
+        return f"{shape} {self.kind}" + (", B column-major" if self.b_layout == "col" else "")
+
+    def as_dict(self) -> dict:
+        return {**asdict(self), "kind": self.kind, "label": self.label}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> Problem:
+        """The problem a results file stored (``as_dict``'s "kind" and "label" are derived)."""
+        return cls(data["m"], data["n"], data["k"], data["dtype"], data["precision"],
+                   data.get("b_layout", "row"))  # fmt: skip
+
+    def tolerance(self) -> float:
+        """The error bound its results must meet on this backend."""
+        return tolerance(getattr(torch, self.dtype), tmm_course.BACKEND, self.precision)
+
+    def operands(self, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
+        gen = torch.Generator(device=tmm_course.DEVICE).manual_seed(seed)
+        dtype = getattr(torch, self.dtype)
+        new = lambda r, c: torch.randn(r, c, device=tmm_course.DEVICE, generator=gen).to(dtype)
+        a = new(self.m, self.k)
+        return a, (new(self.n, self.k).t() if self.b_layout == "col" else new(self.k, self.n))
+
+
+# The goals on an H200: problem -> lowest acceptable ratio torch time / our time
+GOALS = (
+    *(
+        (Problem(m, n, k, dtype), target)
+        for (m, n, k, target) in [
+            (4096, 4096, 4096, 1.0), (8192, 8192, 8192, 1.0), (1024, 1024, 1024, 0.8),
+            (16, 4096, 4096, 0.8), (128, 4096, 4096, 0.8), (4096, 4096, 4093, 1.0),
+        ]
+        for dtype in ("float16", "bfloat16")
+    ),
+    (Problem(4096, 4096, 4096, "float32", "tf32"), 0.8),
+)  # fmt: skip
+
+
+def _grid() -> tuple[Problem, ...]:
+    """At least 60 problems across the shape space, families interleaved so that every other
+    one (the fitted half) covers each family."""
+    squares = [256, 384, 512, 768, 1000, 1024, 1536, 2048, 2500, 3072, 4096, 5000, 6144, 8192,
+               12288, 16384]  # fmt: skip
+    problems = [Problem(s, s, s) for s in squares]
+    problems += [Problem(s, s, s, "bfloat16") for s in (512, 1024, 1536, 2048, 3000, 4096, 8192)]
+    problems += [Problem(s, s, s, "float32") for s in (512, 1024, 2048, 3000, 4096, 8192)]
+    problems += [Problem(m, 4096, 4096) for m in (1, 8, 16, 32, 64, 100, 128, 256, 384, 512)]
+    problems += [Problem(m, 8192, 8192, "bfloat16") for m in (16, 128)]
+    problems += [Problem(4096, n, 4096) for n in (1, 16, 64, 256)]
+    problems += [Problem(4096, 4096, k) for k in (16, 64, 128, 256)]
+    problems += [
+        Problem(m, n, k)
+        for m, n, k in [(4095, 4097, 4093), (1023, 1025, 1027), (3001, 2999, 4093),
+                        (777, 1333, 2049), (4096, 4096, 4093), (2048, 2048, 2047)]
+    ]  # fmt: skip
+    problems += [
+        Problem(m, n, k, dtype, b_layout="col")
+        for m, n, k, dtype in [(1024, 1024, 1024, "float16"), (4096, 4096, 4096, "float16"),
+                               (8192, 8192, 8192, "float16"), (128, 4096, 4096, "float16"),
+                               (4096, 4096, 4096, "bfloat16"), (2048, 2048, 2048, "float32")]
+    ]  # fmt: skip
+    problems += [
+        Problem(m, n, k)
+        for m, n, k in [(8192, 1024, 1024), (1024, 8192, 1024), (1024, 1024, 8192),
+                        (2048, 8192, 512), (16384, 4096, 256)]
+    ]  # fmt: skip
+    return tuple(problems)
+
+
+GRID = _grid()
+FITTED = GRID[0::2]  # the plan is fitted on these
+HELD_OUT = GRID[1::2]  # and judged apart on these
+
+def family(problem: Problem) -> str:
+    """The part of the grid a problem stands for."""
+    m, n, k = problem.m, problem.n, problem.k
+    if problem.b_layout == "col":
+        return "B column-major"
+    if min(m, n) <= 512 and max(m, n) >= 4096:
+        return "few rows or columns"
+    if k <= 256 and min(m, n) >= 4096:
+        return "small K"
+    if m == n == k:
+        return "square"
+    if any(x % 8 for x in (m, n, k)):
+        return "odd sizes"
+    return "rectangular"
