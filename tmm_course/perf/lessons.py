@@ -196,7 +196,7 @@ def measure(args: argparse.Namespace) -> dict:
         out["sweeps"][name] = result
         print(name, {k: round(v, 3) for k, v in result["ratio_to_torch"].items()}, flush=True)
         save()
-    from tmm_course.kernels.dispatch import matmul_fast
+    from tmm_course.capstone.calls import matmul_fast
     from tmm_course.kernels.persistent_tma import PersistentConfig, persistent_matmul
 
     alternatives = {"persistent_matmul": None,
