@@ -62,16 +62,6 @@ def _mistake(tiles: list, grid_m: int, grid_n: int, group_m: int) -> tuple[str, 
             seen[tile] = pid
     if tiles == [(pid // grid_n, pid % grid_n) for pid in range(grid_m * grid_n)]:
         return "wrong_values", "this is plain row-major order: GROUP_M is ignored."
-    per_group = group_m * grid_n  # groups walked row by row instead of column by column:
-    by_rows = [
-        ((pid // per_group) * group_m + (pid % per_group) // grid_n, (pid % per_group) % grid_n)
-        for pid in range(grid_m * grid_n)
-    ]
-    if tiles == by_rows and group_m > 1:
-        return "transposed", (
-            "inside a group the programs walk along a row: they should walk down a column "
-            "(pid_m changes fastest), so that programs running together share columns of B."
-        )
     return "wrong_values", "some programs get the wrong tile (the case list shows the first)."
 
 

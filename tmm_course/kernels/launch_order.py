@@ -16,9 +16,11 @@ from tmm_course.kernels.making_fast import grouped_tile
 def launch_order_kernel(order_ptr, grid_m, grid_n, GROUP_M: tl.constexpr, BLOCK: tl.constexpr):
     # BLOCK program ids at once (a 1-D launch: programs start roughly in pid order)
     pid = tl.program_id(axis=0) * BLOCK + tl.arange(0, BLOCK)
+    inside = pid < grid_m * grid_n
+    pid = tl.where(inside, pid, 0)  # lanes past the last program compute tile 0, unstored
     pid_m, pid_n = grouped_tile(pid, grid_m, grid_n, GROUP_M)  # lesson 6's grouped order
     # which program took tile (pid_m, pid_n)
-    tl.store(order_ptr + pid_m * grid_n + pid_n, pid, mask=pid < grid_m * grid_n)
+    tl.store(order_ptr + pid_m * grid_n + pid_n, pid, mask=inside)
 
 
 def launch_order(grid_m: int, grid_n: int, group_m: int = 1) -> np.ndarray:
