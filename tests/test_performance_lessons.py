@@ -240,3 +240,23 @@ def test_lesson_8_says_which_goals_it_misses():
 )
 def test_performance_lessons_stay_short(name):
     assert len(prose(name).split()) <= 1500
+
+
+def test_lesson_figures_carry_the_run_that_measured_them():
+    from tmm_course.viz import making_fast as figures
+
+    rows = {"lesson 4": (194e6, 30e6)}
+    fig = figures.dram_figure(rows, (67e6, 34e6), RUN.where)
+    assert RUN.where in fig.axes[0].get_title()
+    ratios = {"t": {1: 0.5, 2: 0.7}}
+    fig = figures.stage_sweep_figure(ratios, {"sm_80": {1: 8, 2: 8}}, {"sm_80": 163}, RUN.where)
+    assert RUN.where in fig.axes[0].get_title()
+    fig = figures.group_sweep_figure({"t": {"G1": 0.4}}, {"t": {"G1": 2.0}}, RUN.where)
+    assert RUN.where in fig.axes[0].get_title()
+    assert "busy" in figures.pipeline_figure(2).axes[0].get_title()
+    assert (
+        "3.88 waves" in figures.waves_figure(waves.waves(4096, 4096, 128, 256)).axes[0].get_title()
+    )
+    owner, turn = persistent_owners(3, 4, programs=5)
+    assert "5 persistent programs" in figures.owners_figure(owner, turn, 5).axes[0].get_title()
+    assert "8 programs" in figures.split_k_figure(4096, 8).axes[0].get_title()
