@@ -202,10 +202,15 @@ def test_the_shipped_grid_was_raced_with_the_plan_this_code_makes(monkeypatch):
 
     monkeypatch.setattr(plans, "program_slots", lambda: 132)  # the H200 it was measured on
     monkeypatch.setattr(plans, "_FIT", None)  # the shipped fit
-    for row in results.grid().rows:
+    grid = results.grid()
+    replanned = set()
+    for row in grid.rows:
         p = row.problem
-        a, b = (torch.empty(p.m, p.k), torch.empty(p.n, p.k).t() if p.b_layout == "col"
-                else torch.empty(p.k, p.n))  # fmt: skip
+        a = torch.empty(p.k, p.m).t() if p.a_layout == "col" else torch.empty(p.m, p.k)
+        b = torch.empty(p.n, p.k).t() if p.b_layout == "col" else torch.empty(p.k, p.n)
         dtype = getattr(torch, p.dtype)
         chosen = plans._plan_by_fit(a.to(dtype), b.to(dtype), None)
-        assert row.plan.startswith(f"{chosen.path} kernel, {chosen.config}: "), p.label
+        if not row.plan.startswith(f"{chosen.path} kernel, {chosen.config}: "):
+            replanned.add(p.label)
+    # rows raced before a change of plan say so in the file, and only those differ
+    assert replanned == set(grid.replanned)

@@ -1,88 +1,55 @@
-"""Batch grading against a class of honest and dishonest submissions: every forgery fails or is
-sent for review, nothing outside a submission's folder changes, the run always finishes, and
-every entry of the inbox gets a row."""
+"""Batch grading of honest work: correct submissions pass, untouched ones are not_implemented,
+planted bugs fail; the rules on exercise cells, the CSV, the inbox reads and the refusal
+without isolation. (tests/test_grade_attacks.py holds the forgeries and break-outs.)"""
 
 from __future__ import annotations
 
 import csv
+import inspect
 import json
 import os
-import subprocess
-import time
 
 import pytest
 from conftest import ROOT
 
-from tmm_course.teach import graded_notebook, sandbox
-from tmm_course.teach.grade import digest, main
+from tmm_course.kernels import pitfalls
+from tmm_course.teach import exercise_rules, graded_notebook, judge, sandbox
+from tmm_course.teach.grade import graded_exercises, main
 from tmm_course.teach.release import solved_notebook, student_notebook
+from tmm_course.teach.safe_io import Unreadable, csv_cell, read_capped, remove_tree
 
 HOMEWORK = ROOT / "notebooks" / "05_homework_transpose.ipynb"
-LIMIT = 60
+PITFALLS = ROOT / "notebooks" / "09_pitfalls.ipynb"
+# CI sets TMM_REQUIRE_ISOLATION=1: there a missing sandbox fails these tests instead of skipping
+needs_isolation = pytest.mark.skipif(
+    sandbox.problem() is not None and os.environ.get("TMM_REQUIRE_ISOLATION") != "1",
+    reason=f"full isolation unavailable: {sandbox.problem()}",
+)
 
 
 def load(path):
     return json.loads(path.read_text(encoding="utf-8"))
 
 
-def with_exercise(notebook: dict, name: str, source: str) -> dict:
+def exercise(name: str, reference=HOMEWORK) -> graded_notebook.Exercise:
+    return next(e for e in graded_notebook.exercises_of(load(reference)) if e.name == name)
+
+
+def with_exercise(notebook: dict, name: str, source: str, reference=HOMEWORK) -> dict:
     """``notebook`` with the exercise cell graded as ``name`` replaced by ``source``."""
-    exercise = next(e for e in graded_notebook.exercises_of(load(HOMEWORK)) if e.name == name)
+    cell_id = exercise(name, reference).cell_id
     for cell in notebook["cells"]:
-        if cell.get("id") == exercise.cell_id:
+        if cell.get("id") == cell_id:
             cell["source"] = source
     return notebook
 
 
-def student() -> dict:
-    return student_notebook(load(HOMEWORK))
+def student(reference=HOMEWORK) -> dict:
+    return student_notebook(load(reference))
 
 
-def solved() -> dict:
-    return solved_notebook(load(HOMEWORK))
-
-
-def code_cell(source: str, **metadata) -> dict:
-    return {"cell_type": "code", "metadata": metadata, "execution_count": None, "outputs": [],
-            "source": source}  # fmt: skip
-
-
-PASSING_DISPLAY = {
-    "output_type": "display_data",
-    "metadata": {},
-    "data": {
-        "text/plain": "transpose: PASS",
-        "application/vnd.tmm-course.check+json": {
-            "exercise": "transpose", "passed": True, "codes": [], "cases": [],
-        },
-    },
-}  # fmt: skip
-
-
-def forged_outputs(notebook: dict) -> dict:
-    """Every check cell emptied and carrying a passing result as output (the first one wins
-    in a grader that reads outputs)."""
-    for cell in notebook["cells"]:
-        if any(t.startswith("check:") for t in cell.get("metadata", {}).get("tags", [])):
-            cell["source"] = "pass"
-            cell["outputs"] = [PASSING_DISPLAY]
-            cell["metadata"]["tags"].append("skip-execution")
-    return notebook
-
-
-def raw_check_cells(notebook: dict) -> dict:
-    for cell in notebook["cells"]:
-        if any(t.startswith("check:") for t in cell.get("metadata", {}).get("tags", [])):
-            cell["cell_type"] = "raw"
-            cell["outputs"] = [PASSING_DISPLAY]
-    return notebook
-
-
-def late_cell_with_every_tag(notebook: dict) -> dict:
-    tags = [f"check:{e.name}" for e in graded_notebook.exercises_of(load(HOMEWORK))]
-    notebook["cells"].append(code_cell("print('PASS')", tags=tags))
-    notebook["cells"][-1]["outputs"] = [PASSING_DISPLAY]
-    return notebook
+def solved(reference=HOMEWORK) -> dict:
+    return solved_notebook(load(reference))
 
 
 def planted_bug(notebook):
@@ -94,78 +61,34 @@ def planted_bug(notebook):
     return notebook
 
 
-def submissions(inbox, classmate: str) -> None:
-    """The class: honest work, and every forgery and break-out the grader must withstand."""
-    target = inbox / classmate
-    write = lambda name, nb: (inbox / name).write_text(json.dumps(nb), encoding="utf-8")
-    write("correct.ipynb", solved())
-    write("untouched.ipynb", student())
-    write("bug.ipynb", planted_bug(solved()))
-    write("forged_outputs.ipynb", forged_outputs(student()))
-    write("raw_checks.ipynb", raw_check_cells(student()))
-    write("late_tags.ipynb", late_cell_with_every_tag(student()))
-    write("redefined_check.ipynb", with_exercise(student(), "transpose", (
-        "from tmm_course.check import CheckResult\n"
-        "def check_transpose(fn, **kw):\n"
-        "    return CheckResult('transpose', True, [])\n"
-        "def transpose(x, out):\n    out.copy_(x.t())\n")))  # fmt: skip
-    write("patched_engine.ipynb", with_exercise(student(), "transpose", (
-        "import tmm_course.check.engine as engine\n"
-        "engine._verdict = lambda name, cases, messages: engine.CheckResult(name, True, cases)\n"
-        "def transpose(x, out):\n    out.copy_(x.t())\n")))  # fmt: skip
-    write("displayed_pass.ipynb", with_exercise(student(), "transpose", (
-        "from IPython.display import display\n"
-        f"display({PASSING_DISPLAY['data']!r}, raw=True)\n"
-        "def transpose(x, out):\n    raise NotImplementedError\n")))  # fmt: skip
-    write("torch_one_liner.ipynb", with_exercise(student(), "transpose",
-          "def transpose(x, out):\n    out.copy_(x.t())\n"))  # fmt: skip
-    write("reads_solutions.ipynb", with_exercise(student(), "transpose", (
-        f"source = open({str(HOMEWORK)!r}).read()\n"
-        "def transpose(x, out):\n    raise NotImplementedError\n")))  # fmt: skip
-    write("overwrites_classmate.ipynb", with_exercise(student(), "transpose", (
-        f"try:\n    open({str(target)!r}, 'w').write('{{}}')\nexcept OSError:\n    pass\n"
-        f"try:\n    open({str(ROOT / 'tmm_course' / 'check' / 'engine.py')!r}, 'a').write('#')\n"
-        "except OSError:\n    pass\n"
-        "def transpose(x, out):\n    raise NotImplementedError\n")))  # fmt: skip
-    write("detached_forger.ipynb", with_exercise(student(), "transpose", (
-        "import subprocess, sys\n"
-        "subprocess.Popen([sys.executable, '-c', 'import time\\nwhile True:\\n"
-        "    print(\"transpose,pass\", flush=True); time.sleep(0.5)'],\n"
-        "                 start_new_session=True)\n"
-        "def transpose(x, out):\n    raise NotImplementedError\n")))  # fmt: skip
-    write("endless_print.ipynb", with_exercise(student(), "transpose_v1",
-          "while True:\n    print('x' * 10000)\n"))  # fmt: skip
-    write("endless_loop.ipynb", with_exercise(student(), "transpose_v1", "while True:\n    pass\n"))
-    (inbox / "corrupt.ipynb").write_text('{"cells": [ truncated')
-    (inbox / ".hidden.ipynb").write_text(json.dumps(solved()))
-    (inbox / "notes.txt").write_text("not a notebook")
-    (inbox / "a_folder").mkdir()
+def pasted(kernel, name: str) -> str:
+    """A lesson 9 exercise answered by pasting the course's broken kernel under its own name."""
+    source = inspect.getsource(kernel.fn).replace(
+        f"def {kernel.fn.__name__}(", f"def {name}_kernel("
+    )
+    return f"{source}\n\ndef {name}(a, b, c):\n    launcher({name}_kernel)(a, b, c)\n"
 
 
-@pytest.fixture(scope="module")
-def graded(tmp_path_factory):
-    inbox = tmp_path_factory.mktemp("inbox")
-    submissions(inbox, "correct.ipynb")
-    out = tmp_path_factory.mktemp("grades") / "grades.csv"
-    before = digest(inbox)
-    package_before = digest(ROOT / "tmm_course")
-    start = time.monotonic()
-    argv = [str(inbox), "--reference", str(HOMEWORK), "--out", str(out),
-            "--timeout", str(LIMIT), "--jobs", "2"]  # fmt: skip
+def grade(inbox, reference, *extra: str, timeout: int = 180) -> list[dict]:
+    out = inbox.parent / f"{inbox.name}.csv"
+    argv = [str(inbox), "--reference", str(reference), "--out", str(out),
+            "--timeout", str(timeout), "--jobs", "2", *extra]  # fmt: skip
     assert main(argv) == 0
-    elapsed = time.monotonic() - start
-    csv_after_run = out.read_bytes()
-    time.sleep(3)  # anything left running would write now
-    with out.open() as f:
-        rows = list(csv.DictReader(f))
-    return {
-        "rows": rows, "elapsed": elapsed, "inbox": inbox, "before": before, "out": out,
-        "csv": csv_after_run, "package_before": package_before,
-    }  # fmt: skip
+    with out.open(newline="") as f:
+        return list(csv.DictReader(f))
 
 
 def verdicts(rows, submission):
     return {r["exercise"]: r["verdict"] for r in rows if r["submission"] == submission}
+
+
+@pytest.fixture(scope="module")
+def homework(tmp_path_factory):
+    inbox = tmp_path_factory.mktemp("homework")
+    for name, notebook in (("correct.ipynb", solved()), ("untouched.ipynb", student()),
+                           ("bug.ipynb", planted_bug(solved()))):  # fmt: skip
+        (inbox / name).write_text(json.dumps(notebook))
+    return grade(inbox, HOMEWORK)
 
 
 def test_the_homework_names_its_exercises():
@@ -173,88 +96,193 @@ def test_the_homework_names_its_exercises():
     assert names == ["transpose_v1", "transpose_v2", "transpose", "scaled_matmul"]
 
 
-def test_every_inbox_entry_gets_a_row(graded):
-    rows = graded["rows"]
-    graded_names = {r["submission"] for r in rows}
-    assert graded_names == {p.name for p in graded["inbox"].iterdir()}
-    for name in (".hidden.ipynb", "notes.txt", "a_folder", "corrupt.ipynb"):
-        expected = "invalid" if name != ".hidden.ipynb" else "pass"
-        assert set(verdicts(rows, name).values()) == {expected}, name
+def test_every_graded_exercise_has_a_judge_entry():
+    for notebook in ("04_tiled_matmul", "05_homework_transpose", "09_pitfalls"):
+        found = graded_exercises(load(ROOT / "notebooks" / f"{notebook}.ipynb"))
+        assert found and all(entry.cell_id == e.cell_id for e, entry in found)
 
 
-def test_honest_work_is_graded_on_its_merits(graded):
-    rows = graded["rows"]
-    assert set(verdicts(rows, "correct.ipynb").values()) == {"pass"}
-    assert len(verdicts(rows, "correct.ipynb")) == 4
-    assert set(verdicts(rows, "untouched.ipynb").values()) == {"not_implemented"}
-    bug = verdicts(rows, "bug.ipynb")
+@needs_isolation
+def test_honest_work_is_graded_on_its_merits(homework):
+    assert verdicts(homework, "correct.ipynb") == dict.fromkeys(
+        ["transpose_v1", "transpose_v2", "transpose", "scaled_matmul"], "pass"
+    )
+    assert set(verdicts(homework, "untouched.ipynb").values()) == {"not_implemented"}
+    bug = verdicts(homework, "bug.ipynb")
     assert bug["transpose"] == "fail" and bug["transpose_v2"] == bug["scaled_matmul"] == "pass"
+    assert {r["isolation"] for r in homework} == {"isolated"}
+
+
+@needs_isolation
+def test_lesson_9s_broken_kernels_fail_and_their_fixes_pass(tmp_path):
+    inbox = tmp_path / "pitfalls"
+    inbox.mkdir()
+    bugs = {"fixed_accumulator": pitfalls.fp16_accumulator_kernel,
+            "fixed_k_mask": pitfalls.no_k_mask_kernel,
+            "fixed_strides": pitfalls.swapped_strides_kernel}  # fmt: skip
+    notebook = student(PITFALLS)
+    for name, kernel in bugs.items():
+        notebook = with_exercise(notebook, name, pasted(kernel, name), PITFALLS)
+    (inbox / "broken.ipynb").write_text(json.dumps(notebook))
+    fixed = student(PITFALLS)
+    for name in bugs:
+        fixed = with_exercise(fixed, name, pasted(pitfalls.correct_kernel, name), PITFALLS)
+    (inbox / "fixed.ipynb").write_text(json.dumps(fixed))
+    rows = grade(inbox, PITFALLS)
+    assert set(verdicts(rows, "fixed.ipynb").values()) == {"pass"}
+    broken = {r["exercise"]: r for r in rows if r["submission"] == "broken.ipynb"}
+    assert {r["verdict"] for r in broken.values()} == {"fail"}
+    assert "precision" in broken["fixed_accumulator"]["codes"]
+
+
+def test_without_isolation_the_grader_refuses(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(sandbox, "problem", lambda: "the grader is not running as root")
+    argv = [str(tmp_path), "--reference", str(HOMEWORK), "--out", str(tmp_path / "g.csv")]
+    assert main(argv) == 2
+    assert "refusing to grade: the grader is not running as root" in capsys.readouterr().err
+    assert not (tmp_path / "g.csv").exists()
+
+
+def test_with_no_isolation_every_row_says_unisolated(tmp_path):
+    inbox = tmp_path / "inbox"
+    inbox.mkdir()
+    (inbox / "untouched.ipynb").write_text(json.dumps(student()))
+    (inbox / "notes.txt").write_text("not a notebook")
+    rows = grade(inbox, HOMEWORK, "--no-isolation")
+    assert {r["isolation"] for r in rows} == {"unisolated"}
+    assert set(verdicts(rows, "untouched.ipynb").values()) == {"not_implemented"}
+    assert verdicts(rows, "notes.txt") == {"*": "invalid"}
+
+
+PRELUDE = graded_notebook.setup_source(load(HOMEWORK))
+
+
+def reasons(source: str) -> list[str]:
+    return exercise_rules.review_reasons(source, [PRELUDE], (), ["transpose"])
 
 
 @pytest.mark.parametrize(
-    "forgery",
-    ["forged_outputs.ipynb", "raw_checks.ipynb", "late_tags.ipynb", "redefined_check.ipynb",
-     "patched_engine.ipynb", "displayed_pass.ipynb", "torch_one_liner.ipynb",
-     "reads_solutions.ipynb", "overwrites_classmate.ipynb", "detached_forger.ipynb"],
-)  # fmt: skip
-def test_no_forgery_passes(graded, forgery):
-    found = verdicts(graded["rows"], forgery)
-    assert found and "pass" not in found.values(), found
+    "source",
+    [
+        "import math\nimport numpy as np\nimport tmm_course\n"
+        "# global memory, check_result, display\ncheck_result = 3\n"
+        "def blocks(n):\n    return math.ceil(n / 32) if np.prod([n]) else 0\n"
+        "@triton.jit\ndef k(x_ptr, o_ptr, M, N, B: tl.constexpr):\n"
+        "    offs = tl.program_id(0) * B + tl.arange(0, B)\n"
+        "    tl.store(o_ptr + offs, tl.load(x_ptr + offs, mask=offs < M), mask=offs < M)\n"
+        "def transpose(x, out):\n    M, N = x.shape\n    print('debug', M, N, x.stride())\n"
+        "    display(x)\n    grid = lambda META: (blocks(M), triton.cdiv(N, META['B']))\n"
+        "    k[grid](x, out, M, N, *x.stride(), B=32)\n",
+    ],
+)
+def test_honest_unusual_cells_pass_the_rules(source):
+    assert reasons(source) == []
 
 
 @pytest.mark.parametrize(
-    "forgery",
-    ["redefined_check.ipynb", "patched_engine.ipynb", "displayed_pass.ipynb",
-     "reads_solutions.ipynb", "overwrites_classmate.ipynb", "detached_forger.ipynb"],
-)  # fmt: skip
-def test_exercise_code_that_reaches_outside_is_sent_for_review(graded, forgery):
-    assert verdicts(graded["rows"], forgery)["transpose"] == "review"
+    ("source", "reason"),
+    [
+        ("def transpose(x, out):\n    out.copy_(x.t())\n", ".copy_"),
+        ("import torch as T\ndef transpose(x, out):\n    T.transpose(x, 0, 1)\n", "torch"),
+        ("import gc as G\n", "imports gc"),
+        ("exec('1')\n", "exec"),
+        ("def transpose(x, out):\n    getattr(out, 'co' + 'py_')(x)\n", "getattr"),
+        ("!ls\n", "magic"),
+        ("%time 1\n", "magic"),
+        ("def transpose(x, out):\n    out[:] = x\n", "writes tensor elements"),
+        ("def transpose(x, out):\n    k[(1,)](sum(x[i] * 2 for i in range(3)), out)\n", "tensor"),
+        ("x = ().__class__\n", "private"),
+        ("@triton.jit\ndef k(x):\n    torch.zeros(1)\n", "kernel uses torch"),
+        ("def transpose(x, out):\n    k[(1,)](out, float(x))\n", "reads tensor values"),
+        ("def transpose(x, out):\n    k[(1,)](out, len(str(x)))\n", "reads tensor values"),
+        ("def transpose(x, out):\n    print(f'{x}')\n    s = f'{x}'\n", "formats tensor"),
+        ("@triton.jit\ndef k(x):\n    return x.T\ndef transpose(x, out):\n    k(x)\n", "grid"),
+        ("def transpose(x, out):\n    table['t'](x)\n", "picked out of a container"),
+        ("def transpose(x, out):\n    if x:\n        pass\n", "truth value"),
+        ("@triton.jit\ndef k(x):\n    x.copy_(x)\n", "a kernel reaches .copy_"),
+        ("import math\ndef transpose(x, out):\n    math.prod(x)\n", "hands a tensor to math.prod"),
+        ("x = " + "(" * 5000 + "1" + ")" * 5000 + "\n", "nested"),
+    ],
+)
+def test_cells_that_compute_or_hide_what_they_call_are_sent_for_review(source, reason):
+    found = reasons(source)
+    assert any(reason in r for r in found), found
 
 
-def test_a_torch_one_liner_is_named(graded):
-    row = next(
-        r for r in graded["rows"]
-        if r["submission"] == "torch_one_liner.ipynb" and r["exercise"] == "transpose"
-    )  # fmt: skip
-    assert row["verdict"] == "fail" and "no_triton_kernel" in row["codes"]
+def test_duplicated_and_misplaced_exercise_cells_are_errors_not_choices():
+    notebook = solved()
+    cell_id = exercise("transpose").cell_id
+    copy = next(dict(c) for c in notebook["cells"] if c.get("id") == cell_id)
+    notebook["cells"].append(copy)
+    markdown = next(c for c in notebook["cells"] if c.get("id") == exercise("transpose_v1").cell_id)
+    markdown["cell_type"] = "markdown"
+    found = graded_notebook.exercise_sources(notebook, graded_notebook.exercises_of(load(HOMEWORK)))
+    assert isinstance(found["transpose"], graded_notebook.SourceError)
+    assert isinstance(found["transpose_v1"], graded_notebook.SourceError)
+    assert isinstance(found["scaled_matmul"], str)
 
 
-def test_endless_output_and_loops_end_within_the_limit(graded):
-    for name in ("endless_print.ipynb", "endless_loop.ipynb"):
-        assert set(verdicts(graded["rows"], name).values()) <= {"timeout", "error"}, name
-    assert graded["elapsed"] < 4 * LIMIT  # 19 entries, two at a time, two of them endless
+def test_csv_cells_cannot_be_formulas():
+    assert csv_cell('=HYPERLINK("http://x", "y").ipynb').startswith("'=")
+    for text in ("+1", "-1", "@SUM(A1)"):
+        assert csv_cell(text) == "'" + text
+    assert csv_cell("plain\nline") == "plain line"
 
 
-def test_nothing_outside_a_submission_changed(graded):
-    assert digest(graded["inbox"]) == graded["before"]
-    assert digest(ROOT / "tmm_course") == graded["package_before"]
-    assert graded["out"].read_bytes() == graded["csv"]  # nobody wrote grades.csv afterwards
+def test_inbox_reads_refuse_links_fifos_and_large_files(tmp_path):
+    (tmp_path / "big.ipynb").write_bytes(b"x" * 100)
+    os.symlink("/dev/zero", tmp_path / "link.ipynb")
+    os.mkfifo(tmp_path / "fifo.ipynb")
+    for name in ("big.ipynb", "link.ipynb", "fifo.ipynb", "../x"):
+        with pytest.raises(Unreadable):
+            read_capped(tmp_path, name, 10)
 
 
-def test_nothing_a_submission_started_outlives_the_run(graded):
-    if not sandbox.isolation_available():
-        pytest.skip("per-submission users need root")
-    for slot in range(2):
-        user = f"{sandbox.USER_PREFIX}{slot}"
-        alive = subprocess.run(["pgrep", "-u", user], capture_output=True, text=True)
-        assert alive.stdout.strip() == "", f"{user} still runs {alive.stdout}"
+def test_the_judge_names_a_wrong_answer_and_a_stray_write():
+    case = judge.transpose_cases(strided=False, ragged=False)(judge.seed_generator(1))[1]
+    out = case.buffers[case.output]
+    right = out.storage.clone()
+    out.view(right).copy_(case.expected.float())
+    blobs = [b.storage.numpy().tobytes() for b in case.buffers]
+    assert judge.judge_case(case, [blobs[0], right.numpy().tobytes()], None).passed
+    stray = right.clone()
+    stray[0] += 1  # the canary before the output
+    outcome = judge.judge_case(case, [blobs[0], stray.numpy().tobytes()], None)
+    assert outcome.code == "out_of_bounds_write"
+    assert judge.judge_case(case, blobs, None).code == "unwritten"
 
 
-def test_a_rerun_with_resume_grades_nothing_twice(graded, tmp_path):
-    out = tmp_path / "grades.csv"
-    out.write_bytes(graded["out"].read_bytes())
-    argv = [str(graded["inbox"]), "--reference", str(HOMEWORK), "--out", str(out), "--resume"]
-    assert main(argv) == 0
-    assert out.read_bytes() == graded["out"].read_bytes()
+def test_a_deep_tree_with_links_out_is_removed_without_recursion(tmp_path):
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "keep").write_text("x")
+    root = tmp_path / "scratch"
+    root.mkdir()
+    fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY)
+    for _ in range(2200):  # 4400 characters of path: more than a path may have (4096)
+        os.mkdir("d", dir_fd=fd)
+        (child := os.open("d", os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd)) and os.close(fd)
+        fd = child
+    os.symlink(outside, "link", dir_fd=fd)
+    os.close(fd)
+    remove_tree(root)
+    assert not root.exists() and (outside / "keep").exists()
 
 
-def test_review_flags_name_their_reason():
-    assert graded_notebook.review_flags("def transpose(x, out):\n    pass\n") == []
-    assert "redefines a check" in graded_notebook.review_flags("def check_transpose(f): ...")
-    assert "starts other processes" in graded_notebook.review_flags("import subprocess")
+def test_without_a_writable_cgroup_nothing_is_claimed(tmp_path, monkeypatch):
+    monkeypatch.setattr(sandbox, "CGROUP", tmp_path / "absent")
+    group = sandbox.Cgroup("probe", sandbox.Limits())
+    assert group.limited == [] and group.folders == [] and group.kill_file is None
+    group.kill()  # nothing to kill: returns at once
 
 
-def test_a_forged_signature_is_ignored():
-    key = os.urandom(32)
-    line = json.dumps({"exercise": "transpose", "result": "{}", "tag": "0" * 64})
-    assert graded_notebook.verified([line, "not json"], key) == {}
+@needs_isolation
+def test_this_hosts_cgroups_cap_memory_and_processes():
+    group = sandbox.Cgroup(f"probe-{os.getpid()}", sandbox.Limits())
+    try:
+        if not group.folders:
+            pytest.skip("no writable cgroup here: per-process limits apply (README)")
+        assert {"memory", "pids"} <= set(group.limited), group.limited
+    finally:
+        group.kill()
+    assert not any(folder.exists() for folder in group.folders)

@@ -18,6 +18,7 @@ from tmm_course.perf import journey, results, stored
         results.pitfalls,
         results.compiled,
         results.grid,
+        results.races,
         lambda: results.bench("goals_h200.json"),
     ],
 )
@@ -38,6 +39,7 @@ def test_every_shipped_file_has_a_reader():
         "grid_h200.json",
         "lessons_h200.json",  # read by tmm_course.perf.stored.lessons_run (lessons 6 and 7)
         "pitfalls_h200.json",
+        "races_h200.json",
         "sweep_h200.json",
     ]
     assert stored.lessons_run().journey["ratio_to_torch"]["torch.matmul"] == 1.0
@@ -117,3 +119,27 @@ def test_the_shipped_grid_races_every_grid_problem_with_the_fit_it_was_planned_f
         assert race.wrong == [] and race.error["matmul_fast"] <= race.tolerance
         assert race.plan and race.host_us["matmul_fast"] > 0
     assert grid.summary(fitted=False).problems == len(GRID) - len(FITTED)
+    assert grid.provenance.code and set(grid.replanned) <= {r.label for r in grid.rows}
+
+
+def test_the_shipped_layouts_cover_every_combination_of_a_and_b():
+    from tmm_course.capstone.problems import LAYOUTS
+
+    layouts = results.grid().layouts
+    assert [r.label for r in layouts] == [p.label for p in LAYOUTS]
+    assert {(r.problem.a_layout, r.problem.b_layout) for r in layouts} == {
+        ("row", "row"), ("row", "col"), ("col", "row"), ("col", "col")
+    }
+    for race in layouts:
+        assert race.wrong == [] and race.ratio_to_torch["matmul_fast"] > 0
+
+
+def test_the_shipped_inductor_races_time_both_triton_gemms_against_torch():
+    from tmm_course.perf.bench import INDUCTOR
+
+    races = results.races()
+    assert len(races.inductor) >= 4 and races.provenance.code
+    for race in races.inductor:
+        assert race.wrong == [] and {"matmul_fast", INDUCTOR} <= set(race.ratio_to_torch)
+        assert races.compile_s[race.label] > 0
+    assert races.host_us["matmul_fast()"] > 0 and races.host_us["torch.matmul"] > 0

@@ -10,11 +10,8 @@ from dataclasses import dataclass
 class Config:
     """One way to launch a kernel: tile sizes, warps per program, pipeline depth, group of
     rows, how many slices K is cut into (grouped kernel), and for the persistent kernel
-    whether C is stored in two halves (frees shared memory for one more pipeline stage),
-    whether the tiles of a last, partial wave are shared out in K-slices (``split_tail``) and
-    whether each tile is computed as C^T = B^T A^T (``swap_ab``: a few rows of A then sit on
-    the narrow side of the tensor cores' instruction, whose other side needs 64 rows) and
-    whether some warps only load while others compute (``warp_specialize``)."""
+    whether C is stored in two halves (frees shared memory for one more pipeline stage) and
+    whether the tiles of a last, partial wave are shared out in K-slices (``split_tail``)."""
 
     block_m: int
     block_n: int
@@ -24,10 +21,7 @@ class Config:
     group_m: int = 8
     split_k: int = 1
     subtile: bool = False
-    flatten: bool = True  # persistent kernel: let the compiler pipeline across tiles
     split_tail: bool = False
-    swap_ab: bool = False
-    warp_specialize: bool = False  # persistent kernel: loading warps apart from computing ones
 
     def __str__(self) -> str:
         text = f"{self.block_m}x{self.block_n}x{self.block_k} w{self.num_warps} s{self.num_stages}"
@@ -35,10 +29,7 @@ class Config:
         if self.split_k > 1:
             text += f" split-K {self.split_k}"
         text += " subtiled" if self.subtile else ""
-        text += " split tail" if self.split_tail else ""
-        text += " swapped" if self.swap_ab else ""
-        text += " warp-specialized" if self.warp_specialize else ""
-        return text + ("" if self.flatten else " unflattened")
+        return text + (" split tail" if self.split_tail else "")
 
     def as_dict(self) -> dict:
         """The configuration as the results files store it: every field by name."""
@@ -46,13 +37,14 @@ class Config:
 
     @classmethod
     def from_dict(cls, data: dict) -> Config:
-        """The configuration a results file stored (keys it does not know are left out, so
-        that a file with other fields, or a timing's "ms", still reads)."""
+        """The configuration a results file stored. A field it does not know is an error (a
+        switch since removed would otherwise make two measured configurations one)."""
         names = {f.name for f in dataclasses.fields(cls)}
-        try:
-            return cls(**{k: v for k, v in data.items() if k in names})
-        except TypeError as exc:
+        unknown = sorted(set(data) - names)
+        if unknown or not {"block_m", "block_n", "block_k"} <= set(data):
             raise ValueError(
-                f"{data!r} does not describe a Config; expected at least block_m, block_n "
-                "and block_k, as Config.as_dict() writes them."
-            ) from exc
+                f"{data!r} does not describe a Config (unknown: {', '.join(unknown) or 'none'}); "
+                f"expected block_m, block_n, block_k and any of {', '.join(sorted(names))}, as "
+                "Config.as_dict() writes them."
+            )
+        return cls(**data)

@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterable, Iterator
 import torch
 
 from tmm_course.capstone.calls import matmul_fast
-from tmm_course.capstone.candidates import candidates_for
+from tmm_course.capstone.candidates import candidates_for, for_float32
 from tmm_course.capstone.config import Config
 from tmm_course.capstone.fitted import Fitted
 from tmm_course.capstone.kernels import tma_problem
@@ -21,23 +21,31 @@ from tmm_course.numerics import error
 Timer = Callable[[Problem, dict[str, Callable[[], object]]], dict[str, float]]
 
 
-def _runnable(problem: Problem, a: torch.Tensor, b: torch.Tensor) -> Iterator[tuple[str, Config]]:
-    """The candidates for ``problem``, the persistent kernel only where descriptors can read."""
-    for path, config in candidates_for(problem.m, problem.n, problem.k, problem.dtype):
+Pairs = Iterable[tuple[str, Config]]
+
+
+def _runnable(problem: Problem, a: torch.Tensor, b: torch.Tensor, pairs: Pairs | None
+              ) -> Iterator[tuple[str, Config]]:  # fmt: skip
+    """The candidates for ``problem`` (or ``pairs``), the persistent kernel only where
+    descriptors can read."""
+    if pairs is None:
+        pairs = candidates_for(problem.m, problem.n, problem.k, problem.dtype)
+    for path, config in pairs:
         if path == "persistent_tma" and tma_problem(a, b, stage=True) is not None:
             continue
         yield path, config
 
 
-def fit_one(problem: Problem, timed: Timer, say: Callable[[str], None] = print) -> Fitted | None:
-    """Every candidate configuration on ``problem`` that computes the right product, timed
-    with torch.matmul by ``timed``; the fastest wins, and the fastest of the grouped kernel is
-    kept beside it (None if no grouped one ran)."""
+def fit_one(problem: Problem, timed: Timer, say: Callable[[str], None] = print,
+            pairs: Pairs | None = None) -> Fitted | None:  # fmt: skip
+    """Every candidate configuration on ``problem`` (or each of ``pairs``) that computes the
+    right product, timed with torch.matmul by ``timed``; the fastest wins, and the fastest of
+    the grouped kernel is kept beside it (None if no grouped one ran)."""
     a, b = problem.operands()
     limit = problem.tolerance()
     right: dict[str, Callable[[], object]] = {"torch.matmul": lambda: torch.matmul(a, b)}
     choices: dict[str, tuple[str, Config]] = {}
-    for path, config in _runnable(problem, a, b):
+    for path, config in _runnable(problem, a, b, pairs):
 
         def run(path=path, config=config) -> torch.Tensor:
             return matmul_fast(a, b, path=path, config=config)
@@ -74,3 +82,22 @@ def fit(problems: Iterable[Problem], timed: Timer, say: Callable[[str], None] = 
             continue
         say(f"{problem.label:34s} {fitted.ratio:.3f} {fitted.path} {fitted.config}")
         yield fitted
+
+
+def refit(earlier: Fitted, new: Pairs, timed: Timer, say: Callable[[str], None] = print
+          ) -> Fitted:  # fmt: skip
+    """``earlier``'s problem with the ``new`` candidates of its size class timed beside its
+    two winners (so that the new ratios come from the same run as a known one), merged into
+    what it measured (see :meth:`Fitted.merged`); unchanged where its class has no new one."""
+    p = earlier.problem
+    fresh = {(path, for_float32(c) if p.dtype == "float32" else c) for path, c in new}
+    wanted = [pair for pair in candidates_for(p.m, p.n, p.k, p.dtype) if pair in fresh]
+    if not wanted:
+        return earlier
+    wanted += [(earlier.path, earlier.config), ("grouped", earlier.grouped)]
+    fitted = fit_one(p, timed, say, dict.fromkeys(wanted))
+    if fitted is None:
+        return earlier
+    merged = earlier.merged(fitted)
+    say(f"{p.label:34s} {earlier.ratio:.3f} -> {merged.ratio:.3f} {merged.path} {merged.config}")
+    return merged

@@ -35,6 +35,15 @@ class Fitted:
                     ("grouped", self.grouped): self.grouped_ratio}  # fmt: skip
         return {(path, config): ratio for path, config, ratio in self.tried}
 
+    def merged(self, later: Fitted) -> Fitted:
+        """Both fits' candidates on this problem, ``later``'s ratio where both timed one; the
+        winners chosen again from all of them."""
+        ratios = {**self.measured(), **later.measured()}
+        best = max(ratios, key=ratios.get)
+        grouped = max((key for key in ratios if key[0] == "grouped"), key=ratios.get)
+        tried = tuple((path, config, r) for (path, config), r in ratios.items())
+        return Fitted(self.problem, *best, ratios[best], grouped[1], ratios[grouped], tried)
+
     @classmethod
     def from_dict(cls, data: dict) -> Fitted:
         tried = tuple((t["path"], Config.from_dict(t["config"]), t["ratio"])

@@ -17,8 +17,8 @@ except ImportError:  # pragma: no cover - older triton
     TensorDescriptor = None
 
 __all__ = ["TensorDescriptor", "grouped_matmul_kernel", "grouped_tile",
-           "persistent_tma_matmul_kernel", "reads_b_transposed", "tma_problem",
-           "transpose_kernel"]  # fmt: skip
+           "persistent_tma_matmul_kernel", "reads_a_transposed", "reads_b_transposed",
+           "tma_problem", "transpose_kernel"]  # fmt: skip
 
 
 @triton.jit
@@ -84,40 +84,22 @@ def grouped_matmul_kernel(a_ptr, b_ptr, c_ptr, partial_ptr, count_ptr, M, N, K,
 
 
 @triton.jit
-def _zeros(BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, SWAP_AB: tl.constexpr):
-    # a tile's float32 accumulator: C's tile, or with SWAP_AB its transpose
-    if SWAP_AB:
-        acc = tl.zeros((BLOCK_N, BLOCK_M), dtype=tl.float32)
-    else:
-        acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-    return acc
-
-
-@triton.jit
-def _tile_of_c(acc, SWAP_AB: tl.constexpr):
-    # the accumulator as C's BLOCK_M x BLOCK_N tile
-    if SWAP_AB:
-        acc = acc.T
-    return acc
-
-
-@triton.jit
 def _dot_step(a_desc, b_desc, acc, pid_m, pid_n, k, PRECISION: tl.constexpr,
               BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
-              B_TRANSPOSED: tl.constexpr, SWAP_AB: tl.constexpr):
-    # one K-step of a tile: load its slab of A and of B through the descriptors, add the product
-    # (B_TRANSPOSED: b_desc describes B^T, N x K; SWAP_AB: add B^T A^T to C^T's tile, so that
-    # BLOCK_N, not BLOCK_M, is the side of the tensor cores' instruction that needs 64 rows)
-    a = a_desc.load([pid_m * BLOCK_M, k * BLOCK_K])
+              A_TRANSPOSED: tl.constexpr, B_TRANSPOSED: tl.constexpr):
+    # one K-step of a tile: load its slab of A and of B through the descriptors, add the product.
+    # A column-major operand is described as the row-major matrix it is the transpose of
+    # (A_TRANSPOSED: a_desc describes A^T, K x M; B_TRANSPOSED: b_desc describes B^T, N x K),
+    # and its tile turned around on the chip after the load
+    if A_TRANSPOSED:
+        a = a_desc.load([k * BLOCK_K, pid_m * BLOCK_M]).T
+    else:
+        a = a_desc.load([pid_m * BLOCK_M, k * BLOCK_K])
     if B_TRANSPOSED:
         b = b_desc.load([pid_n * BLOCK_N, k * BLOCK_K]).T
     else:
         b = b_desc.load([k * BLOCK_K, pid_n * BLOCK_N])
-    if SWAP_AB:
-        acc = tl.dot(b.T, a.T, acc, input_precision=PRECISION)
-    else:
-        acc = tl.dot(a, b, acc, input_precision=PRECISION)
-    return acc
+    return tl.dot(a, b, acc, input_precision=PRECISION)
 
 
 @triton.jit
@@ -166,10 +148,9 @@ def persistent_tma_matmul_kernel(a_desc, b_desc, c, partial_ptr, count_ptr, M, N
                                  PRECISION: tl.constexpr, BLOCK_M: tl.constexpr,
                                  BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
                                  GROUP_M: tl.constexpr, NUM_PROGRAMS: tl.constexpr,
-                                 B_TRANSPOSED: tl.constexpr, SUBTILE: tl.constexpr,
-                                 FLATTEN: tl.constexpr, TAIL_SPLITS: tl.constexpr,
-                                 SWAP_AB: tl.constexpr, C_BY_POINTER: tl.constexpr,
-                                 WARP_SPECIALIZE: tl.constexpr):
+                                 A_TRANSPOSED: tl.constexpr, B_TRANSPOSED: tl.constexpr,
+                                 SUBTILE: tl.constexpr, TAIL_SPLITS: tl.constexpr,
+                                 C_BY_POINTER: tl.constexpr):
     # one program per SM, each walking tiles NUM_PROGRAMS apart; the descriptors know the
     # shapes, so the hardware (TMA) fills tiles past an edge with zeros and clips stores
     # (c: C's descriptor, or its address with C_BY_POINTER; see _store_tile)
@@ -179,15 +160,15 @@ def persistent_tma_matmul_kernel(a_desc, b_desc, c, partial_ptr, count_ptr, M, N
     whole = tiles  # tiles computed whole; with TAIL_SPLITS > 1, the full waves only
     if TAIL_SPLITS > 1:
         whole = tiles - tiles % NUM_PROGRAMS
-    for tile_id in tl.range(tl.program_id(axis=0), whole, NUM_PROGRAMS, flatten=FLATTEN,
-                            warp_specialize=WARP_SPECIALIZE):
+    # flatten: the compiler pipelines loads across the end of one tile and the start of the next
+    for tile_id in tl.range(tl.program_id(axis=0), whole, NUM_PROGRAMS, flatten=True):
         pid_m, pid_n = grouped_tile(tile_id, grid_m, grid_n, GROUP_M)
-        acc = _zeros(BLOCK_M, BLOCK_N, SWAP_AB)
+        acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
         for k in range(0, tl.cdiv(K, BLOCK_K)):
             acc = _dot_step(a_desc, b_desc, acc, pid_m, pid_n, k, PRECISION, BLOCK_M, BLOCK_N,
-                            BLOCK_K, B_TRANSPOSED, SWAP_AB)
-        _store_tile(c, _tile_of_c(acc, SWAP_AB), pid_m, pid_n, M, N, stride_cm, stride_cn,
-                    BLOCK_M, BLOCK_N, SUBTILE, C_BY_POINTER)
+                            BLOCK_K, A_TRANSPOSED, B_TRANSPOSED)
+        _store_tile(c, acc, pid_m, pid_n, M, N, stride_cm, stride_cn, BLOCK_M, BLOCK_N, SUBTILE,
+                    C_BY_POINTER)
     if TAIL_SPLITS > 1:
         # the last, partial wave: each of its tiles cut into TAIL_SPLITS K-slices, so that
         # every SM has a share of it instead of a few SMs doing all of it while the rest idle
@@ -196,12 +177,12 @@ def persistent_tma_matmul_kernel(a_desc, b_desc, c, partial_ptr, count_ptr, M, N
             tile_id = whole + job // TAIL_SPLITS
             piece = job % TAIL_SPLITS
             pid_m, pid_n = grouped_tile(tile_id, grid_m, grid_n, GROUP_M)
-            acc = _zeros(BLOCK_M, BLOCK_N, SWAP_AB)
+            acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
             k_end = tl.minimum((piece + 1) * per_slice, tl.cdiv(K, BLOCK_K))
             for k in range(piece * per_slice, k_end):
                 acc = _dot_step(a_desc, b_desc, acc, pid_m, pid_n, k, PRECISION, BLOCK_M,
-                                BLOCK_N, BLOCK_K, B_TRANSPOSED, SWAP_AB)
-            _add_up_slice(c, _tile_of_c(acc, SWAP_AB), partial_ptr, count_ptr, tile_id - whole,
+                                BLOCK_N, BLOCK_K, A_TRANSPOSED, B_TRANSPOSED)
+            _add_up_slice(c, acc, partial_ptr, count_ptr, tile_id - whole,
                           piece, pid_m, pid_n, M, N, stride_cm, stride_cn, TAIL_SPLITS,
                           BLOCK_M, BLOCK_N, SUBTILE, C_BY_POINTER)
 
@@ -219,6 +200,13 @@ def transpose_kernel(src_ptr, dst_ptr, R, C, stride_sr, stride_sc, stride_dr, st
     tl.store(dst_ptr + cols[:, None] * stride_dr + rows[None, :] * stride_dc, tl.trans(tile),
              mask=tl.trans(inside))  # fmt: skip
 
+
+
+def reads_a_transposed(a: torch.Tensor) -> bool:
+    """Whether the persistent kernel reads A as A^T (K x M, rows along M): where A is
+    column-major (``t.t()`` of a row-major K x M ``t``), for 16-bit dtypes (float32 A goes
+    through a row-major copy: TF32 tensor cores need K-major A)."""
+    return a.stride(0) == 1 and a.stride(1) != 1 and a.dtype != torch.float32
 
 
 def reads_b_transposed(b: torch.Tensor) -> bool:
@@ -264,6 +252,8 @@ def tma_problem(
     if stage:
         return None
     rows = {name: t.stride() for name, t in named}  # (row stride, column stride)
+    if reads_a_transposed(a):  # A^T: a's columns
+        rows["a"] = (a.stride(1), 1)
     if reads_b_transposed(b):  # B^T: b's columns if b is column-major, else a dense copy
         rows["b"] = (b.stride(1), 1) if b.stride(0) == 1 else (b.shape[0], 1)
     for name, t in named:

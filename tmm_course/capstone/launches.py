@@ -4,7 +4,7 @@ the compiled binary (:mod:`tmm_course.capstone.quick_launch`)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable
+from collections.abc import Callable
 
 import torch
 import triton
@@ -17,6 +17,7 @@ from tmm_course.capstone.kernels import (
     grouped_matmul_kernel,
     persistent_tma_matmul_kernel,
     readable,
+    reads_a_transposed,
     reads_b_transposed,
     transpose_kernel,
 )
@@ -106,16 +107,13 @@ def launch_grouped(
     out: torch.Tensor,
     config: Config,
     precision: str = "tf32",
-    traits: Hashable = None,
 ) -> torch.Tensor:
     """Run :func:`grouped_matmul_kernel` with ``config`` into ``out`` (no input checks), in
-    one launch also with split-K. ``traits``: a key that fixes the shapes, strides, dtypes and
-    alignments of a, b and out."""
+    one launch also with split-K."""
     if a.shape[0] == 0 or b.shape[1] == 0:
         return out
     fixed, constexprs, grid, tiles = _grouped_launch(a, b, out, config, precision)
-    _grouped(grid, (a, b, out, *_scratch(out, config, tiles), *fixed),
-             None if traits is None else (traits, config.split_k > 1), **constexprs)  # fmt: skip
+    _grouped(grid, (a, b, out, *_scratch(out, config, tiles), *fixed), **constexprs)
     return out
 
 
@@ -250,16 +248,19 @@ def _persistent_launch(
     a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, config: Config, precision: str, stage: bool
 ) -> tuple[Callable, Callable, dict, tuple[int]]:
     """The persistent kernel's ``operands(a, b, out)`` and ``arguments(tensors, checked)``
-    (see :func:`_prepared`), its constexprs and grid. B^T is read from a copy for float32,
-    whose tensor cores need K-major B; with ``stage``, A or B whose rows the TMA cannot read
-    is copied into one it can, and such a C is stored by pointer. Copies live in per-stream
-    workspaces, so they keep their addresses from call to call."""
+    (see :func:`_prepared`), its constexprs and grid. A column-major operand is read as the
+    row-major matrix it is the transpose of; B^T is read from a copy for float32, whose tensor
+    cores need K-major B; with ``stage``, A or B whose rows the TMA cannot read (float32 A
+    column-major, say) is copied into one it can, and such a C is stored by pointer. Copies
+    live in per-stream workspaces, so they keep their addresses from call to call."""
     (m, k), n = a.shape, b.shape[1]
     bm, bn, bk = config.block_m, config.block_n, config.block_k
-    transposed = reads_b_transposed(b)
+    a_transposed, transposed = reads_a_transposed(a), reads_b_transposed(b)
     copy_b = transposed and b.stride(0) != 1
-    stage_a, by_pointer = stage and not readable(a), stage and not readable(out)
+    stage_a = stage and not readable(a.t() if a_transposed else a)
+    by_pointer = stage and not readable(out)
     stage_b = stage and not copy_b and not readable(b.t() if transposed else b)
+    a_block = [bk, bm] if a_transposed else [bm, bk]
     b_block = [bn, bk] if transposed else [bk, bn]
     c_block = [bm, bn // 2] if config.subtile else [bm, bn]
     tiles = tile_count(config, m, n)
@@ -270,6 +271,7 @@ def _persistent_launch(
 
     def operands(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor) -> tuple:
         nonlocal turn_around
+        a = a.t() if a_transposed else a
         if stage_a:
             a = aligned_like(a, "staged A").copy_(a)
         if copy_b:
@@ -289,18 +291,18 @@ def _persistent_launch(
         return (a, b_read, out, *scratch)
 
     def arguments(tensors: tuple, checked: bool) -> tuple:
-        a, b_read, out, *scratch = tensors
+        a_read, b_read, out, *scratch = tensors
         describe = _Checked.of if checked else TensorDescriptor.from_tensor
         c = out if by_pointer else describe(out, c_block)
         c_strides = out.stride() if by_pointer else (0, 0)
-        return (describe(a, [bm, bk]), describe(b_read, b_block), c, *scratch, m, n, k, *c_strides)
+        return (describe(a_read, a_block), describe(b_read, b_block), c, *scratch, m, n, k,
+                *c_strides)  # fmt: skip
 
     constexprs = dict(
         PRECISION=_precision(a, precision), BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk,
-        GROUP_M=config.group_m, NUM_PROGRAMS=programs, B_TRANSPOSED=transposed,
-        SUBTILE=config.subtile, FLATTEN=config.flatten, TAIL_SPLITS=splits,
-        SWAP_AB=config.swap_ab, C_BY_POINTER=by_pointer, WARP_SPECIALIZE=config.warp_specialize,
-        num_warps=config.num_warps, num_stages=config.num_stages,
+        GROUP_M=config.group_m, NUM_PROGRAMS=programs, A_TRANSPOSED=a_transposed,
+        B_TRANSPOSED=transposed, SUBTILE=config.subtile, TAIL_SPLITS=splits,
+        C_BY_POINTER=by_pointer, num_warps=config.num_warps, num_stages=config.num_stages,
     )  # fmt: skip
     return operands, arguments, constexprs, (programs,)
 
@@ -311,13 +313,12 @@ def launch_persistent_tma(
     out: torch.Tensor,
     config: Config,
     precision: str = "tf32",
-    traits: Hashable = None,
 ) -> torch.Tensor:
     """Run :func:`persistent_tma_matmul_kernel` with ``config`` into ``out``; the tensors must
     pass :func:`tma_problem` (no input checks here)."""
     operands, arguments, constexprs, grid = _persistent_launch(a, b, out, config, precision, False)
     args = arguments(operands(a, b, out), False)
-    _persistent(grid, args, None if traits is None else (traits, grid), **constexprs)
+    _persistent(grid, args, **constexprs)
     return out
 
 

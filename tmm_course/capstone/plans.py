@@ -36,16 +36,12 @@ class Plan:
 
 PATHS = ("persistent_tma", "grouped")
 
-# The rules used where no fit is available; chosen from the H200 sweep,
-# tmm_course/perf/data/sweep_h200.json (python -m tmm_course.perf.bench sweep)
+# The rules used where no fit is available (the interpreter, or a package without one); chosen
+# from the H200 sweep, tmm_course/perf/data/sweep_h200.json (python -m tmm_course.perf.bench sweep)
 ON_INTERPRETER = Config(32, 32, 32, group_m=4)
 LARGE_TMA = Config(128, 256, 64, num_warps=8, num_stages=3, subtile=True)
 FLOAT32_TMA = Config(128, 256, 32, num_warps=8, num_stages=3, subtile=True)
 LARGE_GROUPED = Config(128, 256, 64, num_warps=8, num_stages=4)
-MEDIUM_GROUPED = Config(64, 128, 64, num_warps=4, num_stages=4)
-FEW_ROWS = Config(16, 64, 128, num_warps=4, num_stages=4, split_k=4)
-FEW_COLUMNS = Config(64, 16, 128, num_warps=4, num_stages=4, split_k=4)
-SOME_ROWS = Config(64, 64, 128, num_warps=4, num_stages=4)
 
 
 def plan(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None) -> Plan:
@@ -107,8 +103,8 @@ def use_fit(fitted: Sequence[Fitted] | None) -> None:
     _FIT = None if fitted is None else list(fitted)
 
 
-def _column_major(b: torch.Tensor) -> bool:
-    return b.stride(0) == 1 and b.shape[0] > 1
+def _column_major(t: torch.Tensor) -> bool:
+    return t.stride(0) == 1 and t.shape[0] > 1
 
 
 def _aligned(*sizes: int) -> bool:
@@ -118,17 +114,20 @@ def _aligned(*sizes: int) -> bool:
 OTHER_DTYPE = 0.5  # how much further away a fitted problem of another 16-bit dtype counts
 
 
-def _distance(fitted, m: int, n: int, k: int, dtype: str, column_major: bool) -> float:
+def _distance(fitted: Fitted, m: int, n: int, k: int, dtype: str, layouts: tuple[bool, bool]
+              ) -> float:  # fmt: skip
     """How far apart two problems are: the sizes' log2 distances, and half a unit each for a
-    different layout of B, a different alignment (rows the TMA reads, or copies) and the
-    other 16-bit dtype (float16 and bfloat16 move the same bytes through the same kernels);
-    infinitely far for an element of another size."""
+    different layout of A or of B (``layouts``: whether each is column-major), a different
+    alignment (rows the TMA reads, or copies) and the other 16-bit dtype (float16 and
+    bfloat16 move the same bytes through the same kernels); infinitely far for an element
+    of another size."""
     p = fitted.problem
     if getattr(torch, p.dtype).itemsize != getattr(torch, dtype).itemsize:
         return math.inf
     apart = sum(abs(math.log2(max(x, 1)) - math.log2(max(y, 1))) for x, y in
                 ((m, p.m), (n, p.n), (k, p.k)))  # fmt: skip
-    apart += 0.5 if column_major != (p.b_layout == "col") else 0.0
+    apart += 0.5 * sum(here != (there == "col") for here, there in
+                       zip(layouts, (p.a_layout, p.b_layout), strict=True))  # fmt: skip
     apart += OTHER_DTYPE if p.dtype != dtype else 0.0
     return apart + (0.5 if _aligned(m, n, k) != _aligned(p.m, p.n, p.k) else 0.0)
 
@@ -182,7 +181,8 @@ def _plan_by_fit(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None) -> 
     (:func:`_filled`); run the best that can read the tensors."""
     dtype = str(a.dtype).removeprefix("torch.")
     (m, k), n = a.shape, b.shape[1]
-    apart = {id(f): _distance(f, m, n, k, dtype, _column_major(b)) for f in fit_table()}
+    layouts = (_column_major(a), _column_major(b))
+    apart = {id(f): _distance(f, m, n, k, dtype, layouts) for f in fit_table()}
     table = sorted((f for f in fit_table() if apart[id(f)] < math.inf), key=lambda f: apart[id(f)])
     if not table:
         return None
@@ -206,22 +206,12 @@ def _plan_by_fit(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None) -> 
 
 
 def _plan_by_shape(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None) -> Plan:
-    m, n = a.shape[0], b.shape[1]
     if tmm_course.BACKEND != GPU:
         return Plan("grouped", ON_INTERPRETER, "the interpreter: small tiles run fastest")
-    if a.dtype == torch.float32 and (why_not := tma_problem(a, b, out)) is None:
-        return Plan("persistent_tma", FLOAT32_TMA, "float32: TF32 tensor cores read B^T by TMA")
-    if m <= 64:
-        return Plan("grouped", FEW_ROWS, f"{m} rows: thin tiles, K split in 4 to fill the SMs")
-    if n <= 64:
-        return Plan("grouped", FEW_COLUMNS, f"{n} columns: thin tiles, K split in 4")
-    if min(m, n) <= 256:
-        return Plan("grouped", SOME_ROWS, "a few hundred rows or columns: small tiles")
-    if m * n < 2048 * 2048:
-        return Plan("grouped", MEDIUM_GROUPED, "too few big tiles to fill every SM")
     if (why_not := tma_problem(a, b, out)) is None:
-        return Plan("persistent_tma", LARGE_TMA, "large, with 16-byte aligned rows")
-    return Plan("grouped", LARGE_GROUPED, f"large, but no tensor descriptors: {why_not}")
+        tma = FLOAT32_TMA if a.dtype == torch.float32 else LARGE_TMA
+        return Plan("persistent_tma", tma, "no fit: large tiles, read by the TMA")
+    return Plan("grouped", LARGE_GROUPED, f"no fit, and no tensor descriptors: {why_not}")
 
 
 def smaller(config: Config) -> Config | None:

@@ -17,8 +17,9 @@ from tmm_course.numerics import tolerance
 
 @dataclass(frozen=True)
 class Problem:
-    """C = A @ B with A (m, k) row-major and B (k, n) row-major, or column-major when
-    ``b_layout == "col"`` (B is then the transpose of a row-major (n, k) tensor)."""
+    """C = A @ B with A (m, k) and B (k, n) row-major, or column-major where ``a_layout`` or
+    ``b_layout`` is "col" (A is then the transpose of a row-major (k, m) tensor, B of a
+    row-major (n, k) one)."""
 
     m: int
     n: int
@@ -26,6 +27,12 @@ class Problem:
     dtype: str = "float16"
     precision: str = "tf32"  # how float32 products are formed, on both sides
     b_layout: str = "row"
+    a_layout: str = "row"
+
+    def __post_init__(self) -> None:
+        for name in ("a_layout", "b_layout"):
+            if getattr(self, name) not in ("row", "col"):
+                raise ValueError(f"{name}={getattr(self, name)!r}: expected 'row' or 'col'")
 
     @property
     def kind(self) -> str:
@@ -35,7 +42,9 @@ class Problem:
     @property
     def label(self) -> str:
         shape = f"{self.m}^3" if self.m == self.n == self.k else f"{self.m}x{self.n}x{self.k}"
-        return f"{shape} {self.kind}" + (", B column-major" if self.b_layout == "col" else "")
+        layouts = [f"{x} column-major" for x, layout in (("A", self.a_layout), ("B", self.b_layout))
+                   if layout == "col"]  # fmt: skip
+        return ", ".join([f"{shape} {self.kind}", *layouts])
 
     def as_dict(self) -> dict:
         return {**asdict(self), "kind": self.kind, "label": self.label}
@@ -44,7 +53,7 @@ class Problem:
     def from_dict(cls, data: dict) -> Problem:
         """The problem a results file stored (``as_dict``'s "kind" and "label" are derived)."""
         return cls(data["m"], data["n"], data["k"], data["dtype"], data["precision"],
-                   data.get("b_layout", "row"))  # fmt: skip
+                   data.get("b_layout", "row"), data.get("a_layout", "row"))  # fmt: skip
 
     def tolerance(self) -> float:
         """The error bound its results must meet on this backend."""
@@ -54,7 +63,7 @@ class Problem:
         gen = torch.Generator(device=tmm_course.DEVICE).manual_seed(seed)
         dtype = getattr(torch, self.dtype)
         new = lambda r, c: torch.randn(r, c, device=tmm_course.DEVICE, generator=gen).to(dtype)
-        a = new(self.m, self.k)
+        a = new(self.k, self.m).t() if self.a_layout == "col" else new(self.m, self.k)
         return a, (new(self.n, self.k).t() if self.b_layout == "col" else new(self.k, self.n))
 
 
@@ -100,16 +109,29 @@ def _grid() -> tuple[Problem, ...]:
         for m, n, k in [(8192, 1024, 1024), (1024, 8192, 1024), (1024, 1024, 8192),
                         (2048, 8192, 512), (16384, 4096, 256)]
     ]  # fmt: skip
+    problems += [
+        Problem(m, n, k, dtype, b_layout=b_layout, a_layout="col")
+        for m, n, k, dtype, b_layout in [(4096, 4096, 4096, "float16", "row"),
+                                         (2048, 2048, 2048, "bfloat16", "col"),
+                                         (1024, 1024, 1024, "float16", "row"),
+                                         (4096, 4096, 4096, "float16", "col")]
+    ]  # fmt: skip
     return tuple(problems)
 
 
 GRID = _grid()
+# every layout combination of one product (python -m tmm_course.perf.bench layouts)
+LAYOUTS = tuple(Problem(4096, 4096, 4096, dtype, a_layout=a, b_layout=b)
+                for dtype in ("float16", "bfloat16") for a in ("row", "col")
+                for b in ("row", "col"))  # fmt: skip
 FITTED = GRID[0::2]  # the plan is fitted on these
 HELD_OUT = GRID[1::2]  # and judged apart on these
 
 def family(problem: Problem) -> str:
     """The part of the grid a problem stands for."""
     m, n, k = problem.m, problem.n, problem.k
+    if problem.a_layout == "col":
+        return "A column-major"
     if problem.b_layout == "col":
         return "B column-major"
     if min(m, n) <= 512 and max(m, n) >= 4096:

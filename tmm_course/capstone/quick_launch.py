@@ -18,6 +18,7 @@ import torch
 from tmm_course.backend import GPU
 
 _plain = 0  # how many plain_launches() blocks are open
+COMPILED_LIMIT = 256  # compiled kernels a QuickLaunch keeps at most
 
 
 @contextlib.contextmanager
@@ -156,13 +157,13 @@ class PreparedLaunch:
     def __call__(self, args: Sequence[object]) -> None:
         quick, compiled = self.quick, self.compiled
         if compiled is None or not _quick(quick):
-            quick(self.grid, args, None, **self.constexprs)
+            quick(self.grid, args, **self.constexprs)
             return
         try:
             _run(compiled, self.grid3, self.stream(self.device), args, self.values, self.hooks)
         except (AttributeError, TypeError):  # a Triton whose launcher differs
             quick.enabled = False
-            quick(self.grid, args, None, **self.constexprs)
+            quick(self.grid, args, **self.constexprs)
 
     def keyed(self, key: Hashable, make_args: Callable[[], Sequence[object]]) -> None:
         if (self.raw is None or not _quick(self.quick)
@@ -199,23 +200,23 @@ class QuickLaunch:
         self,
         grid: Sequence[int],
         args: Sequence[object],
-        traits: Hashable = None,
         **constexprs: object,
     ) -> None:
-        """Launch on ``grid``. ``traits``, if given, must stand for everything Triton specializes
-        on in ``args`` (a caller that already knows it saves computing it here)."""
+        """Launch on ``grid``."""
         if not _quick(self):
             self.kernel[tuple(grid)](*args, **constexprs)
             return
         from triton import knobs
         from triton.runtime import driver
 
-        key = self._key(args, traits, constexprs)
+        key = self._key(args, constexprs)
         hit = self.compiled.get(key)
         if hit is None:
             compiled = self.kernel[tuple(grid)](*args, **constexprs)
             options = {"num_warps", "num_stages", "num_ctas", "maxnreg"}
             values = tuple(v for k, v in constexprs.items() if k not in options)
+            if len(self.compiled) >= COMPILED_LIMIT:  # the oldest first (Triton keeps its own)
+                del self.compiled[next(iter(self.compiled))]
             self.compiled[key] = (compiled, values)
             return
         compiled, values = hit
@@ -226,10 +227,8 @@ class QuickLaunch:
             self.enabled = False
             self.kernel[tuple(grid)](*args, **constexprs)
 
-    def _key(self, args: Sequence[object], traits: Hashable, constexprs: dict) -> tuple:
-        if traits is None:
-            traits = tuple(_traits(a) for a in args)
-        return (tuple(constexprs.items()), traits)
+    def _key(self, args: Sequence[object], constexprs: dict) -> tuple:
+        return (tuple(constexprs.items()), tuple(_traits(a) for a in args))
 
     def prepared(
         self, grid: Sequence[int], args: Sequence[object], **constexprs: object
@@ -238,8 +237,8 @@ class QuickLaunch:
         arguments Triton would specialize the same way (the same dtypes, shapes and
         alignments; other addresses): it goes to the compiled binary without computing any
         key."""
-        self(grid, args, None, **constexprs)
-        hit = self.compiled.get(self._key(args, None, constexprs)) if _quick(self) else None
+        self(grid, args, **constexprs)
+        hit = self.compiled.get(self._key(args, constexprs)) if _quick(self) else None
         if hit is None:  # quick launches are off here
             return PreparedLaunch(self, grid, constexprs, None, ())
         compiled, values = hit

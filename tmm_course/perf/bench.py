@@ -27,10 +27,11 @@ import tmm_course
 from tmm_course import capstone
 from tmm_course.backend import GPU
 from tmm_course.capstone import fit, launches, plans
+from tmm_course.capstone.candidates import NEW
 from tmm_course.capstone.config import Config
 from tmm_course.capstone.fitted import Fitted
 from tmm_course.capstone.kernels import TensorDescriptor
-from tmm_course.capstone.problems import FITTED, GOALS, GRID, Problem
+from tmm_course.capstone.problems import FITTED, GOALS, GRID, LAYOUTS, Problem
 from tmm_course.perf import journey, results, tuning
 from tmm_course.perf.measure import (
     copy_bandwidth_gbs,
@@ -68,17 +69,45 @@ def _progress(problems, done: set[str], what: str):
 Keep = Callable[[list[dict]], None]
 
 
-def suite_fit(rounds: int, done: list[dict], keep: Keep) -> list[dict]:
-    """fit_one on every FITTED problem (``keep`` saves the rows after each); matmul_fast plans
-    from the result at once."""
+def _timer(rounds: int) -> fit.Timer:
+    """The fit's timing: interleaved do_bench medians, torch.matmul at the problem's precision."""
+
     def timed(problem: Problem, runs: dict[str, Callable[[], object]]) -> dict[str, float]:
         with torch_precision(problem):
             return interleaved(runs, rounds, rep_ms=25)
 
+    return timed
+
+
+def _say(line: str) -> None:
+    print(line, flush=True)
+
+
+def suite_fit(rounds: int, done: list[dict], keep: Keep) -> list[dict]:
+    """fit_one on every FITTED problem (``keep`` saves the rows after each); matmul_fast plans
+    from the result at once."""
     rows = list(done)
     left = _progress(FITTED, {r["problem"]["label"] for r in done}, "fit")
-    for fitted in fit.fit(left, timed, lambda line: print(line, flush=True)):
+    for fitted in fit.fit(left, _timer(rounds), _say):
         rows.append(fitted.as_dict())
+        keep(rows)
+    capstone.use_fit([Fitted.from_dict(r) for r in rows])
+    return rows
+
+
+def suite_refit(rounds: int, done: list[dict], keep: Keep) -> list[dict]:
+    """The fit of the --out file brought up to date: on each fitted problem, the candidates
+    not measured before (``candidates.NEW``) timed beside its earlier winners and merged in
+    (marked ``"refitted"``); FITTED problems the fit lacks get every candidate."""
+    rows = list(done)
+    known = {r["problem"]["label"] for r in rows}
+    for i, row in enumerate(rows):
+        if not row.get("refitted"):
+            merged = fit.refit(Fitted.from_dict(row), NEW, _timer(rounds), _say)
+            rows[i] = {**merged.as_dict(), "refitted": True}
+            keep(rows)
+    for fitted in fit.fit([p for p in FITTED if p.label not in known], _timer(rounds), _say):
+        rows.append({**fitted.as_dict(), "refitted": True})
         keep(rows)
     capstone.use_fit([Fitted.from_dict(r) for r in rows])
     return rows
@@ -98,6 +127,61 @@ def suite_grid(rounds: int, done: list[dict], keep: Keep) -> list[dict]:
         print(f"{problem.label:34s} {row.ratio_to_torch.get('matmul_fast', 0.0):.3f} "
               f"host {row.host_us.get('matmul_fast', 0.0):.0f} vs "
               f"{row.host_us['torch.matmul']:.0f} us  {row.plan}", flush=True)  # fmt: skip
+    return rows
+
+
+def suite_layouts(rounds: int) -> list[dict]:
+    """matmul_fast raced against torch.matmul on every layout combination of A and B
+    (``LAYOUTS``), as the goals are."""
+    rows = []
+    for problem in LAYOUTS:
+        a, b = problem.operands()
+        row = race(problem, {"matmul_fast": capstone.matmul_fast}, rounds, (a, b))
+        row = dataclasses.replace(row, plan=str(capstone.plan(a, b)))
+        rows.append(row.as_dict())
+        print(f"{problem.label:44s} {row.ratio_to_torch['matmul_fast']:.3f}  {row.plan}",
+              flush=True)  # fmt: skip
+    return rows
+
+
+# problems raced against Inductor's best Triton GEMM (each compiles for 4-47 s on an H200)
+INDUCTOR_PROBLEMS = (
+    Problem(4096, 4096, 4096), Problem(1024, 1024, 8192), Problem(128, 4096, 4096),
+    Problem(256, 8192, 8192), Problem(1536, 1536, 1536), Problem(3072, 3072, 768),
+)  # fmt: skip
+INDUCTOR = "torch.compile max-autotune (Triton)"
+
+
+def inductor_matmul() -> Callable[[torch.Tensor, torch.Tensor], torch.Tensor]:
+    """``a @ b`` through torch.compile's max-autotune with Triton templates only (no cuBLAS
+    in the choice, no CUDA graphs): the best Triton GEMM a user gets without writing one."""
+    import torch._inductor.config as inductor
+
+    inductor.max_autotune_gemm_backends = "TRITON"
+    return torch.compile(lambda a, b: a @ b, mode="max-autotune-no-cudagraphs", dynamic=False)
+
+
+def suite_inductor(rounds: int) -> list[dict]:
+    """matmul_fast and Inductor's Triton GEMM, each raced against torch.matmul on
+    ``INDUCTOR_PROBLEMS``; a compile's seconds are kept beside its row."""
+    import time
+
+    rows = []
+    for problem in INDUCTOR_PROBLEMS:
+        a, b = problem.operands()
+        torch._dynamo.reset()  # a fresh compile per problem (its cache would stop recompiling)
+        compiled = inductor_matmul()
+        start = time.perf_counter()
+        compiled(a, b)
+        torch.cuda.synchronize()
+        seconds = time.perf_counter() - start
+        contenders = {"matmul_fast": capstone.matmul_fast, INDUCTOR: compiled}
+        row = race(problem, contenders, rounds, (a, b))
+        row = dataclasses.replace(row, plan=str(capstone.plan(a, b)))
+        rows.append({**row.as_dict(), "compile_s": seconds})
+        r = row.ratio_to_torch
+        print(f"{problem.label:28s} matmul_fast {r.get('matmul_fast', 0):.3f} inductor "
+              f"{r.get(INDUCTOR, 0):.3f} (compiled in {seconds:.0f} s)", flush=True)  # fmt: skip
     return rows
 
 
@@ -153,7 +237,7 @@ def suite_host(rounds: int) -> list[dict]:
     a32, b32 = Problem(1024, 1024, 1024, "float32").operands()  # B^T copied for TF32
     odd_a, odd_b = Problem(1023, 1025, 1027).operands()  # rows the TMA cannot read: staged
     tail = Config(128, 128, 64, num_warps=8, num_stages=4, split_tail=True)
-    swapped = Config(16, 64, 128, num_stages=5, split_tail=True, swap_ab=True)
+    medium = Config(64, 128, 64, num_warps=4, num_stages=4)
     fast = capstone.matmul_fast
     parts = {
         "torch.matmul": lambda: torch.matmul(a, b),
@@ -163,7 +247,7 @@ def suite_host(rounds: int) -> list[dict]:
         "3 tensor descriptors": lambda: [
             TensorDescriptor.from_tensor(t, [64, 64]) for t in (a, b, c)
         ],
-        "grouped kernel launch": lambda: launches.launch_grouped(a, b, c, plans.MEDIUM_GROUPED),
+        "grouped kernel launch": lambda: launches.launch_grouped(a, b, c, medium),
         "grouped launch, split-K 4": lambda: launches.launch_grouped(
             a, b, c, Config(64, 64, 64, split_k=4)
         ),
@@ -177,11 +261,10 @@ def suite_host(rounds: int) -> list[dict]:
                 a, b, path=path, config=config
             )
             for name, path, config in [
-                ("grouped", "grouped", plans.MEDIUM_GROUPED),
+                ("grouped", "grouped", medium),
                 ("split-K 4", "grouped", Config(64, 64, 64, split_k=4)),
                 ("persistent TMA", "persistent_tma", plans.LARGE_TMA),
                 ("persistent, split tail", "persistent_tma", tail),
-                ("persistent, swapped", "persistent_tma", swapped),
             ]
         },
         "torch.matmul, float32": lambda: torch.matmul(a32, b32),
@@ -222,11 +305,15 @@ SUITES = {
     "journey": suite_journey,
     "sweep": suite_sweep,
     "host": suite_host,
+    "refit": suite_refit,
+    "layouts": suite_layouts,
+    "inductor": suite_inductor,
 }
 
 
 DEFAULT = ("goals", "journey", "host")
-RESUMABLE = ("fit", "grid")  # an existing --out file's rows are kept, not measured again
+# an existing --out file's rows are kept, not measured again (refit brings its "fit" up to date)
+RESUMABLE = ("fit", "grid")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -254,16 +341,17 @@ def main(argv: list[str] | None = None) -> int:
     if any(suite in earlier for suite in RESUMABLE):  # what measured the rows kept
         before = {key: earlier[key] for key in ("date", "command") if key in earlier}
         data["earlier"] = [*earlier.get("earlier", []), before]
-    if "fit" in data and "fit" not in args.suites:  # a grid resumed after its fit
+    if "fit" in data and not {"fit", "refit"} & set(args.suites):  # a grid after its fit
         capstone.use_fit([Fitted.from_dict(r) for r in data["fit"]])
     for suite in args.suites or DEFAULT:
-        if suite in RESUMABLE:
+        if suite in (*RESUMABLE, "refit"):
+            name = "fit" if suite == "refit" else suite
 
-            def keep(rows: list[dict], suite: str = suite) -> None:
-                data[suite] = rows
+            def keep(rows: list[dict], name: str = name) -> None:
+                data[name] = rows
                 results.write(args.out, data)
 
-            data[suite] = SUITES[suite](args.rounds, data.get(suite, []), keep)
+            data[name] = SUITES[suite](args.rounds, data.get(name, []), keep)
         else:
             data[suite] = SUITES[suite](args.rounds)
         results.write(args.out, data)  # after each suite: a long run keeps what it measured

@@ -30,6 +30,7 @@ from tmm_course.capstone.problems import Problem, family
 DATA_PACKAGE = "tmm_course.perf"
 DATA_FOLDER = "data"
 REFERENCE = "torch.matmul"
+TIMING = ("ms", "error", "failure")  # what a sweep stores beside each configuration
 
 
 @dataclass(frozen=True)
@@ -41,6 +42,7 @@ class Provenance:
     versions: dict[str, str]
     date: str
     command: str
+    code: str | None = None  # the commit of the code measured, where the file names one
 
     @property
     def where(self) -> str:
@@ -56,10 +58,14 @@ class Provenance:
             versions=dict(data["versions"]),
             date=data["date"],
             command=data["command"],
+            code=data.get("code"),
         )
 
     def as_dict(self) -> dict:
-        return {**dataclasses.asdict(self), "capability": list(self.capability)}
+        data = {**dataclasses.asdict(self), "capability": list(self.capability)}
+        if self.code is None:
+            del data["code"]
+        return data
 
 
 @dataclass(frozen=True)
@@ -160,7 +166,7 @@ class SweepRow:
         trials = [
             SweepTrial(
                 kernel,
-                Config.from_dict(t),
+                Config.from_dict({k: v for k, v in t.items() if k not in TIMING}),
                 t["ms"],
                 t["error"],
                 t["failure"],
@@ -254,6 +260,8 @@ class Grid:
     fit: list[Fitted]
     rows: list[Race]
     fitted: frozenset[str]  # labels of the problems the plan was fitted on
+    layouts: list[Race] = field(default_factory=list)  # every layout of A and B, one size
+    replanned: dict[str, str] = field(default_factory=dict)  # rows raced with an older plan
 
     def part(self, fitted: bool | None = None) -> list[Race]:
         """Every row, or those the plan was (``True``) or was not (``False``) fitted on."""
@@ -303,6 +311,31 @@ class Grid:
             [Fitted.from_dict(f) for f in data.get("fit", [])],
             [Race.from_dict(r) for r in rows],
             frozenset(r["problem"]["label"] for r in rows if r.get("fitted")),
+            [Race.from_dict(r) for r in data.get("layouts", [])],
+            dict(data.get("replanned", {})),
+        )
+
+
+@dataclass(frozen=True)
+class Races:
+    """``python -m tmm_course.perf.bench host inductor``: host time per call, and matmul_fast
+    beside torch.compile's best Triton GEMM (:data:`~tmm_course.perf.bench.INDUCTOR`)."""
+
+    provenance: Provenance
+    host_us: dict[str, float]
+    inductor: list[Race]
+    compile_s: dict[str, float]  # problem label -> seconds Inductor took to compile it
+    notes: list[str]
+
+    @classmethod
+    def from_dict(cls, data: dict) -> Races:
+        rows = data.get("inductor", [])
+        return cls(
+            Provenance.from_dict(data),
+            data["host"][0]["host_us"] if data.get("host") else {},
+            [Race.from_dict(r) for r in rows],
+            {r["problem"]["label"]: r["compile_s"] for r in rows},
+            list(data.get("notes", [])),
         )
 
 
@@ -339,6 +372,11 @@ def sweep(name: str | Path = "sweep_h200.json") -> Sweep:
 def grid(name: str | Path = "grid_h200.json") -> Grid:
     """A grid file (the fitted plan and the race over the grid): shipped or measured."""
     return Grid.from_dict(_read(name))
+
+
+def races(name: str | Path = "races_h200.json") -> Races:
+    """A host-time and Inductor race file: shipped (by name) or measured (by path)."""
+    return Races.from_dict(_read(name))
 
 
 def pitfalls(name: str | Path = "pitfalls_h200.json") -> Pitfalls:

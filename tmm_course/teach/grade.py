@@ -2,245 +2,299 @@
 
     python -m tmm_course.teach.grade inbox/ --out grades.csv --timeout 300 --jobs 2
 
-For each submission the grader rebuilds the notebook from the instructor's reference, taking
-only the exercise cells' sources from the submission (:mod:`.graded_notebook`), runs it in a
-sandbox (:mod:`.sandbox`: its own unprivileged user, folder, limits, no network, everything it
-started killed at the end) against a read-only copy of the course package with no notebooks
-beside it, and reads the verdicts from signed result records, never from outputs. Rows are
-appended as each submission finishes, so a run that stops keeps what it graded, and
-``--resume`` skips those. Every entry of the inbox gets a row; the inbox is hashed before and
-after, and any change is reported.
+Two processes per submission. The judge (this process) never runs student code: it takes the
+exercise cells' sources from the submission by cell id, decides on their parsed code whether a
+person must look (:mod:`.exercise_rules`), and starts a worker (:mod:`.worker`) in a sandbox
+(:mod:`.sandbox`: bubblewrap, a fresh user, its own cgroup, no network, nothing of the host but
+the Python it runs and a copy of the course package). The worker runs the reference's setup
+cell and the exercise cells; the judge draws fresh secret inputs per exercise, sends them over
+pipes it opened, reads the outputs back and decides the verdict itself (:mod:`.judge`).
 
-Verdicts: ``pass``, ``fail`` (with the diagnosis codes and the first failing case),
-``not_implemented``, ``missing`` (no exercise cell or no result), ``review`` (the exercise code
-reaches into the checker, the display machinery, processes, files or the interpreter's
-internals: a person should look; never a pass), ``timeout``, ``error``, ``invalid``.
+Verdicts: ``pass``, ``fail`` (diagnosis codes and the first failing case), ``not_implemented``,
+``missing`` (no cell with the exercise's id), ``review`` (the code does something an exercise
+has no reason to; the reason and what the judge measured are in the detail; never a pass),
+``timeout``, ``error`` (the cell is duplicated, the worker died or printed too much),
+``invalid`` (not a readable notebook). The ``isolation`` column says ``isolated`` or, with
+``--no-isolation``, ``unisolated``. Without root or bubblewrap the grader refuses to run unless
+told ``--no-isolation``.
 
-Several machines: split the inbox (``ls inbox | split -n r/4``) and run one grader per part
-with GNU parallel or a job array of your cluster's scheduler, each writing its own CSV; then
-concatenate the CSVs (``--resume`` makes a rerun of any part cheap).
+Several graders, on one machine or many, never meet (a fresh user id and cgroup per
+submission, private mounts): split the inbox and give each part its own ``--out``.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import csv
 import hashlib
 import json
 import os
-import queue
 import secrets
 import shutil
 import stat
 import sys
 import tempfile
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from tmm_course.check.result import CheckResult
-from tmm_course.teach import graded_notebook, sandbox
-from tmm_course.teach.graded_notebook import Exercise
+from tmm_course.teach import exercise_rules, graded_notebook, judge, sandbox, wire
+from tmm_course.teach.safe_io import Unreadable, csv_cell, kind, read_capped, remove_tree
 
 DEFAULT_REFERENCE = Path("notebooks/05_homework_transpose.ipynb")
-FIELDS = ["submission", "exercise", "verdict", "codes", "detail"]
-NOTEBOOK = "submission.ipynb"
-RESULTS = "results.jsonl"
-STATUS = "status.json"
-OUTPUT_CAP = 2**20  # bytes of cell output the child keeps counting before it gives up
+FIELDS = ["submission", "exercise", "verdict", "codes", "detail", "isolation"]
+NOTEBOOK_CAP = 8 * 2**20
+STARTUP_SECONDS = 120.0
+REVIEW_SECONDS = 20.0  # how long the judge measures an exercise that goes to review anyway
 
 
 @dataclass(frozen=True)
 class Row:
     submission: str
     exercise: str
-    verdict: str  # pass fail not_implemented missing review timeout error invalid
+    verdict: str
     codes: str = ""
     detail: str = ""
+    isolation: str = "isolated"
 
 
-def expected_labels(exercises: list[Exercise]) -> dict[str, list[str]]:
-    """Each exercise's check name and case labels, from its check run on a launcher that
-    does nothing."""
-    from tmm_course import check
+@dataclass
+class Output:
+    """Counts what a worker prints, keeps none of it, and stops it past the cap."""
 
-    class Untouched(dict):
-        def __missing__(self, name: str):
-            def todo(*args: object) -> None:
-                raise NotImplementedError
+    cap: int
+    printed: int = 0
+    over: bool = False
+    thread: threading.Thread | None = None
 
-            return getattr(check, name) if name.startswith("check_") else todo
+    def drain(self, running: sandbox.Running) -> None:
+        def pump() -> None:
+            stream = running.process.stdout
+            while stream is not None:
+                try:
+                    chunk = stream.read1(1 << 16)
+                except (OSError, ValueError):
+                    return
+                if not chunk:
+                    return
+                self.printed += len(chunk)
+                if self.printed > self.cap and not self.over:
+                    self.over = True
+                    running.stop()
+                    return
 
-    labels = {}
-    for exercise in exercises:
-        result = eval(exercise.check_source, {}, Untouched())  # the reference's own check cell
-        labels[exercise.name] = [result.exercise, *(c.label for c in result.cases)]
-    return labels
+        self.thread = threading.Thread(target=pump, daemon=True)
+        self.thread.start()
 
 
-def rows_for(
-    submission: str,
-    exercises: list[Exercise],
-    labels: dict[str, list[str]],
-    status: dict,
-    results: dict[str, list[dict]],
-    flags: dict[str, list[str]],
-    sources: dict[str, str | None],
-) -> list[Row]:
-    """The CSV rows of one submission, from its verified results and the review flags."""
-    if status.get("status") in ("timeout", "error") and not results:
-        return [Row(submission, "*", status["status"], detail=status.get("detail", ""))]
-    rows = []
-    for exercise in exercises:
-        name = exercise.name
-        found = results.get(name, [])
-        if sources.get(name) is None:
-            rows.append(Row(submission, name, "missing", detail="no exercise cell with its id"))
-            continue
-        if not found:
-            if flags.get(name):
-                detail = f"needs review: {'; '.join(flags[name])} (no check result was recorded)"
-                rows.append(Row(submission, name, "review", detail=detail))
-            else:
-                rows.append(Row(submission, name, "missing", detail="no check result recorded"))
-            continue
-        check = CheckResult.from_dict(found[0])
-        verdict = (
-            "pass"
-            if check.passed
-            else ("not_implemented" if check.codes == ["not_implemented"] else "fail")
+@dataclass
+class Worker:
+    """One worker process and the sources it has run (to start a fresh one where it left)."""
+
+    grader: Grader
+    name: str
+    running: sandbox.Running | None = None
+    output: Output | None = None
+    ran: list[str] = field(default_factory=list)
+
+    def start(self, deadline: float) -> None:
+        self.stop()
+        g = self.grader
+        self.running = sandbox.start(g.site, g.limits, f"{g.run}-{self.name}", g.isolated)
+        self.output = Output(g.limits.output_bytes)
+        self.output.drain(self.running)
+        for source in [g.setup, *self.ran]:
+            self.run(source, min(deadline, time.monotonic() + STARTUP_SECONDS), remember=False)
+
+    def run(self, source: str, deadline: float, remember: bool = True) -> dict:
+        reply = self.ask({"op": "run", "source": source}, [], deadline, [])
+        if remember:
+            self.ran.append(source)
+        return reply[0]
+
+    def ask(self, header: dict, blobs: list[bytes], deadline: float, sizes: list[int]):
+        assert self.running is not None
+        try:
+            wire.send(self.running.to_worker, header, blobs)
+            reply, returned = wire.receive(self.running.from_worker, deadline, sizes)
+        except (OSError, wire.ChannelError) as error:
+            raise self._why(error) from None
+        if reply.get("ok") is True and len(returned) != len(sizes):
+            raise WorkerGone("error", "the worker sent back a wrong number of tensors")
+        return reply, returned
+
+    def _why(self, error: Exception) -> WorkerGone:
+        if isinstance(error, wire.Timeout):
+            return WorkerGone("timeout", "ran past the time limit")
+        if self.output is not None and self.output.over:
+            return WorkerGone("error", f"printed more than {self.grader.limits.output_bytes} bytes")
+        code = self.running.process.poll() if self.running else None
+        if self.running is not None and code is None:
+            with contextlib.suppress(Exception):
+                code = self.running.process.wait(timeout=2)
+        signals = {4: "SIGILL", 6: "SIGABRT", 7: "SIGBUS", 8: "SIGFPE", 11: "SIGSEGV"}
+        number = -code if code is not None and code < 0 else (code or 0) - 128
+        if number in signals:  # bwrap reports its child's signal as 128 + the number
+            return WorkerGone("fail", f"the worker crashed ({signals[number]}): a kernel read or "
+                              "wrote outside its tensors", crashed=True)  # fmt: skip
+        return WorkerGone("error", f"the worker ended ({_ended(code)}): {error}"[:300])
+
+    def stop(self) -> None:
+        if self.running is not None:
+            with contextlib.suppress(Exception):
+                wire.send(self.running.to_worker, {"op": "bye"})
+            self.running.end()
+            self.running = None
+
+
+class WorkerGone(RuntimeError):
+    """The worker stopped answering: ``crashed`` when a signal such as SIGSEGV ended it (a
+    kernel's stray access: the submission's fault, a fail)."""
+
+    def __init__(self, verdict: str, detail: str, crashed: bool = False) -> None:
+        super().__init__(detail)
+        self.verdict, self.detail, self.crashed = verdict, detail, crashed
+
+
+def _ended(code: int | None) -> str:
+    if code is None:
+        return "still running, stopped"
+    if code < 0 or code == 137:
+        return "killed, perhaps for memory"
+    return f"exit code {code}"
+
+
+@dataclass
+class Grader:
+    """What one grading run shares: the reference's exercises and setup, the package copy."""
+
+    exercises: list[tuple[graded_notebook.Exercise, judge.Exercise]]
+    setup: str
+    site: Path
+    limits: sandbox.Limits
+    isolated: bool
+    run: str = field(default_factory=lambda: secrets.token_hex(4))
+    counter: int = 0
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    @property
+    def isolation(self) -> str:
+        return "isolated" if self.isolated else "unisolated"
+
+    def row(self, submission: str, exercise: str, verdict: str, codes: str = "", detail: str = ""):
+        return Row(submission, exercise, verdict, codes, detail[:500], self.isolation)
+
+    def grade(self, inbox: Path, name: str) -> list[Row]:
+        """Grade one inbox entry; always returns its rows."""
+        if not name.endswith(".ipynb") or kind(inbox, name) != "file":
+            return [
+                self.row(name, "*", "invalid", detail=f"not a notebook file ({kind(inbox, name)})")
+            ]
+        try:
+            submission = json.loads(read_capped(inbox, name, NOTEBOOK_CAP).decode("utf-8"))
+            if not isinstance(submission, dict) or not isinstance(submission.get("cells"), list):
+                raise ValueError("no list of cells")
+        except (Unreadable, ValueError, UnicodeDecodeError, RecursionError) as error:
+            return [self.row(name, "*", "invalid", detail=f"not a readable notebook: {error}")]
+        sources = graded_notebook.exercise_sources(submission, [e for e, _ in self.exercises])
+        with self.lock:
+            self.counter += 1
+            worker = Worker(self, str(self.counter))
+        deadline = time.monotonic() + self.limits.seconds
+        rows: list[Row] = []
+        kernels = exercise_rules.kernel_names(s for s in sources.values() if isinstance(s, str))
+        try:
+            for exercise, entry in self.exercises:
+                source = sources[exercise.name]
+                rows.append(self._one(name, exercise, entry, source, worker, deadline, kernels))
+        finally:
+            worker.stop()
+        return rows
+
+    def _one(self, name, exercise, entry: judge.Exercise, source, worker, deadline, kernels) -> Row:
+        if source is None:
+            return self.row(name, exercise.name, "missing", detail="no exercise cell with its id")
+        if isinstance(source, graded_notebook.SourceError):
+            return self.row(name, exercise.name, "error", detail=str(source))
+        reasons = exercise_rules.review_reasons(
+            source, [self.setup], entry.helpers, [entry.launcher], kernels
         )
-        failed = [c for c in check.cases if not c.passed]
-        detail = f"{len(check.cases) - len(failed)}/{len(check.cases)} cases passed"
-        if failed:
-            detail += f"; first failure: {failed[0].label}: {failed[0].problem}"
-        problems = list(flags.get(name, []))
-        elsewhere = sorted(n for n, reasons in flags.items() if reasons and n != name)
-        if elsewhere and check.passed:  # code in one cell can change how every check runs
-            problems.append(f"the exercise cell of {', '.join(elsewhere)} needs review")
-        if len(found) > 1:
-            problems.append(f"{len(found)} results were recorded, expected one")
-        if [check.exercise, *(c.label for c in check.cases)] != labels[name]:
-            problems.append("the result's cases do not match the reference's check")
-        if problems:
-            detail = f"needs review: {'; '.join(problems)} (the check said {verdict}: {detail})"
+        if reasons:  # advice for the reviewer only: a short look, not the submission's whole time
+            deadline = min(deadline, time.monotonic() + REVIEW_SECONDS)
+        try:
+            verdict, codes, detail = self._measure(entry, source, worker, deadline)
+        except WorkerGone as gone:
+            worker.ran = worker.ran[:-1] if worker.ran and worker.ran[-1] == source else worker.ran
+            worker.stop()
+            verdict, codes, detail = gone.verdict, [], gone.detail
+        if reasons:
+            detail = f"needs review: {'; '.join(reasons)} (the judge measured {verdict}: {detail})"
             verdict = "review"
-        rows.append(Row(submission, name, verdict, " ".join(check.codes), detail))
-    return rows
+        return self.row(name, exercise.name, verdict, " ".join(codes), detail)
+
+    def _measure(self, entry: judge.Exercise, source: str, worker: Worker, deadline: float):
+        if time.monotonic() >= deadline:
+            raise WorkerGone("timeout", "no time left in this submission's limit")
+        if worker.running is None:
+            worker.start(deadline)
+        loaded = worker.run(source, deadline)
+        cases = entry.cases(judge.seed_generator(secrets.randbits(63)))
+        outcomes = []
+        for case in cases:
+            header, blobs = judge.request(case, entry.launcher)
+            try:
+                reply, returned = worker.ask(header, blobs, deadline, [len(b) for b in blobs])
+            except WorkerGone as gone:
+                if not gone.crashed:
+                    raise
+                outcomes.append(judge.Outcome(case.label, False, "crashed", gone.detail))
+                worker.ran = worker.ran[:-1]
+                worker.stop()
+                break
+            ok = reply.get("ok") is True
+            if not ok and reply.get("error_type") == "missing":
+                problem = "" if loaded.get("ok") else f"; the cell raised {_brief(loaded)}"
+                return "missing", [], f"the cell defines no {entry.launcher}{problem}"
+            outcomes.append(judge.judge_case(case, returned if ok else None, None if ok else reply))
+            if outcomes[0].code == "not_implemented":
+                break
+        verdict, codes, detail = judge.verdict(cases, outcomes)
+        if not loaded.get("ok"):
+            detail = f"the cell raised {_brief(loaded)}; {detail}"
+        return verdict, codes, detail
+
+
+def _brief(reply: dict) -> str:
+    return f"{reply.get('error_type', 'an error')}: {reply.get('error', '')}"[:200]
 
 
 def package_copy(into: Path) -> Path:
-    """A read-only copy of the installed tmm_course package (no notebooks beside it)."""
+    """A read-only copy of the tmm_course package the grader imports (no notebooks beside it)."""
     import tmm_course
 
     source = Path(tmm_course.__file__).resolve().parent
     target = into / "tmm_course"
     shutil.copytree(source, target, ignore=shutil.ignore_patterns("__pycache__", "*.ipynb"))
     for path in [into, *into.rglob("*")]:
-        readable = stat.S_IRUSR | stat.S_IRGRP | stat.S_IROTH
-        mode = readable | (stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH if path.is_dir() else 0)
-        os.chmod(path, mode)
+        os.chmod(path, 0o755 if path.is_dir() else 0o644)
     return into
 
 
-def scratch_root() -> str | None:
-    """Where grading folders go: /var/tmp, since each sandbox gets a private /tmp."""
-    return "/var/tmp" if Path("/var/tmp").is_dir() else None
-
-
-def _environment(folder: Path, site: Path, key: bytes) -> dict[str, str]:
-    env = {
-        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-        "HOME": str(folder),
-        "TMPDIR": str(folder),
-        "PYTHONPATH": str(site),
-        "PYTHONDONTWRITEBYTECODE": "1",
-        "JUPYTER_RUNTIME_DIR": str(folder / ".runtime"),
-        "JUPYTER_DATA_DIR": str(folder / ".data"),
-        "MPLCONFIGDIR": str(folder / ".matplotlib"),
-        "TRITON_CACHE_DIR": str(folder / ".triton"),
-        "PYDEVD_DISABLE_FILE_VALIDATION": "1",
-        graded_notebook.KEY_VARIABLE: key.hex(),
-        graded_notebook.RESULTS_VARIABLE: str(folder / RESULTS),
-    }
-    for name in ("TMM_BACKEND", "CUDA_VISIBLE_DEVICES", "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE"):
-        if name in os.environ:
-            env[name] = os.environ[name]
-    return env
-
-
-@dataclass
-class Grader:
-    """Everything one grading run shares: the reference, its exercises and the package copy."""
-
-    reference: dict
-    exercises: list[Exercise]
-    labels: dict[str, list[str]]
-    site: Path
-    limits: sandbox.Limits
-    scratch: Path  # where each submission's folder is made (outside /tmp, which is private)
-    hide: list[Path]  # what the sandbox sees empty: the inbox, the reference's folder
-
-    def grade(self, path: Path, slot: int) -> list[Row]:
-        """Grade one inbox entry; always returns its rows."""
-        name = path.name
-        if not path.is_file() or path.suffix != ".ipynb":
-            return [Row(name, "*", "invalid", detail="not a notebook file (.ipynb)")]
-        try:
-            submission = json.loads(path.read_text(encoding="utf-8"))
-            if not isinstance(submission.get("cells"), list):
-                raise ValueError("no list of cells")
-        except (ValueError, UnicodeDecodeError, AttributeError) as error:
-            return [Row(name, "*", "invalid", detail=f"not a readable notebook: {error}"[:300])]
-        sources = graded_notebook.exercise_sources(submission, self.exercises)
-        flags = {n: graded_notebook.review_flags(s) for n, s in sources.items() if s}
-        built = graded_notebook.build(self.reference, sources)
-        folder = Path(tempfile.mkdtemp(prefix="submission-", dir=self.scratch))
-        try:
-            (folder / NOTEBOOK).write_text(json.dumps(built), encoding="utf-8")
-            key = secrets.token_bytes(32)
-            command = [sys.executable, "-m", "tmm_course.teach.grade", "--execute-one", NOTEBOOK,
-                       "--timeout", str(self.limits.seconds)]  # fmt: skip
-            outcome = sandbox.run(
-                command, folder, _environment(folder, self.site, key), self.limits, slot,
-                folder.parent / f"{folder.name}.log", self.hide, [self.site],
-            )  # fmt: skip
-            status = _read_json(folder / STATUS)
-            if outcome.returncode is None:
-                status = {"status": "timeout", "detail": f"ran past {self.limits.seconds:g} s"}
-            elif status.get("status") not in ("ok", "timeout", "error"):
-                status = {"status": "error", "detail": f"exit code {outcome.returncode}"}
-            lines = _read_lines(folder / RESULTS)
-            results = graded_notebook.verified(lines, key)
-        finally:
-            shutil.rmtree(folder, ignore_errors=True)
-            Path(f"{folder}.log").unlink(missing_ok=True)
-        return rows_for(name, self.exercises, self.labels, status, results, flags, sources)
-
-
-def _read_json(path: Path) -> dict:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8")[:10_000])
-        return data if isinstance(data, dict) else {}
-    except (OSError, ValueError):
-        return {}
-
-
-def _read_lines(path: Path, cap: int = 2**20) -> list[str]:
-    try:
-        with path.open(encoding="utf-8", errors="replace") as f:
-            return f.read(cap).splitlines()
-    except OSError:
-        return []
-
-
 def digest(folder: Path) -> dict[str, str]:
-    """sha256 of every entry below ``folder`` (a folder hashes as its name)."""
+    """sha256 of each regular file directly in ``folder``; other entries by their kind."""
     found = {}
-    for path in sorted(folder.rglob("*")):
-        key = str(path.relative_to(folder))
-        found[key] = hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else "dir"
+    for name in sorted(os.listdir(folder)):
+        what = kind(folder, name)
+        if what == "file":
+            try:
+                found[name] = hashlib.sha256(read_capped(folder, name, 64 * 2**20)).hexdigest()
+            except Unreadable as error:
+                found[name] = f"unreadable: {error}"
+        else:
+            found[name] = what
     return found
 
 
@@ -261,90 +315,63 @@ class CsvOut:
     def write(self, rows: list[Row]) -> None:
         with self.lock, self.path.open("a", newline="", encoding="utf-8") as f:
             csv.writer(f).writerows(
-                [r.submission, r.exercise, r.verdict, r.codes, r.detail] for r in rows
+                [
+                    csv_cell(v)
+                    for v in (r.submission, r.exercise, r.verdict, r.codes, r.detail, r.isolation)
+                ]
+                for r in rows
             )
             f.flush()
             os.fsync(f.fileno())
 
 
-def grade_folder(
-    inbox: Path, grader: Grader, out: CsvOut, jobs: int, progress: bool = True
-) -> list[Row]:
+def grade_folder(inbox: Path, grader: Grader, out: CsvOut, jobs: int, progress: bool = True):
     """Grade every entry of ``inbox`` not yet in ``out``, ``jobs`` at a time."""
     from tqdm.auto import tqdm
 
-    entries = [p for p in sorted(inbox.iterdir()) if p.name not in out.done]
-    slots: queue.Queue[int] = queue.Queue()
-    for slot in range(max(1, jobs)):
-        slots.put(slot)
-    rows: list[Row] = []
+    entries = [n for n in sorted(os.listdir(inbox)) if csv_cell(n) not in out.done]
 
-    def one(path: Path) -> list[Row]:
-        slot = slots.get()
+    def one(name: str) -> list[Row]:
         try:
-            graded = grader.grade(path, slot)
+            graded = grader.grade(inbox, name)
         except Exception as error:  # the grader's own fault: still a row, and go on
-            graded = [Row(path.name, "*", "error", detail=f"grader: {error}"[:300])]
-        finally:
-            slots.put(slot)
+            graded = [
+                grader.row(name, "*", "error", detail=f"grader: {type(error).__name__}: {error}")
+            ]
         out.write(graded)
         return graded
 
+    rows: list[Row] = []
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-        for graded in tqdm(pool.map(one, entries), total=len(entries), desc="submissions",
-                           disable=not progress):  # fmt: skip
+        for graded in tqdm(
+            pool.map(one, entries), total=len(entries), desc="submissions", disable=not progress
+        ):
             rows += graded
     return rows
 
 
-def _capped_client(notebook, limit: float, folder: str):
-    """An nbclient NotebookClient that keeps no output (results travel elsewhere) and stops a
-    notebook whose output runs past :data:`OUTPUT_CAP` bytes."""
-    from nbclient import NotebookClient
-
-    class Client(NotebookClient):
-        printed = 0
-
-        def output(self, outs, msg, display_id, cell_index):
-            self.printed += len(json.dumps(msg.get("content", {}), default=str))
-            if self.printed > OUTPUT_CAP:
-                raise OutputLimit(f"more than {OUTPUT_CAP} bytes of output")
-            return None
-
-    return Client(
-        notebook, timeout=limit, startup_timeout=120, kernel_name="python3",
-        allow_errors=True, resources={"metadata": {"path": folder}},
-    )  # fmt: skip
-
-
-class OutputLimit(RuntimeError):
-    """A submission printed more than the grader keeps reading."""
-
-
-def _execute_one(path: Path, limit: float) -> int:
-    """Child entry, inside the sandbox: run the built notebook; write how it ended."""
-    import nbformat
-    from nbclient.exceptions import CellTimeoutError, DeadKernelError
-
-    status = {"status": "ok"}
-    try:
-        notebook = nbformat.read(path, as_version=4)
-        _capped_client(notebook, limit, str(path.parent.resolve())).execute()
-    except CellTimeoutError:
-        status = {"status": "timeout", "detail": f"a cell ran past the {limit:g} s limit"}
-    except DeadKernelError as error:
-        status = {"status": "error", "detail": f"the kernel died: {error}"[:300]}
-    except OutputLimit as error:
-        status = {"status": "error", "detail": str(error)}
-    except Exception as error:  # anything else the notebook or its kernel did
-        status = {"status": "error", "detail": f"{type(error).__name__}: {error}"[:300]}
-    Path(STATUS).write_text(json.dumps(status), encoding="utf-8")
-    return 0
+def graded_exercises(reference: dict) -> list[tuple[graded_notebook.Exercise, judge.Exercise]]:
+    """The reference's exercises, each with its judge entry (a clear error if one has none)."""
+    found = []
+    for exercise in graded_notebook.exercises_of(reference):
+        entry = judge.BY_NAME.get(exercise.name)
+        if entry is None:
+            raise SystemExit(
+                f"the judge has no entry for the exercise {exercise.name!r}: add one "
+                "to EXERCISES in tmm_course/teach/judge.py"
+            )
+        if entry.cell_id != exercise.cell_id:
+            raise SystemExit(
+                f"the exercise {exercise.name!r} is cell {exercise.cell_id} in the "
+                f"reference but {entry.cell_id} in the judge's table"
+            )
+        found.append((exercise, entry))
+    return found
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Grade a folder of submitted notebooks.")
-    parser.add_argument("submissions", type=Path, nargs="?", help="folder of submissions")
+    parser.add_argument("submissions", type=Path, help="folder of submissions")
     parser.add_argument(
         "--reference",
         type=Path,
@@ -353,39 +380,60 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--out", type=Path, default=Path("grades.csv"), help="CSV to write")
     parser.add_argument("--timeout", type=float, default=300, help="seconds per submission")
-    parser.add_argument("--memory-gib", type=float, default=12, help="memory per submission")
+    parser.add_argument("--memory-gib", type=float, default=6, help="memory per submission")
     parser.add_argument("--jobs", type=int, default=2, help="submissions graded at once")
     parser.add_argument("--resume", action="store_true", help="skip submissions in --out")
-    parser.add_argument("--execute-one", type=Path, help=argparse.SUPPRESS)
-    args = parser.parse_args(argv)  # fmt: skip
-    if args.execute_one:
-        return _execute_one(args.execute_one, args.timeout)
-    if args.submissions is None or not args.submissions.is_dir():
+    parser.add_argument(
+        "--no-isolation",
+        action="store_true",
+        help="run submissions as this user, unsandboxed (rows say unisolated)",
+    )
+    args = parser.parse_args(argv)
+    if not args.submissions.is_dir():
         parser.error("name the folder of submitted notebooks")
     if not args.reference.is_file():
         parser.error(f"no reference notebook at {args.reference}: pass --reference PATH")
+    problem = sandbox.problem()
+    if problem and not args.no_isolation:
+        print(
+            f"refusing to grade: {problem}, so submissions could not be isolated from the "
+            "grader, from each other and from this machine. Run as root with bubblewrap, or "
+            "pass --no-isolation to grade without a sandbox (every row then says unisolated; "
+            "only for submissions you trust).",
+            file=sys.stderr,
+        )
+        return 2
     reference = graded_notebook.read_reference(args.reference)
-    exercises = graded_notebook.exercises_of(reference)
+    exercises = graded_exercises(reference)
     if not exercises:
         parser.error(f"{args.reference} has no exercise cell followed by a solution and a check")
-    if not sandbox.isolation_available():
-        print("note: not root, so submissions run as this user, without per-submission users, "
-              "network namespace or private /tmp (limits and process kill still apply)",
-              file=sys.stderr)  # fmt: skip
     limits = sandbox.Limits(args.timeout, int(args.memory_gib * 2**30))
     before = digest(args.submissions)
-    with tempfile.TemporaryDirectory(prefix="tmm-grade-", dir=scratch_root()) as scratch:
-        os.chmod(scratch, 0o711)  # each sandbox user reaches its own folder, lists nothing
-        site = package_copy(Path(scratch) / "site")
-        labels = expected_labels(exercises)
-        hide = [args.submissions.resolve(), args.reference.resolve().parent]
-        grader = Grader(reference, exercises, labels, site, limits, Path(scratch), hide)
+    scratch = Path(
+        tempfile.mkdtemp(prefix="tmm-grade-", dir="/var/tmp" if os.path.isdir("/var/tmp") else None)
+    )
+    try:
+        os.chmod(scratch, stat.S_IRWXU)
+        site = package_copy(scratch / "site")
+        (scratch / "home").mkdir(mode=0o700)
+        grader = Grader(
+            exercises,
+            graded_notebook.setup_source(reference),
+            site,
+            limits,
+            isolated=not args.no_isolation,
+        )
         out = CsvOut(args.out, args.resume)
         rows = grade_folder(args.submissions, grader, out, args.jobs)
+    finally:
+        # the package copy, and (unisolated) the workers' home: removed without recursion
+        with contextlib.suppress(OSError):
+            os.chmod(scratch, stat.S_IRWXU)
+            remove_tree(scratch)
     after = digest(args.submissions)
     changed = sorted(k for k in before.keys() | after.keys() if before.get(k) != after.get(k))
     if changed:
-        out.write([Row("(inbox)", "*", "inbox_changed", detail=", ".join(changed)[:300])])
+        out.write([grader.row("(inbox)", "*", "inbox_changed", detail=", ".join(changed))])
         print(f"warning: the inbox changed while grading: {', '.join(changed)}", file=sys.stderr)
     print(f"graded {len({r.submission for r in rows})} submission(s) into {args.out}")
     return 0

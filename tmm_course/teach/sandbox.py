@@ -1,188 +1,379 @@
-"""Run one submission's process where it cannot reach anything but its own folder, on a plain
-Linux machine (no Docker needed).
+"""Where a submission's code runs: a bubblewrap sandbox, a fresh user and a cgroup of its own.
 
-As root, each job slot has its own unprivileged user (``tmm-grade-<slot>``): the process runs as
-that user, in a new network namespace with only loopback, a private ``/tmp``, the inbox and
-the reference notebooks hidden, under limits on
-memory, CPU time and file size, in an empty folder it owns; afterwards every process of that user
-is killed, so nothing it started outlives it. Without root it runs as the grader's own user
-with the same limits and process-group kill, and says it is not isolated.
+As root, with ``bwrap`` (Debian's ``bubblewrap``) installed, each worker gets:
+
+- an allow-list view of the file system, read-only: ``/usr``, the Python it runs, its
+  packages (the venv) and a copy of the course package; nothing else of the host (no inbox,
+  no reference notebook, no classmates, no ``grades.csv``, no checkout or ``.git``);
+- private, size-capped tmpfs mounts for ``/tmp``, ``/var/tmp``, ``/dev/shm``, ``/run/lock`` and
+  its working folder (the disk quota), gone with its mount namespace;
+- new PID, IPC, network (loopback only), UTS and mount namespaces; bwrap dies with the judge,
+  and when the namespace's first process dies the kernel kills every process in it;
+- a user id drawn at random for this submission of this run (no other process has it), so two
+  graders on one host, or two submissions, never share one;
+- a cgroup for memory and process count (cgroup v2, or v1 memory and pids controllers), the
+  whole group killed at the end (``cgroup.kill`` where cgroup v2 is mounted); without a
+  writable cgroup file system, per-process limits (``RLIMIT_AS``, ``RLIMIT_NPROC`` of its own
+  user) and the PID namespace's kill.
+
+:func:`unisolated` runs the worker as the grader's own user instead (``--no-isolation``).
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
-import pwd
 import resource
+import secrets
 import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
-USER_PREFIX = "tmm-grade-"
+CGROUP = Path("/sys/fs/cgroup")
+SITE = "/opt/tmm-site"
+HOME = "/home/student"
+UID_RANGE = (1 << 30, (1 << 31) - (1 << 20))
 
 
 @dataclass(frozen=True)
 class Limits:
     """What one submission may use."""
 
-    seconds: float = 300.0  # wall clock, the whole run
-    memory_bytes: int = 12 * 2**30  # address space of each process (torch maps a lot)
-    file_bytes: int = 256 * 2**20  # the largest file it may write
+    seconds: float = 300.0  # wall clock, the whole submission
+    memory_bytes: int = 6 * 2**30  # all its processes together (per process without cgroups)
+    processes: int = 256
+    disk_bytes: int = 256 * 2**20  # its working folder; /tmp and the others 64 MiB each
+    output_bytes: int = 2**20  # printed output the judge accepts before it stops the worker
 
 
-@dataclass(frozen=True)
-class Outcome:
-    """How the process ended."""
-
-    returncode: int | None  # None: killed at the wall-clock limit
-    seconds: float
-    isolated: bool
-
-
-def isolation_available() -> bool:
-    """Root, with setpriv, unshare and ip: per-slot users, no network but loopback, a private
-    /tmp."""
-    tools = ("setpriv", "unshare", "ip")
-    return os.geteuid() == 0 and all(shutil.which(tool) for tool in tools)
-
-
-def slot_user(slot: int) -> pwd.struct_passwd:
-    """The unprivileged user of job slot ``slot``, created (no home, no shell) if missing."""
-    name = f"{USER_PREFIX}{slot}"
-    try:
-        return pwd.getpwnam(name)
-    except KeyError:
-        subprocess.run(
-            ["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", name],
-            check=True,
-            capture_output=True,
-            timeout=30,
-        )
-        return pwd.getpwnam(name)
-
-
-def _blocking(path: Path) -> tuple[Path, str] | None:
-    """The highest folder above ``path`` that other users cannot enter, and the name of its
-    child on the way to ``path`` (None if every folder on the way is open)."""
-    path = path.resolve()
-    for parent in reversed(path.parents):
-        if parent != path and not os.stat(parent).st_mode & 0o001:
-            rest = path.relative_to(parent).parts
-            return (parent, rest[0]) if rest else None
+def problem() -> str | None:
+    """Why full isolation is not possible here (None: it is)."""
+    if os.geteuid() != 0:
+        return "the grader is not running as root"
+    if shutil.which("bwrap") is None:
+        return "bubblewrap (bwrap) is not installed: apt-get install bubblewrap"
     return None
 
 
-def _mount_script(hide: list[Path], reach: list[Path], holder: Path) -> str:
-    """Shell run as root in the new mount namespace before dropping to the sandbox user: a
-    private /tmp (what it runs keeps its way in if it lives under /tmp: ``holder``, a folder
-    only root may enter, keeps the host's /tmp reachable for that); an empty folder over each
-    of ``hide``; and, where a folder on the way to one of ``reach`` (the Python it runs) is
-    closed to other users, a view of that folder holding only the way through."""
-    steps = ["ip link set lo up"]  # the kernel and its client talk over loopback only
-    steps.append(f"mount --bind /tmp '{holder}'")
-    steps.append("mount -t tmpfs -o size=256m,mode=1777 tmpfs /tmp")
-    tmp = Path("/tmp")
-    under_tmp = sorted(
-        {p.resolve().relative_to(tmp).parts[0] for p in reach if tmp in p.resolve().parents}
-    )
-    for top in under_tmp:
-        steps.append(f"mkdir -p '/tmp/{top}' && mount --rbind '{holder}/{top}' '/tmp/{top}'")
-    for folder in hide:  # what lies under /tmp and was not let back in is hidden already
-        parts = folder.resolve().relative_to(tmp).parts if tmp in folder.resolve().parents else ()
-        if not parts or parts[0] in under_tmp:
-            steps.append(f"mount -t tmpfs -o size=1m,mode=0755 tmpfs '{folder}'")
-    views: dict[Path, set[str]] = {}
-    for path in reach:
-        if (block := _blocking(path)) is not None:
-            views.setdefault(block[0], set()).add(block[1])
-    for index, (closed, children) in enumerate(sorted(views.items())):
-        view = f"/tmp/.view{index}"
-        steps.append(f"mkdir -p {view} && chmod 0755 {view}")
-        for child in sorted(children):
-            way = f"{view}/{child}"
-            steps.append(f"mkdir -p '{way}' && mount --bind '{closed}/{child}' '{way}'")
-        steps.append(f"mount --rbind {view} '{closed}'")
-    steps.append(f"umount -l '{holder}'")
-    return " && ".join(steps) + ' && exec "$@"'
+def fresh_uid() -> int:
+    """A user id no process on this host has, drawn at random."""
+    taken = set()
+    for status in Path("/proc").glob("[0-9]*/status"):
+        with contextlib.suppress(OSError):
+            for line in status.read_text().splitlines():
+                if line.startswith("Uid:"):
+                    taken.update(int(v) for v in line.split()[1:])
+    while True:
+        uid = UID_RANGE[0] + secrets.randbelow(UID_RANGE[1] - UID_RANGE[0])
+        if uid not in taken:
+            return uid
 
 
-def _limits(limits: Limits):
-    def apply() -> None:
-        resource.setrlimit(resource.RLIMIT_AS, (limits.memory_bytes, limits.memory_bytes))
-        cpu = int(limits.seconds * 4) + 60  # several threads may run at once
-        resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu))
-        resource.setrlimit(resource.RLIMIT_FSIZE, (limits.file_bytes, limits.file_bytes))
-        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-
-    return apply
-
-
-def _kill_everything(user: pwd.struct_passwd | None, group: int) -> None:
-    """Every process the run started: by user when isolated (detached ones too), else by group."""
-    for _ in range(50):
-        if user is not None:
-            alive = subprocess.run(["pkill", "-KILL", "-u", str(user.pw_uid)], timeout=10)
-            if alive.returncode == 1:  # no process matched
-                return
-        else:
-            try:
-                os.killpg(group, signal.SIGKILL)
-            except ProcessLookupError:
-                return
-        time.sleep(0.1)
+def _own_path(controller: str) -> str | None:
+    """This process's cgroup path for ``controller`` ("" for the cgroup v2 line)."""
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/self/cgroup").read_text().splitlines():
+            _, names, path = line.split(":", 2)
+            if (controller == "" and names == "") or controller in names.split(","):
+                return path
+    return None
 
 
-def run(
-    command: list[str],
-    folder: Path,
-    env: dict[str, str],
-    limits: Limits,
-    slot: int,
-    log: Path,
-    hide: list[Path] = (),
-    extra_reach: list[Path] = (),
-) -> Outcome:
-    """Run ``command`` in ``folder`` (made the sandbox user's), output to ``log``; always
-    returns, within ``limits.seconds`` plus the time to kill what it left behind. ``hide``:
-    folders the sandbox sees empty (the inbox, the reference notebooks); ``extra_reach``: what
-    it must still reach besides this Python (the course package it imports)."""
-    isolated = isolation_available()
-    user = slot_user(slot) if isolated else None
-    if user is not None:
-        for path in [folder, *folder.rglob("*")]:
-            os.chown(path, user.pw_uid, user.pw_gid)
-        os.chmod(folder, 0o700)
-        reach = [Path(sys.executable), Path(sys.base_prefix), Path(sys.prefix), *extra_reach]
-        holder = folder.parent / ".host-tmp"
-        holder.mkdir(mode=0o700, exist_ok=True)
-        command = [
-            "unshare", "--net", "--mount", "--",
-            "sh", "-c", _mount_script(list(hide), reach, holder), "sh",
-            "setpriv", f"--reuid={user.pw_uid}", f"--regid={user.pw_gid}", "--clear-groups",
-            "--inh-caps=-all", "--",
-            *command,
-        ]  # fmt: skip
-    start = time.monotonic()
-    with log.open("wb") as out:
-        child = subprocess.Popen(
-            command,
-            cwd=folder,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-            preexec_fn=_limits(limits),
-        )
+class Cgroup:
+    """One submission's cgroups: limits written on creation, every process killed at the end."""
+
+    def __init__(self, name: str, limits: Limits) -> None:
+        self.folders: list[Path] = []
+        self.kill_file: Path | None = None
+        self.limited: list[str] = []
+        if (CGROUP / "cgroup.controllers").is_file():  # the unified hierarchy alone
+            folder = self._make(CGROUP / "tmm-grade" / name, v2_root=CGROUP)
+            if folder is not None:
+                self._write(folder, "memory.max", limits.memory_bytes, "memory")
+                self._write(folder, "memory.swap.max", 0, "")
+                self._write(folder, "pids.max", limits.processes, "pids")
+                self._write(folder, "cpu.max", "200000 100000", "cpu")
+                self.kill_file = folder / "cgroup.kill"
+            return
+        for controller, key, value in (
+            ("memory", "memory.limit_in_bytes", limits.memory_bytes),
+            ("pids", "pids.max", limits.processes),
+        ):
+            own = _own_path(controller)
+            if own is None or not (CGROUP / controller).is_dir():
+                continue
+            folder = self._make(CGROUP / controller / own.lstrip("/") / f"tmm-grade-{name}")
+            if folder is not None:
+                self._write(folder, key, value, controller)
+                if controller == "memory":
+                    self._write(folder, "memory.memsw.limit_in_bytes", value, "")
+        unified = _own_path("")
+        if unified is not None and (CGROUP / "unified").is_dir():
+            folder = self._make(CGROUP / "unified" / unified.lstrip("/") / f"tmm-grade-{name}")
+            if folder is not None and (folder / "cgroup.kill").exists():
+                self.kill_file = folder / "cgroup.kill"
+
+    def _make(self, folder: Path, v2_root: Path | None = None) -> Path | None:
         try:
-            code: int | None = child.wait(timeout=limits.seconds)
-        except subprocess.TimeoutExpired:
-            code = None
-        _kill_everything(user, child.pid)
-        if code is None:
-            child.wait(timeout=30)
-    return Outcome(code, time.monotonic() - start, isolated)
+            if v2_root is not None:
+                with contextlib.suppress(OSError):
+                    (v2_root / "cgroup.subtree_control").write_text("+memory +pids +cpu")
+                folder.parent.mkdir(exist_ok=True)
+                with contextlib.suppress(OSError):
+                    (folder.parent / "cgroup.subtree_control").write_text("+memory +pids +cpu")
+            folder.mkdir()
+        except OSError:
+            return None
+        self.folders.append(folder)
+        return folder
+
+    def _write(self, folder: Path, key: str, value: object, what: str) -> None:
+        try:
+            (folder / key).write_text(str(value))
+        except OSError:
+            return
+        if what:
+            self.limited.append(what)
+
+    def enter(self) -> None:
+        """Move the calling process in (run in the child before it executes bwrap)."""
+        for folder in self.folders:
+            with contextlib.suppress(OSError):
+                (folder / "cgroup.procs").write_text("0")
+
+    def kill(self) -> None:
+        """Kill every process in the cgroups, then remove them."""
+        if self.kill_file is not None:
+            with contextlib.suppress(OSError):
+                self.kill_file.write_text("1")
+        for _ in range(400):  # up to 20 s for the last of them to be gone
+            alive = False
+            for folder in self.folders:
+                with contextlib.suppress(OSError, ValueError):
+                    for pid in (folder / "cgroup.procs").read_text().split():
+                        alive = True
+                        if self.kill_file is None:  # no cgroup.kill: one by one
+                            with contextlib.suppress(OSError):
+                                os.kill(int(pid), signal.SIGKILL)
+            if not alive:
+                break
+            time.sleep(0.05)
+        for folder in reversed(self.folders):
+            for _ in range(20):
+                try:
+                    folder.rmdir()
+                    break
+                except FileNotFoundError:
+                    break
+                except OSError:
+                    time.sleep(0.05)
+
+
+def _binds() -> list[Path]:
+    """What the worker reads: the Python it runs, its packages."""
+    found = []
+    for path in (
+        Path(sys.base_prefix),
+        Path(sys.prefix),
+        Path(sys.executable).resolve().parent.parent,
+    ):
+        path = path.resolve()
+        if path != Path("/usr") and Path("/usr") not in path.parents and path not in found:
+            found.append(path)
+    return [p for p in found if not any(q in p.parents for q in found)]
+
+
+def bwrap_command(site: Path, uid: int, limits: Limits, worker: list[str]) -> list[str]:
+    """The bwrap command line that runs ``worker`` as ``uid`` in the allow-list view."""
+    command = [
+        "bwrap",
+        "--unshare-pid",
+        "--unshare-ipc",
+        "--unshare-net",
+        "--unshare-uts",
+        "--unshare-cgroup-try",
+        "--die-with-parent",
+        "--new-session",
+        "--clearenv",
+        "--cap-add",
+        "CAP_SETUID",
+        "--cap-add",
+        "CAP_SETGID",
+        "--ro-bind",
+        "/usr",
+        "/usr",
+    ]
+    for name in ("bin", "lib", "lib64", "sbin"):
+        path = Path("/") / name
+        if path.is_symlink():
+            command += ["--symlink", os.readlink(path), f"/{name}"]
+        elif path.is_dir():
+            command += ["--ro-bind", str(path), f"/{name}"]
+    made: set[Path] = set()
+    for bind in [*_binds(), Path(SITE)]:
+        for parent in reversed(bind.parents):
+            if parent != Path("/") and parent not in made:
+                command += ["--perms", "0755", "--dir", str(parent)]
+                made.add(parent)
+    for bind in _binds():
+        command += ["--ro-bind", str(bind), str(bind)]
+    command += ["--ro-bind", str(site), SITE, "--proc", "/proc", "--dev", "/dev"]
+    for folder, size in (("/tmp", 64), ("/var/tmp", 64), ("/dev/shm", 64), ("/run/lock", 1)):
+        command += ["--size", str(size * 2**20), "--perms", "1777", "--tmpfs", folder]
+    command += ["--size", str(limits.disk_bytes), "--perms", "1777", "--tmpfs", HOME]
+    devices = sorted(Path("/dev").glob("nvidia*"))
+    for device in devices:
+        command += ["--dev-bind", str(device), str(device)]
+    if devices:  # the CUDA driver reads the GPU's topology there
+        command += ["--ro-bind", "/sys", "/sys"]
+    command += ["--chdir", HOME]
+    for key, value in worker_environment(SITE, HOME).items():
+        command += ["--setenv", key, value]
+    command += [
+        "--",
+        "setpriv",
+        f"--reuid={uid}",
+        f"--regid={uid}",
+        "--clear-groups",
+        "--inh-caps=-all",
+        "--bounding-set=-all",
+        "--no-new-privs",
+        "--",
+        *worker,
+    ]
+    return command
+
+
+def worker_environment(site: str, home: str) -> dict[str, str]:
+    env = {
+        "PATH": "/usr/bin:/bin",
+        "HOME": home,
+        "USER": "student",
+        "LOGNAME": "student",
+        "TMPDIR": "/tmp",
+        "PYTHONPATH": site,
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "MPLCONFIGDIR": f"{home}/.matplotlib",
+        "TRITON_CACHE_DIR": f"{home}/.triton",
+        "OMP_NUM_THREADS": "1",
+        "MKL_NUM_THREADS": "1",
+    }
+    for name in ("TMM_BACKEND", "CUDA_VISIBLE_DEVICES"):
+        if name in os.environ:
+            env[name] = os.environ[name]
+    return env
+
+
+def _rlimits(limits: Limits, per_process_memory: bool, nproc: bool) -> None:
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    cpu = int(limits.seconds * 2) + 30
+    resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu))
+    resource.setrlimit(resource.RLIMIT_FSIZE, (limits.disk_bytes, limits.disk_bytes))
+    if per_process_memory:
+        resource.setrlimit(resource.RLIMIT_AS, (limits.memory_bytes, limits.memory_bytes))
+    if nproc:  # counted per user: the fresh uid's processes alone
+        resource.setrlimit(resource.RLIMIT_NPROC, (limits.processes, limits.processes))
+
+
+@dataclass
+class Running:
+    """A started worker: its process, the judge's ends of the channel, how to end it."""
+
+    process: subprocess.Popen
+    to_worker: int
+    from_worker: int
+    cgroup: Cgroup | None
+    isolated: bool
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    stopped: bool = False
+    closed: bool = False
+
+    def stop(self) -> None:
+        """Kill everything the worker started (safe from any thread; the channel stays open, so
+        the thread that reads it sees the end of the stream)."""
+        with self.lock:
+            if self.stopped:
+                return
+            self.stopped = True
+        with contextlib.suppress(OSError):
+            if self.isolated:
+                self.process.kill()  # bwrap: its namespace's processes die with its init
+            else:
+                os.killpg(self.process.pid, signal.SIGKILL)
+        if self.cgroup is not None:
+            self.cgroup.kill()
+
+    def end(self) -> None:
+        """Stop the worker and close the channel, once; only the thread that owns the channel
+        calls this (a closed descriptor's number may be reused at once)."""
+        self.stop()
+        with self.lock:
+            if self.closed:
+                return
+            self.closed = True
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.process.wait(timeout=30)
+        for fd in (self.to_worker, self.from_worker):
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        if self.process.stdout is not None:
+            with contextlib.suppress(OSError, ValueError):
+                self.process.stdout.close()
+
+
+_noted: set[str] = set()
+
+
+def _note_fallback(memory: bool, processes: bool) -> None:
+    """Say once per run which whole-submission caps fell back to per-process limits."""
+    for what, fell in (("memory", memory), ("process count", processes)):
+        if fell and what not in _noted:
+            _noted.add(what)
+            print(f"note: no writable cgroup for {what}: capped per process (RLIMIT) instead, "
+                  "and everything killed with the PID namespace", file=sys.stderr)  # fmt: skip
+
+
+def start(site: Path, limits: Limits, name: str, isolated: bool) -> Running:
+    """Start a worker (isolated: bwrap as a fresh user in its own cgroup)."""
+    judge_read, worker_write = os.pipe()
+    worker_read, judge_write = os.pipe()
+    worker = [sys.executable, "-m", "tmm_course.teach.worker", str(worker_read), str(worker_write)]
+    cgroup = None
+    if isolated:
+        cgroup = Cgroup(name, limits)
+        command = bwrap_command(site, fresh_uid(), limits, worker)
+        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}
+        memory_cap = "memory" not in cgroup.limited
+        nproc = "pids" not in cgroup.limited
+        _note_fallback(memory_cap, nproc)
+
+        def prepare() -> None:
+            cgroup.enter()
+            _rlimits(limits, memory_cap, nproc)
+    else:
+        command = worker
+        env = worker_environment(str(site), str(site.parent / "home"))
+        env["PATH"] = os.environ.get("PATH", "/usr/bin:/bin")
+
+        def prepare() -> None:
+            _rlimits(limits, True, False)
+
+    process = subprocess.Popen(
+        command,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        pass_fds=(worker_read, worker_write),
+        start_new_session=True,
+        preexec_fn=prepare,
+        cwd="/",
+    )
+    os.close(worker_read)
+    os.close(worker_write)
+    return Running(process, judge_write, judge_read, cgroup, isolated)
