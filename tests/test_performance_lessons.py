@@ -223,16 +223,24 @@ def test_lesson_7_quotes_the_stored_run():
 
 
 def test_lesson_8_says_which_goals_it_misses():
+    from tmm_course.capstone.problems import GOALS
+
     text = prose("08_racing_cublas.ipynb")
-    goals = results.bench("goals_h200.json").goals
-    missed = [g for g in goals if g.ratio_to_torch["matmul_fast"] < g.target]
-    assert len(missed) == 4 and "four of the thirteen goals are missed" in text
-    assert {g.label for g in missed} == {"4096^3 float16", "4096^3 bfloat16", "8192^3 float16",
-                                         "8192^3 bfloat16"}  # fmt: skip
-    gaps = [1 - g.ratio_to_torch["matmul_fast"] for g in missed]
+    rows = {r.label: r for r in results.grid().rows}
+    raced = [(p.label, t) for p, t in GOALS if p.label in rows]
+    missed = [(label, t) for label, t in raced if rows[label].ratio_to_torch["matmul_fast"] < t]
+    assert len(raced) == 10 and len(missed) == 4 and "of the ten goals this run raced" in text
+    assert {label for label, _ in missed} == {
+        "4096^3 float16", "4096^3 bfloat16", "8192^3 float16", "8192^3 bfloat16",
+    }  # fmt: skip
+    gaps = [1 - rows[label].ratio_to_torch["matmul_fast"] for label, _ in missed]
     assert f"{min(gaps):.1%} to {max(gaps):.1%}" in text
-    odd = [g for g in goals if "4093" in g.label]
-    assert all(g.ratio_to_torch["matmul_fast"] > 4 for g in odd)  # "more than four times"
+    assert rows["4096x4096x4093 float16"].ratio_to_torch["matmul_fast"] > 4  # "more than four"
+    small = rows["1024^3 float16"]
+    assert round(small.device_ms["torch.matmul"] * 1e3, 1) == 5.6  # "about 5.6 microseconds"
+    assert 4 < small.host_us["torch.matmul"] / (small.device_ms["torch.matmul"] * 1e3) < 6
+    assert abs(small.host_us["matmul_fast"] - small.host_us["torch.matmul"]) < 1  # "matches"
+    assert len(rows) == 70 and "70-problem grid" in text
 
 
 @pytest.mark.parametrize(
