@@ -168,7 +168,7 @@ def test_lesson_4_player_steps_the_k_loop(browser, tmp_path):
 
 
 def test_lesson_6_roofline_lab_and_stored_results_render(browser, tmp_path):
-    with lesson(browser, tmp_path, "06_performance.ipynb") as page:
+    with lesson(browser, tmp_path, "06_making_it_fast.ipynb") as page:
         assert_no_errors(page)
         images = page.locator(".jp-OutputArea-output img")
         assert images.count() >= 7, f"only {images.count()} figures rendered"

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from tmm_course.capstone.problems import GOALS
-from tmm_course.perf import journey, results
+from tmm_course.perf import journey, results, stored
 
 
 @pytest.mark.parametrize(
@@ -37,10 +37,12 @@ def test_every_shipped_file_has_a_reader():
         "compiled_h200.json",
         "goals_h200.json",
         "grid_h200.json",
+        "lessons_h200.json",  # read by tmm_course.perf.stored.lessons_run (lessons 6 and 7)
         "pitfalls_h200.json",
         "races_h200.json",
         "sweep_h200.json",
     ]
+    assert stored.lessons_run().journey["ratio_to_torch"]["torch.matmul"] == 1.0
 
 
 @pytest.mark.parametrize("name", ["bench_h200.json", "goals_h200.json"])

@@ -6,8 +6,9 @@ load and store per view (:mod:`~tmm_course.check.memory_guard`; on a GPU each ca
 through it, :mod:`~tmm_course.check.replay`) and the rules a GPU compiler would enforce
 (:mod:`~tmm_course.check.gpu_rules`).
 
-Lesson 4's variant exercise, a linear layer, and lesson 6's graded predictions have modules
-of their own (:mod:`~tmm_course.check.linear`, :mod:`~tmm_course.check.predictions`).
+Lesson 4's variant exercise, a linear layer, lesson 8's graded predictions and the exercises of
+lessons 6 and 7 have modules of their own (:mod:`~tmm_course.check.linear`,
+:mod:`~tmm_course.check.predictions`, :mod:`~tmm_course.check.performance`).
 ``from tmm_course.check import check_matmul`` is what a lesson imports."""
 
 from tmm_course.check.exercises import (
@@ -20,12 +21,20 @@ from tmm_course.check.exercises import (
     check_vector_add,
 )
 from tmm_course.check.linear import check_linear_relu
+from tmm_course.check.performance import (
+    check_descriptor_matmul,
+    check_fits_shared_memory,
+    check_grouped_tile,
+)
 from tmm_course.check.predictions import check_predictions
 from tmm_course.check.result import CheckResult
 
 __all__ = [
     "CheckResult",
+    "check_descriptor_matmul",
     "check_fill_column_major",
+    "check_fits_shared_memory",
+    "check_grouped_tile",
     "check_linear_relu",
     "check_matmul",
     "check_outer_product",

@@ -206,8 +206,9 @@ class _Judge:
     def judge(self, builder, kind: str, ptrs, mask, itemsize: int) -> np.ndarray:
         """The mask with every lane outside its view switched off; stops a lane that reaches
         no region."""
-        addresses = np.broadcast_to(ptrs.data, np.shape(mask.data)).astype(np.uint64)
-        active = np.asarray(mask.data, dtype=bool)
+        mask = mask if isinstance(mask, np.ndarray) else mask.data  # a plain array on 3.6's TMA
+        addresses = np.broadcast_to(ptrs.data, np.shape(mask)).astype(np.uint64)
+        active = np.asarray(mask, dtype=bool)
         keep = active.copy()
         program = tuple(int(i) for i in (builder.grid_idx or (0, 0, 0)))
         flat_addresses, flat_active = addresses.ravel(), active.ravel()
@@ -271,13 +272,18 @@ def only_these_tensors(
     def itemsize(ptrs) -> int:
         return np.dtype(interpreter._get_np_dtype(ptrs.get_element_ty())).itemsize
 
+    def like(mask, keep: np.ndarray):
+        # the interpreter's own form of a mask: a TensorHandle, or on triton 3.6 for tensor
+        # descriptor loads and stores, a plain numpy array
+        return keep if isinstance(mask, np.ndarray) else type(mask)(keep, mask.dtype)
+
     def guarded_load(self, ptrs, mask, *rest, **hints):
         keep = judge.judge(self, "load", ptrs, mask, itemsize(ptrs))
-        return load(self, ptrs, type(mask)(keep, mask.dtype), *rest, **hints)
+        return load(self, ptrs, like(mask, keep), *rest, **hints)
 
     def guarded_store(self, ptrs, value, mask, *rest, **hints):
         keep = judge.judge(self, "store", ptrs, mask, itemsize(ptrs))
-        return store(self, ptrs, value, type(mask)(keep, mask.dtype), *rest, **hints)
+        return store(self, ptrs, value, like(mask, keep), *rest, **hints)
 
     builder.create_masked_load, builder.create_masked_store = guarded_load, guarded_store
     try:

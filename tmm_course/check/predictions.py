@@ -1,4 +1,4 @@
-"""Lesson 6's graded predictions: numbers a learner works out on paper before the GPU shows
+"""Lesson 8's graded predictions: numbers a learner works out on paper before the GPU shows
 them (a configuration's shared memory, a tile's intensity, whether it fits), checked against
 the formulas the lesson teaches, each wrong answer with the formula that gives the right one."""
 
@@ -26,11 +26,13 @@ class Question:
     rel_tol: float = 0.01
 
 
-LESSON_6 = {
+LESSON_8 = {
     "shared_kb": Question(
-        "shared memory of one 128x256x64 float16 program, 3 stages, in KB (1 KB = 1024 bytes)",
+        "shared memory of one 128x256x64 float16 program of lesson 4's kernel, 3 stages, on an "
+        "H200 (sm_90, where Triton keeps num_stages buffers), in KB (1 KB = 1024 bytes)",
         lambda: shared_memory_bytes(WIDE, itemsize=2) / 1024,
-        "num_stages x (BLOCK_M*BLOCK_K + BLOCK_K*BLOCK_N) x 2 bytes = 3 x (128*64 + 64*256) x 2",
+        "on sm_90, num_stages x (BLOCK_M*BLOCK_K + BLOCK_K*BLOCK_N) x 2 bytes = "
+        "3 x (128*64 + 64*256) x 2",
     ),
     "intensity": Question(
         "FLOPs per byte loaded by a 128x128 float16 tile",
@@ -38,8 +40,8 @@ LESSON_6 = {
         "2*BM*BN / (2*(BM + BN)) for 2-byte elements; BLOCK_K cancels",
     ),
     "fits_with_4_stages": Question(
-        "does the 128x256x64 float16 program fit an H200's 227 KB of shared memory with 4 "
-        "stages (True or False)?",
+        "does that program fit an H200's 227 KB of shared memory with 4 stages (True or "
+        "False)?",
         lambda: (
             shared_memory_bytes(Config(128, 256, 64, num_stages=4), itemsize=2)
             <= gpu.KNOWN["H200"].shared_memory
@@ -50,7 +52,7 @@ LESSON_6 = {
 
 
 def check_predictions(
-    answers: Mapping[str, object], questions: Mapping[str, Question] = LESSON_6
+    answers: Mapping[str, object], questions: Mapping[str, Question] = LESSON_8
 ) -> CheckResult:
     """Each of ``answers`` (question name -> your number, or None while unanswered) against
     the formula's value; the first wrong one is named with the way to work it out."""

@@ -1,4 +1,4 @@
-"""Lesson 6: the order in which programs take their tiles, row by row or in groups of rows."""
+"""Lessons 6 and 7: the order in which programs take their tiles, by rows or in groups of rows."""
 
 from __future__ import annotations
 
@@ -9,25 +9,18 @@ import triton.language as tl
 
 import tmm_course
 from tmm_course import validate
+from tmm_course.kernels.making_fast import grouped_tile
 
 
 @triton.jit
-def grouped_tile(tile_id, grid_m, grid_n, GROUP_M: tl.constexpr):
-    # grouped order: GROUP_M rows of tiles are walked column by column, then the next group,
-    # so programs running together share rows of A and columns of B in L2
-    tiles_per_group = GROUP_M * grid_n
-    first_m = (tile_id // tiles_per_group) * GROUP_M
-    rows_here = tl.minimum(grid_m - first_m, GROUP_M)
-    pid_m = first_m + (tile_id % tiles_per_group) % rows_here
-    pid_n = (tile_id % tiles_per_group) // rows_here
-    return pid_m, pid_n
-
-
-@triton.jit
-def launch_order_kernel(order_ptr, grid_m, grid_n, GROUP_M: tl.constexpr):
-    pid = tl.program_id(axis=0)  # a 1-D launch: programs start roughly in pid order
-    pid_m, pid_n = grouped_tile(pid, grid_m, grid_n, GROUP_M)  # the capstone's own order
-    tl.store(order_ptr + pid_m * grid_n + pid_n, pid)  # which program took tile (pid_m, pid_n)
+def launch_order_kernel(order_ptr, grid_m, grid_n, GROUP_M: tl.constexpr, BLOCK: tl.constexpr):
+    # BLOCK program ids at once (a 1-D launch: programs start roughly in pid order)
+    pid = tl.program_id(axis=0) * BLOCK + tl.arange(0, BLOCK)
+    inside = pid < grid_m * grid_n
+    pid = tl.where(inside, pid, 0)  # lanes past the last program compute tile 0, unstored
+    pid_m, pid_n = grouped_tile(pid, grid_m, grid_n, GROUP_M)  # lesson 6's grouped order
+    # which program took tile (pid_m, pid_n)
+    tl.store(order_ptr + pid_m * grid_n + pid_n, pid, mask=inside)
 
 
 def launch_order(grid_m: int, grid_n: int, group_m: int = 1) -> np.ndarray:
@@ -37,7 +30,10 @@ def launch_order(grid_m: int, grid_n: int, group_m: int = 1) -> np.ndarray:
     validate.positive("grid_n", grid_n)
     validate.positive("group_m", group_m)
     order = torch.full((grid_m, grid_n), -1, dtype=torch.int32, device=tmm_course.DEVICE)
-    launch_order_kernel[(grid_m * grid_n,)](order, grid_m, grid_n, GROUP_M=group_m)
+    block = 256
+    launch_order_kernel[(triton.cdiv(grid_m * grid_n, block),)](
+        order, grid_m, grid_n, GROUP_M=group_m, BLOCK=block
+    )
     return order.cpu().numpy()
 
 

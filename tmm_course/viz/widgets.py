@@ -134,3 +134,50 @@ def roofline_lab(intensity: float = 8.0, bandwidth: float = 80.0) -> widgets.VBo
         )
 
     return _redraw_on_change(controls, draw)
+
+
+def group_m_explorer(
+    grid_m: int = 32, grid_n: int = 32, in_flight: int = 132, strip_mb: float = 1.0,
+    l2_mb: float = 60.0,
+) -> widgets.VBox:  # fmt: skip
+    """GROUP_M in, the launch order the kernel computes out: the first wave, and the MB of
+    strips of A and B each wave reads, against L2."""
+    from tmm_course.kernels.launch_order import launch_order
+    from tmm_course.viz.making_fast import wave_figure
+
+    controls = {
+        "group_m": widgets.SelectionSlider(options=[1, 2, 4, 8, 16, 32], value=8,
+                                           description="GROUP_M"),
+        "in_flight": widgets.IntSlider(value=in_flight, min=8, max=4 * in_flight, step=4,
+                                       description="in flight"),
+    }  # fmt: skip
+    for c in controls.values():
+        c.continuous_update = False
+
+    def draw(group_m: int, in_flight: int) -> object:
+        return wave_figure(launch_order(grid_m, grid_n, group_m), in_flight, strip_mb, l2_mb)
+
+    return _redraw_on_change(controls, draw)
+
+
+def waves_explorer(m: int = 4096, n: int = 4096, sms: int = 132) -> widgets.VBox:
+    """M, N and the tile in; tiles, waves and the last wave's share of the SMs out."""
+    from tmm_course.perf.waves import waves
+    from tmm_course.viz.making_fast import waves_figure
+
+    sizes = [256 * i for i in range(1, 33)]
+    controls = {
+        "m": widgets.SelectionSlider(options=sizes, value=m, description="M"),
+        "n": widgets.SelectionSlider(options=sizes, value=n, description="N"),
+        "block_m": widgets.SelectionSlider(options=[64, 128, 256], value=128,
+                                           description="BLOCK_M"),
+        "block_n": widgets.SelectionSlider(options=[64, 128, 256], value=256,
+                                           description="BLOCK_N"),
+    }  # fmt: skip
+    for c in controls.values():
+        c.continuous_update = False
+
+    def draw(m: int, n: int, block_m: int, block_n: int) -> object:
+        return waves_figure(waves(m, n, block_m, block_n, sms))
+
+    return _redraw_on_change(controls, draw)

@@ -1,0 +1,270 @@
+"""Lessons 6-8: the exercise checks judge what they claim, the lesson kernels are right, and
+every stored number the notebooks' prose quotes is the stored run's own."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+from conftest import ROOT, on_interpreter
+
+import tmm_course
+from tmm_course import validate
+from tmm_course.check import (
+    check_descriptor_matmul,
+    check_fits_shared_memory,
+    check_grouped_tile,
+)
+from tmm_course.check.performance import grouped_tile_reference
+from tmm_course.kernels.launch_order import launch_order
+from tmm_course.kernels.making_fast import ordered_matmul
+from tmm_course.kernels.persistent_tma import persistent_matmul, persistent_owners
+from tmm_course.numerics import error, tolerance
+from tmm_course.perf import knobs, lessons, pipeline, results, stored, waves
+
+RUN = stored.lessons_run()
+
+
+def prose(name: str) -> str:
+    cells = json.loads((ROOT / "notebooks" / name).read_text(encoding="utf-8"))["cells"]
+    return " ".join(
+        " ".join("".join(c["source"]).split()) for c in cells if c["cell_type"] == "markdown"
+    )
+
+
+# ------------------------------------------------------------------------------ the checks
+
+
+def test_grouped_tile_check_passes_grouped_order_and_names_the_usual_mistakes():
+    assert check_grouped_tile(grouped_tile_reference).passed
+
+    def untouched(*_):
+        raise NotImplementedError
+
+    assert check_grouped_tile(untouched).codes == ["not_implemented"]
+    row_major = check_grouped_tile(lambda pid, gm, gn, g: (pid // gn, pid % gn))
+    assert not row_major.passed and "GROUP_M is ignored" in row_major.primary.message
+
+    def no_short_last_group(pid, grid_m, grid_n, group_m):
+        per_group = group_m * grid_n
+        first_m = (pid // per_group) * group_m
+        return first_m + (pid % per_group) % group_m, (pid % per_group) // group_m
+
+    assert check_grouped_tile(no_short_last_group).codes == ["ragged_edge"]
+
+    assert check_grouped_tile(lambda *_: 0).codes == ["crashed"]
+
+
+def test_the_kernel_computes_the_same_grouped_order_as_the_check():
+    for grid_m, grid_n, group_m in [(5, 3, 2), (7, 4, 3), (4, 4, 8)]:
+        order = launch_order(grid_m, grid_n, group_m)
+        for pid in range(grid_m * grid_n):
+            assert order[grouped_tile_reference(pid, grid_m, grid_n, group_m)] == pid
+
+
+def test_shared_memory_check_is_judged_by_the_compiler_per_gpu():
+    assert check_fits_shared_memory({"sm_80": None, "sm_90": None}).codes == ["not_implemented"]
+    assert check_fits_shared_memory({"sm_80": 6, "sm_90": 7}).passed
+    same = check_fits_shared_memory({"sm_80": 7, "sm_90": 7})  # the Hopper rule on an A100
+    assert not same.passed and "192 KB" in same.primary.message
+    shallow = check_fits_shared_memory({"sm_80": 6, "sm_90": 6})
+    assert not shallow.passed and "so does 7" in str(shallow)
+
+
+def _descriptor_port(rounded_shapes: bool):
+    import triton
+    import triton.language as tl
+    from triton.tools.tensor_descriptor import TensorDescriptor
+
+    @triton.jit
+    def kernel(a_desc, b_desc, c_desc, M, N, K, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+               BLOCK_K: tl.constexpr):  # fmt: skip
+        row, col = tl.program_id(axis=0) * BLOCK_M, tl.program_id(axis=1) * BLOCK_N
+        acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+        for k in range(0, tl.cdiv(K, BLOCK_K)):
+            acc = tl.dot(a_desc.load([row, k * BLOCK_K]), b_desc.load([k * BLOCK_K, col]), acc)
+        c_desc.store([row, col], acc.to(c_desc.dtype))
+
+    def launch(a, b, c):
+        (m, k), n = a.shape, b.shape[1]
+        if rounded_shapes:  # a descriptor over more rows than A has: reads past its end
+            a = a.as_strided((triton.cdiv(m, 32) * 32, k), a.stride())
+        kernel[(triton.cdiv(m, 32), triton.cdiv(n, 32))](
+            TensorDescriptor.from_tensor(a, [32, 16]), TensorDescriptor.from_tensor(b, [16, 32]),
+            TensorDescriptor.from_tensor(c, [32, 32]), m, n, k, BLOCK_M=32, BLOCK_N=32, BLOCK_K=16,
+        )  # fmt: skip
+
+    return launch
+
+
+@on_interpreter
+def test_descriptor_check_passes_a_port_and_fails_one_that_reads_past_a():
+    assert check_descriptor_matmul(_descriptor_port(False)).passed
+    assert not check_descriptor_matmul(_descriptor_port(True)).passed
+
+    def untouched(a, b, c):
+        raise NotImplementedError
+
+    assert check_descriptor_matmul(untouched).codes == ["not_implemented"]
+
+
+# ----------------------------------------------------------------------- the lesson kernels
+
+
+@pytest.mark.parametrize("shape", [(1, 1, 1), (65, 33, 17), (40, 96, 72)])
+def test_ordered_matmul_is_right_in_every_order(shape):
+    m, n, k = shape
+    a = torch.randn(m, k, device=tmm_course.DEVICE).half()
+    b = torch.randn(k, n, device=tmm_course.DEVICE).half()
+    for group_m in (1, 2, 8):
+        c = ordered_matmul(a, b, group_m=group_m, block_m=16, block_n=16, block_k=16)
+        assert error(c, a, b) <= tolerance(torch.float16, tmm_course.BACKEND)
+
+
+@on_interpreter
+def test_persistent_matmul_is_right_and_refuses_unaligned_rows():
+    a = torch.randn(70, 40).half()
+    b = torch.randn(40, 24).half()
+    assert error(persistent_matmul(a, b), a, b) <= tolerance(torch.float16, tmm_course.BACKEND)
+    with pytest.raises(validate.KernelInputError, match="16 bytes"):
+        persistent_matmul(torch.randn(8, 7).half(), torch.randn(7, 8).half())
+    owner, turn = persistent_owners(4, 6, programs=5, group_m=2)
+    assert sorted(owner.ravel().tolist()) == sorted([p for p in range(5) for _ in range(5)][:24])
+    assert turn.max() == 24 // 5
+
+
+def test_every_knob_step_changes_one_thing_from_lesson_4():
+    base = knobs.BASELINE
+    assert (base.block_m, base.block_n, base.block_k, base.num_warps, base.num_stages) == (
+        64, 64, 32, 4, 3,
+    )  # lesson 4's matmul() defaults  # fmt: skip
+    assert knobs.FIVE_STAGES.num_stages == 5 and knobs.GROUPED.group_m == 8
+    a = torch.randn(48, 40, device=tmm_course.DEVICE).half()
+    b = torch.randn(40, 56, device=tmm_course.DEVICE).half()
+    for step in knobs.STEPS:
+        if step.needs_tma and tmm_course.BACKEND != "interpreter":
+            continue
+        assert error(step.run(a, b), a, b) <= tolerance(torch.float16, tmm_course.BACKEND)
+
+
+def test_waves_and_the_pipeline_model():
+    w = waves.waves(1536, 1536, 128, 128, sms=132)
+    assert (w.tiles, w.full_waves, w.last_wave_tiles) == (144, 1, 12)
+    assert round(w.waves, 2) == 1.09
+    assert pipeline.busy(pipeline.schedule(1, 8, 3.0)) == 8 / 32  # load, then dot, in turn
+    assert pipeline.busy(pipeline.schedule(4, 8, 3.0)) > 0.7
+
+
+# ------------------------------------------------------------------------ the stored run
+
+
+def test_the_stored_run_is_labelled():
+    p = RUN.provenance
+    assert p["code_version"] and p["date"] and "tmm_course.perf.lessons" in p["command"]
+    assert "ncu --clock-control none" in p["dram_command"]
+    assert RUN.device["l2_bytes"] == 60 * 2**20  # read from the H200, not a datasheet
+    assert p["code_version"] in RUN.where
+
+
+def test_parse_ncu_reads_base_units_and_sums_cublas_kernels():
+    text = "\n".join([
+        "==PROF== Connected",
+        '"ID","Kernel Name","Metric Name","Metric Unit","Metric Value"',
+        '"0","matmul_kernel","dram__bytes_read.sum","byte","1,000"',
+        '"0","matmul_kernel","dram__bytes_write.sum","byte","10"',
+        '"1","nvjet_a","dram__bytes_read.sum","byte","5"',
+        '"1","nvjet_a","dram__bytes_write.sum","byte","1"',
+        '"2","nvjet_b","dram__bytes_read.sum","byte","7"',
+        '"2","nvjet_b","dram__bytes_write.sum","byte","2"',
+    ])  # fmt: skip
+    kernels = lessons.parse_ncu(text)
+    assert kernels[0] == {"kernel": "matmul_kernel", "read": 1000.0, "written": 10.0}
+    out = lessons.attach_dram(["x lesson 4", "x torch.matmul"], kernels)
+    assert out["x torch.matmul"]["read_bytes"] == 12 and out["x lesson 4"]["written_bytes"] == 10
+
+
+def test_lesson_6_quotes_the_stored_run():
+    text = prose("06_making_it_fast.ipynb")
+    journey, r = RUN.journey["ratio_to_torch"], lambda x: f"{x:.3f}"
+    tiles = RUN.sweep("tiles")["ratio_to_torch"]
+    for label in ("128x128x64 w4 s3 2-D grid", "128x256x64 w4 s3 2-D grid",
+                  "128x256x64 w8 s3 2-D grid"):  # fmt: skip
+        assert r(tiles[label]) in text, label
+    stages = RUN.sweep("stages")["ratio_to_torch"]
+    for s in (1, 2, 3, 4, 5):
+        assert r(stages[f"128x128x64 w8 s{s} 2-D grid"]) in text
+    assert (
+        r(stages["64x64x32 w4 s1 2-D grid"]) in text
+        and r(stages["64x64x32 w4 s2 2-D grid"]) in text
+    )
+    for name in ("lesson 4", "grouped order", "bigger tiles", "autotuned", "persistent + TMA"):
+        assert r(journey[name]) in text, name
+    assert journey["grouped order"] < journey["lesson 4"]  # "slightly slower" at 4096^3
+    groups = RUN.sweep("groups")["ratio_to_torch"]
+    base, g16 = "8192^3 64x64x32 w4 s3 2-D grid", "8192^3 64x64x32 w4 s3 GROUP_M=16"
+    assert f"grid read {RUN.dram(base)['read_bytes'] / 1e9:.1f} GB" in text
+    assert f"read {RUN.dram(g16)['read_bytes'] / 1e9:.1f} GB" in text
+    speedup = groups["64x64x32 w4 s3 GROUP_M=16"] / groups["64x64x32 w4 s3 2-D grid"]
+    assert f"{speedup:.2f} times as fast" in text
+    assert max(groups, key=groups.get) != "64x64x32 w4 s3 GROUP_M=64"  # "too large a group"
+
+
+def test_lesson_7_quotes_the_stored_run():
+    text = prose("07_persistent_tma.ipynb")
+    ours = [race["ratio_to_torch"]["persistent_matmul"] for race in RUN.tma]
+    others = [v for race in RUN.tma for k, v in race["ratio_to_torch"].items()
+              if k.startswith("persistent ")]  # fmt: skip
+    assert f"{min(ours):.3f} to {max(ours):.3f}" in text and min(ours) >= 0.95  # the goal
+    assert f"{min(others):.3f} to {max(others):.3f}" in text
+    assert [race["problem"] for race in RUN.tma] == [
+        "4096^3 float16", "4096^3 bfloat16", "8192^3 float16", "8192^3 bfloat16",
+    ]  # fmt: skip
+
+
+def test_lesson_8_says_which_goals_it_misses():
+    from tmm_course.capstone.problems import GOALS
+
+    text = prose("08_racing_cublas.ipynb")
+    rows = {r.label: r for r in results.grid().rows}
+    raced = [(p.label, t) for p, t in GOALS if p.label in rows]
+    missed = [(label, t) for label, t in raced if rows[label].ratio_to_torch["matmul_fast"] < t]
+    assert len(raced) == 10 and len(missed) == 4 and "of the ten goals this run raced" in text
+    assert {label for label, _ in missed} == {
+        "4096^3 float16", "4096^3 bfloat16", "8192^3 float16", "8192^3 bfloat16",
+    }  # fmt: skip
+    gaps = [1 - rows[label].ratio_to_torch["matmul_fast"] for label, _ in missed]
+    assert f"{min(gaps):.1%} to {max(gaps):.1%}" in text
+    assert rows["4096x4096x4093 float16"].ratio_to_torch["matmul_fast"] > 4  # "more than four"
+    small = rows["1024^3 float16"]
+    assert round(small.device_ms["torch.matmul"] * 1e3, 1) == 5.6  # "about 5.6 microseconds"
+    assert 4 < small.host_us["torch.matmul"] / (small.device_ms["torch.matmul"] * 1e3) < 6
+    assert abs(small.host_us["matmul_fast"] - small.host_us["torch.matmul"]) < 1  # "matches"
+    assert len(rows) == 70 and "70-problem grid" in text
+
+
+@pytest.mark.parametrize(
+    "name", ["06_making_it_fast.ipynb", "07_persistent_tma.ipynb", "08_racing_cublas.ipynb"]
+)
+def test_performance_lessons_stay_short(name):
+    assert len(prose(name).split()) <= 1500
+
+
+def test_lesson_figures_carry_the_run_that_measured_them():
+    from tmm_course.viz import making_fast as figures
+
+    rows = {"lesson 4": (194e6, 30e6)}
+    fig = figures.dram_figure(rows, (67e6, 34e6), RUN.where)
+    assert RUN.where in fig.axes[0].get_title()
+    ratios = {"t": {1: 0.5, 2: 0.7}}
+    fig = figures.stage_sweep_figure(ratios, {"sm_80": {1: 8, 2: 8}}, {"sm_80": 163}, RUN.where)
+    assert RUN.where in fig.axes[0].get_title()
+    fig = figures.group_sweep_figure({"t": {"G1": 0.4}}, {"t": {"G1": 2.0}}, RUN.where)
+    assert RUN.where in fig.axes[0].get_title()
+    assert "busy" in figures.pipeline_figure(2).axes[0].get_title()
+    assert (
+        "3.88 waves" in figures.waves_figure(waves.waves(4096, 4096, 128, 256)).axes[0].get_title()
+    )
+    owner, turn = persistent_owners(3, 4, programs=5)
+    assert "5 persistent programs" in figures.owners_figure(owner, turn, 5).axes[0].get_title()
+    assert "8 programs" in figures.split_k_figure(4096, 8).axes[0].get_title()

@@ -1,0 +1,229 @@
+"""The graded exercises of lessons 6 and 7, each checkable on a CPU:
+
+- :func:`check_grouped_tile`: a function ``pid -> (pid_m, pid_n)`` in grouped order, judged on
+  the whole program-id -> tile map of several grids (ragged last groups included);
+- :func:`check_fits_shared_memory`: the deepest ``num_stages`` that fits a named GPU's shared
+  memory, judged by the compiler's own figure (lesson 4's kernel compiled ahead of time for that
+  GPU, :mod:`tmm_course.compile_ahead`);
+- :func:`check_descriptor_matmul`: lesson 4's kernel ported to tensor descriptors, judged like
+  lesson 4's check on shapes whose rows a descriptor can read (16-byte aligned)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+
+import torch
+
+import tmm_course
+from tmm_course.check.buffers import guarded_output
+from tmm_course.check.engine import Trial, run_trials
+from tmm_course.check.exercises import accumulator_precision, labelled_case
+from tmm_course.check.result import Case, CheckResult, Diagnosis
+from tmm_course.numerics import tolerance
+from tmm_course.perf.shared_memory import SHARED_GPUS, SHARED_LIMITS, compiled_shared_bytes
+
+# ---------------------------------------------------------------------------- grouped order
+
+# (grid_m, grid_n, GROUP_M): square, a ragged last group, a group wider than the grid, row-major
+TILE_GRIDS = [(4, 4, 2), (6, 5, 4), (7, 3, 2), (3, 8, 1), (5, 6, 8), (1, 1, 1), (9, 4, 3)]
+
+
+def grouped_tile_reference(pid: int, grid_m: int, grid_n: int, group_m: int) -> tuple[int, int]:
+    """Grouped order: groups of ``group_m`` rows of tiles, each walked column by column."""
+    per_group = group_m * grid_n
+    first_m = (pid // per_group) * group_m
+    rows = min(grid_m - first_m, group_m)
+    return first_m + (pid % per_group) % rows, (pid % per_group) // rows
+
+
+def _tile_map(fn: Callable, grid_m: int, grid_n: int, group_m: int) -> list[tuple[int, int]]:
+    tiles = []
+    for pid in range(grid_m * grid_n):
+        got = fn(pid, grid_m, grid_n, group_m)
+        if not (isinstance(got, tuple | list) and len(got) == 2):
+            raise TypeError(f"grouped_tile({pid}, ...) returned {got!r}; expected (pid_m, pid_n)")
+        tiles.append((int(got[0]), int(got[1])))
+    return tiles
+
+
+def _mistake(tiles: list, grid_m: int, grid_n: int, group_m: int) -> tuple[str, str]:
+    """(code, sentence) for a wrong map: the mistakes grouped order invites."""
+    if len(set(tiles)) != len(tiles) or any(
+        not (0 <= m < grid_m and 0 <= n < grid_n) for m, n in tiles
+    ):
+        seen: dict[tuple[int, int], int] = {}
+        for pid, tile in enumerate(tiles):
+            if tile in seen or not (0 <= tile[0] < grid_m and 0 <= tile[1] < grid_n):
+                first = f"program {seen[tile]} and " if tile in seen else ""
+                return "wrong_values", (
+                    f"{first}program {pid} got tile {tile}: every program must own exactly one "
+                    f"tile inside the {grid_m} x {grid_n} grid."
+                )
+            seen[tile] = pid
+    if tiles == [(pid // grid_n, pid % grid_n) for pid in range(grid_m * grid_n)]:
+        return "wrong_values", "this is plain row-major order: GROUP_M is ignored."
+    return "wrong_values", "some programs get the wrong tile (the case list shows the first)."
+
+
+def check_grouped_tile(fn: Callable[[int, int, int, int], tuple[int, int]]) -> CheckResult:
+    """``fn(pid, grid_m, grid_n, group_m) -> (pid_m, pid_n)`` against grouped order on every
+    grid of :data:`TILE_GRIDS`, each program id of each."""
+    cases: list[Case] = []
+    diagnoses: list[Diagnosis] = []
+    for grid_m, grid_n, group_m in TILE_GRIDS:
+        ragged = grid_m % group_m != 0
+        case = Case(
+            f"{grid_m} x {grid_n} tiles, GROUP_M={group_m}"
+            + (" (the last group has fewer rows)" if ragged else ""),
+            (grid_m, grid_n),
+            ragged=("M",) if ragged else (),
+        )
+        cases.append(case)
+        want = [grouped_tile_reference(p, grid_m, grid_n, group_m) for p in range(grid_m * grid_n)]
+        try:
+            tiles = _tile_map(fn, grid_m, grid_n, group_m)
+        except NotImplementedError:
+            case.code, case.problem = "not_implemented", "raises NotImplementedError"
+            continue
+        except Exception as error:  # a learner's bug must not crash the notebook
+            case.code, case.problem = "crashed", f"{type(error).__name__}: {error}"[:200]
+            continue
+        if tiles == want:
+            case.passed = True
+            continue
+        pid = next(
+            p for p, (got, right) in enumerate(zip(tiles, want, strict=True)) if got != right
+        )
+        case.code, case.cause = _mistake(tiles, grid_m, grid_n, group_m)
+        case.problem = f"program {pid} got tile {tiles[pid]}, expected {want[pid]}"
+    failed = [c for c in cases if not c.passed]
+    if failed:
+        codes = {c.code for c in failed}
+        if codes == {"not_implemented"}:
+            diagnoses.append(
+                Diagnosis(
+                    "not_implemented",
+                    "Write grouped_tile (replace the raise), then run the check again.",
+                )
+            )
+        elif all(c.ragged for c in failed) and any(not c.ragged for c in cases if c.passed):
+            diagnoses.append(
+                Diagnosis(
+                    "ragged_edge",
+                    "Right when GROUP_M divides grid_m, wrong otherwise: the "
+                    "last group has only grid_m - first_m rows, so take "
+                    "rows = min(grid_m - first_m, GROUP_M) and use rows, not GROUP_M, in "
+                    "the % and // that place a program inside its group.",
+                )
+            )
+        else:
+            first = failed[0]
+            code = first.code or "wrong_values"
+            message = first.cause or f"{first.label}: {first.problem}"
+            diagnoses.append(Diagnosis(code, message))
+    return CheckResult("grouped_tile", not failed, cases, diagnoses)
+
+
+# ----------------------------------------------------------------- shared memory per GPU
+
+
+def check_fits_shared_memory(answers: Mapping[str, int | None]) -> CheckResult:
+    """``answers``: for each GPU ("sm_80": an A100, "sm_90": an H100/H200), the largest
+    ``num_stages`` with which lesson 4's kernel, 128x128x64 float16 tiles and 8 warps, fits that
+    GPU's shared memory. Judged by the compiler's figure for your stages and for one more."""
+    cases, diagnoses = [], []
+    for name, limit in SHARED_LIMITS.items():
+        case = Case(f"{name} ({SHARED_GPUS[name]}, {limit // 1024} KB per program)", ())
+        cases.append(case)
+        stages = answers.get(name)
+        if stages is None:
+            case.code, case.problem = "not_implemented", "no answer yet"
+            continue
+        if not isinstance(stages, int) or isinstance(stages, bool) or not 1 <= stages <= 12:
+            case.code, case.problem = "wrong_values", f"{stages!r} is not a num_stages (1 to 12)"
+            continue
+        used = compiled_shared_bytes(name, stages)
+        deeper = compiled_shared_bytes(name, stages + 1)
+        if used > limit:
+            case.code = "wrong_values"
+            case.problem = (
+                f"num_stages={stages} needs {used // 1024} KB on {name}: more than its "
+                f"{limit // 1024} KB"
+            )
+        elif deeper <= limit:
+            case.code = "wrong_values"
+            case.problem = (
+                f"num_stages={stages} fits ({used // 1024} KB), but so does {stages + 1} "
+                f"({deeper // 1024} KB)"
+            )
+        else:
+            case.passed = True
+            case.problem = (
+                f"{used // 1024} KB fits; {stages + 1} stages would need {deeper // 1024} KB"
+            )
+    failed = [c for c in cases if not c.passed]
+    if failed and all(c.code == "not_implemented" for c in failed) and len(failed) == len(cases):
+        diagnoses.append(
+            Diagnosis("not_implemented", "Fill in deepest_stages, then run the check.")
+        )
+    elif failed:
+        answered = [c for c in failed if c.code != "not_implemented"]
+        first = answered[0] if answered else failed[0]
+        hint = (
+            " Count the buffers as the table above does: on sm_80 Triton keeps num_stages - 1 "
+            "of them, on sm_90 num_stages; one buffer is (BLOCK_M*BLOCK_K + BLOCK_K*BLOCK_N) * 2 "
+            "bytes."
+        )
+        diagnoses.append(
+            Diagnosis(first.code or "wrong_values", f"{first.label}: {first.problem}." + hint)
+        )
+    return CheckResult("fits_shared_memory", not failed, cases, diagnoses)
+
+
+# ------------------------------------------------------------- descriptors (lesson 7)
+
+# (label, M, N, K): every row a whole number of 16 bytes in float16 (K and N multiples of 8)
+DESCRIPTOR_CASES = [
+    ("square", 64, 64, 64),
+    ("one K block", 16, 16, 16),
+    ("ragged M", 65, 64, 64),
+    ("ragged N", 64, 72, 64),
+    ("ragged K", 64, 64, 72),
+    ("K smaller than a block", 64, 64, 8),
+    ("tall", 304, 8, 48),
+    ("skinny", 8, 304, 48),
+]
+DESCRIPTOR_LONG_K = ("long K", 16, 16, 4096)
+
+DESCRIPTOR_MESSAGES = {
+    "ragged_edge": "a descriptor fills rows and columns outside the tensor with zeros and drops "
+    "stores outside it, but only if its shape is the tensor's true shape: build each one with "
+    "shape=[M, K], [K, N] and [M, N], not with the sizes rounded up to blocks.",
+}
+
+
+def _descriptor_trial(label: str, m: int, n: int, k: int, dtype: torch.dtype) -> Trial:
+    device = tmm_course.DEVICE
+    a = torch.randn(m, k, device=device).to(dtype)
+    b = torch.randn(k, n, device=device).to(dtype)
+    a64, b64 = a.double(), b.double()
+    bound = tolerance(dtype, tmm_course.BACKEND) * (a64.abs() @ b64.abs())
+    case = labelled_case((m, n, k), f"{label}, {str(dtype).removeprefix('torch.')}")
+    extra = accumulator_precision(a64 @ b64) if label == DESCRIPTOR_LONG_K[0] else None
+    return Trial(case, (a, b), guarded_output((m, n), dtype), a64 @ b64, atol=bound, extra=extra)
+
+
+def check_descriptor_matmul(
+    fn: Callable[[torch.Tensor, torch.Tensor, torch.Tensor], object],
+) -> CheckResult:
+    """Lesson 7: ``fn(a, b, c)`` must store ``a @ b`` into ``c`` through tensor descriptors, on
+    contiguous float16 (and one float32) operands whose rows start every 16 bytes, ragged
+    edges included, with a float32 accumulator."""
+    trials = [_descriptor_trial(*spec, torch.float16) for spec in DESCRIPTOR_CASES]
+    probe = _descriptor_trial(*DESCRIPTOR_LONG_K, torch.float16)
+    probe.only_if_all_passed = True
+    trials.append(probe)
+    trials.append(_descriptor_trial(*DESCRIPTOR_CASES[0], torch.float32))
+    return run_trials(
+        "descriptor_matmul", fn, trials, ("a", "b", "c"), messages=DESCRIPTOR_MESSAGES
+    )

@@ -1,0 +1,172 @@
+"""Lesson 7: a persistent matmul that loads and stores its tiles through tensor descriptors.
+
+A **tensor descriptor** knows a tensor's base address, shape, strides and the block shape the
+kernel moves; ``desc.load([row, col])`` brings a whole block, filling rows and columns outside
+the tensor with zeros, and ``desc.store([row, col], tile)`` writes a block, dropping what lies
+outside. On Hopper (compute capability 9.0+) the copying is done by the TMA unit; no masks and
+no pointer tiles are left in the kernel. The descriptors here are built on the host,
+``TensorDescriptor.from_tensor(x, block_shape)``; ``tl.make_tensor_descriptor`` builds one inside
+a kernel instead (lesson 7's exercise).
+
+A **persistent** kernel launches one program per SM and lets each loop over the tiles, taking
+every ``NUM_PROGRAMS``-th one, instead of one program per tile."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+import triton
+import triton.language as tl
+
+import tmm_course
+from tmm_course import gpu, validate
+from tmm_course.backend import INTERPRETER
+from tmm_course.kernels.making_fast import grouped_tile
+from tmm_course.kernels.matmul import check_operands, output_for
+
+
+@triton.jit
+def persistent_matmul_kernel(a_desc, b_desc, c_desc, M, N, K,
+                             BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+                             GROUP_M: tl.constexpr, NUM_PROGRAMS: tl.constexpr):
+    grid_m = tl.cdiv(M, BLOCK_M)
+    grid_n = tl.cdiv(N, BLOCK_N)
+    # persistent: this program takes tiles pid, pid + NUM_PROGRAMS, pid + 2*NUM_PROGRAMS, ...
+    for tile in tl.range(tl.program_id(axis=0), grid_m * grid_n, NUM_PROGRAMS, flatten=True):
+        pid_m, pid_n = grouped_tile(tile, grid_m, grid_n, GROUP_M)  # lesson 6's grouped order
+        acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+        for k in range(0, tl.cdiv(K, BLOCK_K)):
+            a = a_desc.load([pid_m * BLOCK_M, k * BLOCK_K])  # a BLOCK_M x BLOCK_K block of A
+            b = b_desc.load([k * BLOCK_K, pid_n * BLOCK_N])  # a BLOCK_K x BLOCK_N block of B
+            acc = tl.dot(a, b, acc)
+        c_desc.store([pid_m * BLOCK_M, pid_n * BLOCK_N], acc.to(c_desc.dtype))
+
+
+@dataclass(frozen=True)
+class PersistentConfig:
+    """Tile sizes, group size and launch options of :func:`persistent_matmul`."""
+
+    block_m: int = 128
+    block_n: int = 256
+    block_k: int = 64
+    group_m: int = 8
+    num_warps: int = 8
+    num_stages: int = 3
+
+
+H200_CONFIG = PersistentConfig()  # the lesson's choice for large float16/bfloat16 products
+SMALL_CONFIG = PersistentConfig(32, 32, 16, group_m=2, num_warps=4, num_stages=2)  # interpreter
+INTERPRETER_PROGRAMS = 4  # "SMs" on the interpreter, so that the persistent loop turns
+
+
+def descriptors_unavailable() -> str | None:
+    """Why tensor descriptors cannot run here, or None if they can (the interpreter, or a GPU
+    of compute capability 9.0 or newer)."""
+    if tmm_course.BACKEND == INTERPRETER:
+        return None
+    here = gpu.current()
+    if here is not None and here.tma:
+        return None
+    name = here.name if here else "this GPU"
+    return f"{name} has no TMA unit (tensor descriptors need compute capability 9.0 or newer)"
+
+
+def aligned_problem(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor) -> None:
+    """Raise KernelInputError unless every tensor's rows are contiguous and start on 16-byte
+    boundaries, as the TMA unit needs."""
+    for name, x in (("a", a), ("b", b), ("out", out)):
+        row_bytes = x.stride(0) * x.element_size()
+        if x.stride(1) != 1 or row_bytes % 16 or x.data_ptr() % 16:
+            raise validate.KernelInputError(
+                f"{name} has strides {tuple(x.stride())} ({x.element_size()}-byte elements) and "
+                f"starts at an address {'' if x.data_ptr() % 16 == 0 else 'not '}divisible by "
+                "16; a tensor descriptor needs contiguous rows (stride 1 along them) that start "
+                "every 16 bytes. Fix: x = x.contiguous(), with K and N multiples of "
+                f"{16 // x.element_size()} for {x.dtype}."
+            )
+
+
+def persistent_matmul(
+    a: torch.Tensor,
+    b: torch.Tensor,
+    *,
+    config: PersistentConfig | None = None,
+    out: torch.Tensor | None = None,
+    num_programs: int | None = None,
+) -> torch.Tensor:
+    """C = A @ B with :func:`persistent_matmul_kernel`: one program per SM (``num_programs``),
+    tiles in grouped order, loaded and stored through tensor descriptors. Needs 16-byte aligned
+    rows; float32 inputs are multiplied in TF32 on a GPU."""
+    from triton.tools.tensor_descriptor import TensorDescriptor
+
+    why_not = descriptors_unavailable()
+    if why_not is not None:
+        raise validate.KernelInputError(f"persistent_matmul cannot run here: {why_not}.")
+    check_operands(a, b, "tf32")
+    out = output_for(a, b, out)
+    aligned_problem(a, b, out)
+    (m, k), n = a.shape, b.shape[1]
+    if m == 0 or n == 0:
+        return out
+    cfg = config or (H200_CONFIG if tmm_course.BACKEND != INTERPRETER else SMALL_CONFIG)
+    here = gpu.current()
+    programs = num_programs or (here.sms if here else INTERPRETER_PROGRAMS)
+    validate.positive("num_programs", programs)
+    tiles = triton.cdiv(m, cfg.block_m) * triton.cdiv(n, cfg.block_n)
+    persistent_matmul_kernel[(min(programs, tiles),)](
+        TensorDescriptor.from_tensor(a, [cfg.block_m, cfg.block_k]),
+        TensorDescriptor.from_tensor(b, [cfg.block_k, cfg.block_n]),
+        TensorDescriptor.from_tensor(out, [cfg.block_m, cfg.block_n]),
+        m, n, k,
+        BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, BLOCK_K=cfg.block_k, GROUP_M=cfg.group_m,
+        NUM_PROGRAMS=min(programs, tiles), num_warps=cfg.num_warps, num_stages=cfg.num_stages,
+    )  # fmt: skip
+    return out
+
+
+def compiler_view(
+    config: PersistentConfig = H200_CONFIG, dtype: torch.dtype = torch.float16, programs: int = 132
+):
+    """What the compiler is told about a launch of :func:`persistent_matmul_kernel` (for
+    :func:`tmm_course.compile_ahead.compile_for`): three descriptors and the sizes (multiples
+    of 16, as a real large launch tells it)."""
+    from tmm_course.compile_ahead import Specialization
+
+    t = {torch.float16: "fp16", torch.bfloat16: "bf16", torch.float32: "fp32"}[dtype]
+    bm, bn, bk = config.block_m, config.block_n, config.block_k
+    signature = {
+        "a_desc": f"tensordesc<{t}[{bm}, {bk}]>",
+        "b_desc": f"tensordesc<{t}[{bk}, {bn}]>",
+        "c_desc": f"tensordesc<{t}[{bm}, {bn}]>",
+        "M": "i32", "N": "i32", "K": "i32",
+        **dict.fromkeys(("BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M", "NUM_PROGRAMS"), "constexpr"),
+    }  # fmt: skip
+    constexprs = {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": config.group_m,
+                  "NUM_PROGRAMS": programs}  # fmt: skip
+    return Specialization(signature, constexprs, divisible_by_16=(3, 4, 5))
+
+
+@triton.jit
+def persistent_owner_kernel(
+    owner_ptr, turn_ptr, grid_m, grid_n, GROUP_M: tl.constexpr, NUM_PROGRAMS: tl.constexpr
+):
+    # persistent_matmul_kernel's loop, storing who takes each tile and on which turn
+    for tile in tl.range(tl.program_id(axis=0), grid_m * grid_n, NUM_PROGRAMS):
+        pid_m, pid_n = grouped_tile(tile, grid_m, grid_n, GROUP_M)
+        tl.store(owner_ptr + pid_m * grid_n + pid_n, tl.program_id(axis=0))
+        tl.store(turn_ptr + pid_m * grid_n + pid_n, tile // NUM_PROGRAMS)  # its loop's turn
+
+
+def persistent_owners(grid_m: int, grid_n: int, programs: int, group_m: int = 1):
+    """(owner, turn): for each tile of a ``grid_m x grid_n`` grid, the persistent program that
+    takes it and on which turn of its loop, as the kernel's own loop computes them."""
+    for name, value in (("grid_m", grid_m), ("grid_n", grid_n), ("programs", programs),
+                        ("group_m", group_m)):  # fmt: skip
+        validate.positive(name, value)
+    owner = torch.full((grid_m, grid_n), -1, dtype=torch.int32, device=tmm_course.DEVICE)
+    turn = torch.full_like(owner, -1)
+    launched = min(programs, grid_m * grid_n)
+    persistent_owner_kernel[(launched,)](owner, turn, grid_m, grid_n, GROUP_M=group_m,
+                                         NUM_PROGRAMS=launched)  # fmt: skip
+    return owner.cpu().numpy(), turn.cpu().numpy()

@@ -1,0 +1,72 @@
+"""The H200 run that lessons 6 and 7 quote: one labelled run of ``python -m
+tmm_course.perf.lessons`` (races, sweeps, Nsight Compute DRAM bytes), shipped as package data.
+
+    run = stored.lessons_run()
+    run.where                      # device, versions, date and code version, for every figure
+    run.journey["ratio_to_torch"]  # each step's speed relative to torch.matmul
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+
+FILE = "lessons_h200.json"
+
+
+@dataclass(frozen=True)
+class LessonsRun:
+    """One measured run: provenance, the device's facts and every result."""
+
+    data: dict
+
+    @property
+    def provenance(self) -> dict:
+        return self.data["provenance"]
+
+    @property
+    def device(self) -> dict:
+        """name, capability, sms, l2_bytes (read from the device), copy bandwidth, peaks."""
+        return self.data["device"]
+
+    @property
+    def where(self) -> str:
+        """'NVIDIA H200, torch 2.11.0, triton 3.6.0, 2026-12-01, code e49739e'."""
+        p = self.provenance
+        versions = p["versions"]
+        return (
+            f"{p['device']}, torch {versions['torch'].split('+')[0]}, triton {versions['triton']}, "
+            f"{p['date'][:10]}, code {p['code_version']}"
+        )
+
+    @property
+    def journey(self) -> dict:
+        return self.data["journey"]
+
+    @property
+    def steps(self) -> list[dict]:
+        return self.data["steps"]
+
+    def sweep(self, name: str) -> dict:
+        """ "tiles", "stages" or "groups": one knob over a range, raced against torch.matmul."""
+        return self.data["sweeps"][name]
+
+    @property
+    def tma(self) -> list[dict]:
+        """The persistent TMA kernel, its alternatives and matmul_fast against torch.matmul."""
+        return self.data["tma"]
+
+    def dram(self, label: str) -> dict:
+        """Nsight Compute's DRAM bytes read and written for one launch, e.g. '4096^3 lesson 4'."""
+        return self.data["dram"][label]
+
+
+def lessons_run(path: str | Path | None = None) -> LessonsRun:
+    """The shipped run, or one written by ``python -m tmm_course.perf.lessons`` at ``path``."""
+    if path is None:
+        text = resources.files("tmm_course.perf").joinpath("data", FILE).read_text()
+    else:
+        text = Path(path).read_text()
+    return LessonsRun(json.loads(text))
