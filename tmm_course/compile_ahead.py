@@ -161,6 +161,7 @@ def _compiler_view() -> Iterator[None]:
     swapped: list[tuple[dict[str, Any], str, Any]] = []
     seen: dict[int, Any] = {}
     modules = [m for name, m in list(sys.modules.items()) if name.startswith("triton.language")]
+    language = sys.modules.get("triton.language")
     try:
         for module in modules:
             scope = vars(module)
@@ -168,16 +169,46 @@ def _compiler_view() -> Iterator[None]:
                 if _is_interpreted(value):
                     swapped.append((scope, name, value))
                     scope[name] = _as_jit(value, seen)
+                elif (original := _unpatched(value, getattr(language, name, None))) is not None:
+                    swapped.append((scope, name, value))
+                    scope[name] = original
         yield
     finally:
         for scope, name, value in reversed(swapped):
             scope[name] = value
 
 
-def _parameters(kernel: Any) -> list[tuple[str, bool]]:
+def _from_interpreter(value: Any) -> bool:
+    code = getattr(value, "__code__", None) or getattr(
+        getattr(value, "func", None), "__code__", None
+    )
+    return code is not None and Path(code.co_filename).stem == "interpreter"
+
+
+def _unpatched(value: Any, public: Any) -> Any:
+    """The language function under an interpreter patch that a run left in place (Triton's
+    interpreter can leave ``triton.language.core``'s builtins patched after a kernel ran, and
+    the compiler would then build with the interpreter's builder), or None if ``value`` is no
+    such patch."""
+    if not _from_interpreter(value):
+        return None
+    if public is not None and not _from_interpreter(public) and public is not value:
+        return public
+    defaults = getattr(value, "__defaults__", None) or ()
+    member = defaults[0] if defaults else None  # the patch keeps the original as member=
+    return member if callable(member) and not _from_interpreter(member) else None
+
+
+def parameters(kernel: Any) -> list[tuple[str, bool]]:
     """(name, is constexpr) for each parameter of the kernel, in order."""
-    jit = _as_jit(kernel)
-    return [(p.name, bool(p.is_constexpr)) for p in jit.params]
+    fn = _python_function(kernel)
+    if fn not in _PARAMETERS:
+        _PARAMETERS[fn] = [(p.name, bool(p.is_constexpr)) for p in _as_jit(kernel).params]
+    return _PARAMETERS[fn]
+
+
+_PARAMETERS: dict[types.FunctionType, list[tuple[str, bool]]] = {}
+_parameters = parameters
 
 
 @dataclass(frozen=True)

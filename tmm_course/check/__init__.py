@@ -3,8 +3,9 @@ them (:mod:`~tmm_course.check.engine`), what a check says (:mod:`~tmm_course.che
 the memory it hands out (:mod:`~tmm_course.check.buffers`), the kernels a launcher started
 (:mod:`~tmm_course.check.launches`) and, on the interpreter, the memory guard that judges every
 load and store per view (:mod:`~tmm_course.check.memory_guard`; on a GPU each case is replayed
-through it, :mod:`~tmm_course.check.replay`) and the rules a GPU compiler would enforce
-(:mod:`~tmm_course.check.gpu_rules`).
+through it, :mod:`~tmm_course.check.replay`), whether the learner's kernel did the work
+(:mod:`~tmm_course.check.work`), a time limit per case (:mod:`~tmm_course.check.time_limit`)
+and what a GPU's compiler makes of every learner kernel (:mod:`~tmm_course.check.gpu_rules`).
 
 Lesson 4's variant exercise, a linear layer, and lesson 6's graded predictions have modules
 of their own (:mod:`~tmm_course.check.linear`, :mod:`~tmm_course.check.predictions`).
