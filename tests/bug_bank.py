@@ -431,18 +431,21 @@ def loop_kernel(
             acc = tl.dot(a, b, acc)
             a_ptrs += BK * sak
             b_ptrs += BK * sbk
-    else:  # "while": the counter never advances
+    else:  # "while": the counter never advances (the slab is found from k: no pointer walks)
         k = 0
         while k < tl.cdiv(K, BK):
+            k_here = k * BK + offs_k
             a = tl.load(
-                a_ptrs, mask=(offs_m[:, None] < M) & (offs_k[None, :] < K - k * BK), other=0.0
+                a_ptr + offs_m[:, None] * sam + k_here[None, :] * sak,
+                mask=(offs_m[:, None] < M) & (k_here[None, :] < K),
+                other=0.0,
             )
             b = tl.load(
-                b_ptrs, mask=(offs_k[:, None] < K - k * BK) & (offs_n[None, :] < N), other=0.0
+                b_ptr + k_here[:, None] * sbk + offs_n[None, :] * sbn,
+                mask=(k_here[:, None] < K) & (offs_n[None, :] < N),
+                other=0.0,
             )
             acc = tl.dot(a, b, acc)
-            a_ptrs += BK * sak
-            b_ptrs += BK * sbk
     c_ptrs = c_ptr + offs_m[:, None] * scm + offs_n[None, :] * scn
     tl.store(
         c_ptrs, acc.to(c_ptr.dtype.element_ty), mask=(offs_m[:, None] < M) & (offs_n[None, :] < N)

@@ -7,8 +7,9 @@ through it, :mod:`~tmm_course.check.replay`), whether the learner's kernel did t
 (:mod:`~tmm_course.check.work`), a time limit per case (:mod:`~tmm_course.check.time_limit`)
 and what a GPU's compiler makes of every learner kernel (:mod:`~tmm_course.check.gpu_rules`).
 
-Lesson 4's variant exercise, a linear layer, and lesson 6's graded predictions have modules
-of their own (:mod:`~tmm_course.check.linear`, :mod:`~tmm_course.check.predictions`).
+Lesson 4's variant exercise, a linear layer, lesson 6's graded predictions and lesson 9's "find
+the bug" have modules of their own (:mod:`~tmm_course.check.linear`,
+:mod:`~tmm_course.check.predictions`, :mod:`~tmm_course.check.fixes`).
 ``from tmm_course.check import check_matmul`` is what a lesson imports."""
 
 from tmm_course.check.exercises import (
@@ -20,6 +21,7 @@ from tmm_course.check.exercises import (
     check_transpose,
     check_vector_add,
 )
+from tmm_course.check.fixes import check_fix
 from tmm_course.check.linear import check_linear_relu
 from tmm_course.check.predictions import check_predictions
 from tmm_course.check.result import CheckResult
@@ -27,6 +29,7 @@ from tmm_course.check.result import CheckResult
 __all__ = [
     "CheckResult",
     "check_fill_column_major",
+    "check_fix",
     "check_linear_relu",
     "check_matmul",
     "check_outer_product",
