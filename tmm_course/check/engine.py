@@ -262,7 +262,7 @@ def _run_trial(
     except Exception as error:  # a learner's bug must not crash the notebook
         seen = replayed if isinstance(replayed, Trace) else trace
         lost = _failed(case, error, seen, views)
-        _compile_verdict(case, compiler, launched, allow_course_kernels)
+        _compile_verdict(case, compiler, launched)
         return lost
     if isinstance(replayed, OutOfBoundsAccess):  # right on the GPU by luck
         case.code = f"out_of_bounds_{'read' if replayed.kind == 'load' else 'write'}"
@@ -272,7 +272,7 @@ def _run_trial(
         trace = replayed if isinstance(replayed, Trace) else None
     case.trace = trace
     _judge(trial, launched, trace, views, allow_course_kernels, snapshot.get("out"), gather)
-    _compile_verdict(case, compiler, launched, allow_course_kernels)
+    _compile_verdict(case, compiler, launched)
     if case.passed:
         case.trace = None  # keep the record of failures only
     return False
@@ -285,9 +285,7 @@ def _timed_out(stop: time_limit.CaseTimedOut, where: str) -> str:
     return TIMED_OUT.format(who=who, seconds=stop.seconds, where=where)
 
 
-def _compile_verdict(
-    case: Case, compiler: gpu_rules.Compiler, launched: launches.Launches, course_too: bool
-) -> None:
+def _compile_verdict(case: Case, compiler: gpu_rules.Compiler, launched: launches.Launches) -> None:
     """A GPU compiler's refusal of a kernel this case launched fails the case, in the
     compiler's words; unless the learner's own NotImplementedError stopped it first."""
     if case.code in ("not_implemented", "timed_out"):
@@ -295,7 +293,7 @@ def _compile_verdict(
     if case.code == "crashed" and "NotImplementedError" in case.problem:
         return  # this Triton lacks the feature everywhere: its own sentence says so
     known = {r.kernel for r in compiler.reports.values() if not r.refused}
-    refused = compiler.judge(launched.seen, course_too)
+    refused = compiler.judge(launched.seen)
     if refused is None:
         return
     case.passed = False

@@ -127,12 +127,12 @@ class Compiler:
 
     reports: dict[tuple, KernelReport] = field(default_factory=dict)
 
-    def judge(self, launched: Iterable[Launch], course_too: bool = False) -> KernelReport | None:
-        """Compile what is new among ``launched`` (the course's own kernels only when
-        ``course_too``); the first report some GPU refuses, or None."""
+    def judge(self, launched: Iterable[Launch]) -> KernelReport | None:
+        """Compile what is new among ``launched`` (the course's own kernels are known to
+        compile, and are left out); the first report some GPU refuses, or None."""
         refused = None
         for launch in launched:
-            if launch.jit is None or (launch.from_the_course and not course_too):
+            if launch.jit is None or launch.from_the_course:
                 continue
             report = self._report(launch)
             if report is not None and report.refused and refused is None:
