@@ -58,7 +58,7 @@ def matmul_kloop_kernel(a_ptr, b_ptr, acc_snap_ptr, a_snap_ptr, b_snap_ptr,
                         BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
     # matmul_kernel for one tile (tile_m, tile_n), saving after every K step the A and B slabs
     # it loaded and its accumulator, to float32 buffers of shape (steps, rows, cols); with
-    # BLOCK_K = 1 each step adds an outer product (tl.dot needs 16 or more on a GPU)
+    # BLOCK_K = 1 each step adds an outer product (a GPU's tl.dot wants BLOCK_K >= 16)
     offs_m = tile_m * BLOCK_M + tl.arange(0, BLOCK_M)
     offs_n = tile_n * BLOCK_N + tl.arange(0, BLOCK_N)
     offs_k = tl.arange(0, BLOCK_K)
