@@ -27,6 +27,7 @@ from tmm_course.check import (
     check_scaled_matmul,
     check_strided_copy,
     check_transpose,
+    time_limit,
 )
 from tmm_course.check.linear import check_linear_relu
 from tmm_course.kernels.matmul import matmul
@@ -47,6 +48,7 @@ CHECKS = {
     "outer_product": check_outer_product,
     "strided_copy": check_strided_copy,
     "transpose": check_transpose,
+    "transpose_part1": lambda fn: check_transpose(fn, strided=False, ragged=False),
     "linear_relu": check_linear_relu,
     "matmul": check_matmul,
     "scaled_matmul": check_scaled_matmul,
@@ -286,6 +288,8 @@ def mm_kernel(
     USE_ALPHA: tl.constexpr,
     ADD_C: tl.constexpr,
     ALWAYS_READ_C: tl.constexpr,
+    SHORT_LOOP: tl.constexpr,
+    ACC16_CARRIED: tl.constexpr,
 ):
     offs_m = tl.program_id(0) * BM + tl.arange(0, BM)
     offs_n = tl.program_id(1) * BN + tl.arange(0, BN)
@@ -298,11 +302,15 @@ def mm_kernel(
         b_ptrs = b_ptr + offs_k[:, None] * sbn + offs_n[None, :] * sbk
     else:
         b_ptrs = b_ptr + offs_k[:, None] * sbk + offs_n[None, :] * sbn
-    if ACC16:
+    if ACC16 or ACC16_CARRIED:
         acc = tl.zeros((BM, BN), dtype=tl.float16)
     else:
         acc = tl.zeros((BM, BN), dtype=tl.float32)
-    for k in range(0, tl.cdiv(K, BK)):
+    if SHORT_LOOP:
+        trips = K // BK
+    else:
+        trips = tl.cdiv(K, BK)
+    for k in range(0, trips):
         k_left = K - k * BK
         a_mask = offs_k[None, :] < k_left if K_MASK else offs_k[None, :] < BK
         b_mask = offs_k[:, None] < k_left if K_MASK else offs_k[:, None] < BK
@@ -313,6 +321,8 @@ def mm_kernel(
         b = tl.load(b_ptrs, mask=b_mask, other=0.0)
         if ACC16:
             acc += tl.dot(a, b, out_dtype=tl.float16)
+        elif ACC16_CARRIED:
+            acc += tl.dot(a, b)  # float16 + float32: acc turns float32 inside the loop
         elif KEEP_ACC:
             acc = tl.dot(a, b, acc)
         else:
@@ -354,6 +364,8 @@ MM_FLAGS = dict(
     USE_ALPHA=True,
     ADD_C=True,
     ALWAYS_READ_C=False,
+    SHORT_LOOP=False,
+    ACC16_CARRIED=False,
 )
 
 
@@ -396,8 +408,135 @@ def mm(block=(32, 32, 32), floor=False, c_strides=None, scratch=False, contiguou
     return launch
 
 
-def scaled(**bugs):
+# a plain lesson-4 kernel, for the loops a GPU compiler refuses or that never end
+@triton.jit
+def loop_kernel(
+    a_ptr, b_ptr, c_ptr, M, N, K, sam, sak, sbk, sbn, scm, scn,
+    BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, LOOP: tl.constexpr,
+):  # fmt: skip
+    offs_m = tl.program_id(0) * BM + tl.arange(0, BM)
+    offs_n = tl.program_id(1) * BN + tl.arange(0, BN)
+    offs_k = tl.arange(0, BK)
+    a_ptrs = a_ptr + offs_m[:, None] * sam + offs_k[None, :] * sak
+    b_ptrs = b_ptr + offs_k[:, None] * sbk + offs_n[None, :] * sbn
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    if LOOP == "static_range":  # unrolled: a GPU needs its bounds when compiling
+        for k in tl.static_range(0, tl.cdiv(K, BK)):
+            a = tl.load(
+                a_ptrs, mask=(offs_m[:, None] < M) & (offs_k[None, :] < K - k * BK), other=0.0
+            )
+            b = tl.load(
+                b_ptrs, mask=(offs_k[:, None] < K - k * BK) & (offs_n[None, :] < N), other=0.0
+            )
+            acc = tl.dot(a, b, acc)
+            a_ptrs += BK * sak
+            b_ptrs += BK * sbk
+    else:  # "while": the counter never advances (the slab is found from k: no pointer walks)
+        k = 0
+        while k < tl.cdiv(K, BK):
+            k_here = k * BK + offs_k
+            a = tl.load(
+                a_ptr + offs_m[:, None] * sam + k_here[None, :] * sak,
+                mask=(offs_m[:, None] < M) & (k_here[None, :] < K),
+                other=0.0,
+            )
+            b = tl.load(
+                b_ptr + k_here[:, None] * sbk + offs_n[None, :] * sbn,
+                mask=(k_here[:, None] < K) & (offs_n[None, :] < N),
+                other=0.0,
+            )
+            acc = tl.dot(a, b, acc)
+    c_ptrs = c_ptr + offs_m[:, None] * scm + offs_n[None, :] * scn
+    tl.store(
+        c_ptrs, acc.to(c_ptr.dtype.element_ty), mask=(offs_m[:, None] < M) & (offs_n[None, :] < N)
+    )
+
+
+def looped(loop: str, block=(32, 32, 32)):
+    bm, bn, bk = block
+
+    def launch(a, b, c):
+        (m, k), n = a.shape, b.shape[1]
+        loop_kernel[(triton.cdiv(m, bm), triton.cdiv(n, bn))](
+            a, b, c, m, n, k, *a.stride(), *b.stride(), *c.stride(), BM=bm, BN=bn, BK=bk, LOOP=loop
+        )
+
+    return launch
+
+
+# --- cheats: the right answer, not computed by the learner's kernel ------------------------
+@triton.jit
+def decoy_kernel(x_ptr):
+    tl.store(x_ptr, tl.load(x_ptr))
+
+
+@triton.jit
+def move_kernel(src_ptr, dst_ptr, M, N, s_m, s_n, d_m, d_n, BM: tl.constexpr, BN: tl.constexpr):
+    offs_m = tl.program_id(0) * BM + tl.arange(0, BM)
+    offs_n = tl.program_id(1) * BN + tl.arange(0, BN)
+    mask = (offs_m[:, None] < M) & (offs_n[None, :] < N)
+    tile = tl.load(src_ptr + offs_m[:, None] * s_m + offs_n[None, :] * s_n, mask=mask)
+    tl.store(dst_ptr + offs_m[:, None] * d_m + offs_n[None, :] * d_n, tile, mask=mask)
+
+
+def _move(src, dst):
+    m, n = dst.shape
+    move_kernel[(triton.cdiv(m, 16), triton.cdiv(n, 16))](
+        src, dst, m, n, *src.stride(), *dst.stride(), BM=16, BN=16
+    )
+
+
+def decoy_then_torch(a, b, c):
+    decoy_kernel[(1,)](torch.zeros(1, device=c.device))
+    c.copy_(a @ b)
+
+
+def decoy_then_numpy(a, b, c):
+    decoy_kernel[(1,)](torch.zeros(1, device=c.device))
+    product = a.float().cpu().numpy() @ b.float().cpu().numpy()
+    c.copy_(torch.from_numpy(product))
+
+
+def kernel_then_torch(a, b, c):
+    mm()(a, b, c)
+    c.copy_(a @ b)
+
+
+def torch_moved_by_a_kernel(a, b, c):
+    _move((a @ b).contiguous(), c)
+
+
+def torch_for_long_k(a, b, c):
+    if a.shape[1] >= 4096:
+        decoy_kernel[(1,)](torch.zeros(1, device=c.device))
+        c.copy_(a @ b)
+    else:
+        mm()(a, b, c)
+
+
+def course_matmul_and_decoy(a, b, c):
+    matmul(a, b, out=c)
+    decoy_kernel[(1,)](torch.zeros(1, device=c.device))
+
+
+def course_matmul_and_epilogue(a, b, c):
+    matmul(a, b, out=c)
+    _move(c.clone(), c)
+
+
+def transpose_through_contiguous(x, out):
+    x = x.contiguous()
+    m, n = x.shape
+    copy_kernel[(triton.cdiv(m, 16), triton.cdiv(n, 16))](
+        x, out, m, n, n, 1, *out.stride(), BM=16, BN=16, TRANSPOSE=True, LOAD_MASK=True,
+        STORE_MASK=True, SWAP_X=False, SWAPPED_STORE_MASK=False,
+    )  # fmt: skip
+
+
+def scaled(swap_alpha_beta=False, **bugs):
     inner = mm(scaled=True, **bugs)
+    if swap_alpha_beta:
+        return lambda a, b, c, alpha, beta: inner(a, b, c, beta, alpha)
     return lambda a, b, c, alpha, beta: inner(a, b, c, alpha, beta)
 
 
@@ -492,8 +631,13 @@ BANK = [
     ),
     # lesson 3
     Entry("strided_copy", "correct", copy(), PASS),
-    Entry("strided_copy", "correct, through x.contiguous()", copy(contiguous_copy=True), PASS),
-    Entry("strided_copy", "correct, through a scratch output", copy(scratch=True), PASS),
+    Entry("strided_copy", "x.contiguous() on the host", copy(contiguous_copy=True), "host_copy"),
+    Entry(
+        "strided_copy",
+        "a scratch output copied by torch",
+        copy(scratch=True),
+        "no_triton_kernel",
+    ),
     Entry(
         "strided_copy",
         "x assumed contiguous",
@@ -554,10 +698,29 @@ BANK = [
     Entry(
         "transpose", "x.t() copied by torch", lambda x, out: out.copy_(x.t()), "no_triton_kernel"
     ),
+    Entry("transpose", "x.contiguous() on the host", transpose_through_contiguous, "host_copy"),
+    Entry(
+        "transpose", "load reads x column-major", copy(transpose=True, swap_x=True), "transposed"
+    ),
+    Entry(
+        "transpose_part1",
+        "out's row stride taken from x",
+        copy(
+            transpose=True, load_mask=False, store_mask=False, out_strides=lambda t: (t.shape[0], 1)
+        ),
+        "out_of_bounds_write",
+    ),
+    Entry(
+        "transpose_part1",
+        "correct, no masks",
+        copy(transpose=True, load_mask=False, store_mask=False),
+        PASS,
+    ),
     # lesson 4
     Entry("matmul", "correct, 32x32x32", mm(), PASS),
     Entry("matmul", "correct, 64x64x32", mm(block=(64, 64, 32)), PASS),
-    Entry("matmul", "correct, float32 scratch then copy", mm(scratch=True), PASS),
+    Entry("matmul", "correct, 8x8x16", mm(block=(8, 8, 16)), PASS),
+    Entry("matmul", "float32 scratch copied by torch", mm(scratch=True), "no_triton_kernel"),
     Entry("matmul", "correct, contiguous copies of a and b", mm(contiguous=True), PASS),
     Entry("matmul", "a_ptrs strides swapped", mm(swap_a=True), "transposed"),
     Entry("matmul", "b_ptrs strides swapped", mm(swap_b=True), "transposed"),
@@ -575,6 +738,19 @@ BANK = [
     ),
     Entry("matmul", "torch a @ b", matmul_with_torch, "no_triton_kernel"),
     Entry("matmul", "the course's own matmul", course_matmul, "course_kernel"),
+    Entry("matmul", "K loop of K // BLOCK_K trips", mm(short_loop=True), "ragged_edge"),
+    Entry("matmul", "float16 acc += float32 tl.dot", mm(acc16_carried=True), "gpu_would_reject"),
+    Entry("matmul", "tl.static_range over a runtime K", looped("static_range"), "gpu_would_reject"),
+    Entry("matmul", "a while loop that never advances", looped("while"), "timed_out"),
+    Entry("matmul", "decoy launch, then torch", decoy_then_torch, "no_triton_kernel"),
+    Entry("matmul", "decoy launch, then numpy", decoy_then_numpy, "no_triton_kernel"),
+    Entry("matmul", "torch writes over the kernel's C", kernel_then_torch, "no_triton_kernel"),
+    Entry(
+        "matmul", "torch's answer moved by a kernel", torch_moved_by_a_kernel, "no_triton_kernel"
+    ),
+    Entry("matmul", "torch only for the long-K probe", torch_for_long_k, "no_triton_kernel"),
+    Entry("matmul", "course matmul and a decoy", course_matmul_and_decoy, "course_kernel"),
+    Entry("matmul", "course matmul and an epilogue", course_matmul_and_epilogue, "course_kernel"),
     # lesson 5, part 4
     Entry("scaled_matmul", "correct", scaled(), PASS),
     Entry("scaled_matmul", "beta * C never added", scaled(add_c=False), "wrong_values"),
@@ -594,6 +770,8 @@ BANK = [
     ),
     Entry("scaled_matmul", "a_ptrs strides swapped", scaled(swap_a=True), "transposed"),
     Entry("scaled_matmul", "no K mask", scaled(k_mask=False), "ragged_edge"),
+    Entry("scaled_matmul", "alpha and beta swapped", scaled(swap_alpha_beta=True), "wrong_values"),
+    Entry("scaled_matmul", "K loop of K // BLOCK_K trips", scaled(short_loop=True), "ragged_edge"),
     Entry("linear_relu", "correct", linear(), PASS),
     Entry("linear_relu", "correct, 64x64x32 blocks", linear(block=(64, 64, 32)), PASS),
     Entry("linear_relu", "w read as K x N", linear(w_as_kn=True), "transposed"),
@@ -619,12 +797,19 @@ class Outcome:
         return self.primary == self.entry.intended
 
 
+HANG_SECONDS = 8.0  # the bank's hangs end sooner than a notebook's would (20 s a program)
+
+
 def run(entries=BANK) -> list[Outcome]:
     outcomes = []
-    for entry in entries:
-        torch.manual_seed(0)
-        result = CHECKS[entry.check](entry.launcher)
-        outcomes.append(Outcome(entry, result.codes, result.passed))
+    limit, time_limit.PROGRAM_SECONDS = time_limit.PROGRAM_SECONDS, HANG_SECONDS
+    try:
+        for entry in entries:
+            torch.manual_seed(0)
+            result = CHECKS[entry.check](entry.launcher)
+            outcomes.append(Outcome(entry, result.codes, result.passed))
+    finally:
+        time_limit.PROGRAM_SECONDS = limit
     return outcomes
 
 

@@ -134,3 +134,28 @@ def test_a_kernel_that_has_run_on_the_interpreter_still_compiles():
     result = compile_for(matmul_kernel, launch, "sm_90", num_stages=2)
     assert result.ok, result.error
     torch.testing.assert_close(matmul(a, a, precision="ieee"), a @ a, rtol=1e-4, atol=1e-4)
+
+
+def test_compiling_after_an_interpreted_run_uses_the_compilers_builder(monkeypatch, tmp_path):
+    """Triton's interpreter can leave triton.language.core's builtins patched after a kernel
+    ran; compiling ahead must not build with the interpreter's builder then."""
+    import bug_bank
+
+    from tmm_course import compile_ahead
+
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path))  # a real compile, not a cached one
+    monkeypatch.setattr(compile_ahead, "_CACHE", {})
+
+    import tmm_course
+
+    if tmm_course.BACKEND != "interpreter":
+        pytest.skip("only the interpreter patches the language")
+    a, b = torch.randn(64, 64).half(), torch.randn(64, 64).half()
+    bug_bank.mm()(a, b, torch.empty(64, 64).half())  # an interpreted run first
+    a, b, c = torch.randn(64, 64), torch.randn(64, 64), torch.empty(64, 64)
+    args = (a, b, c, 64, 64, 64, *a.stride(), *b.stride(), *c.stride(), 1.0, 0.0)
+    launch = specialize(
+        bug_bank.mm_kernel, args, {"BM": 32, "BN": 32, "BK": 32, **bug_bank.MM_FLAGS}
+    )
+    compiled = compile_for(bug_bank.mm_kernel, launch, "sm_80")
+    assert compiled.ok, compiled.error

@@ -7,7 +7,7 @@ import torch
 from conftest import on_gpu
 
 import tmm_course
-from tmm_course.check import check_matmul
+from tmm_course.check import check_fix, check_matmul
 from tmm_course.kernels import pitfalls
 from tmm_course.kernels.matmul import matmul_kernel
 from tmm_course.kernels.pitfalls import launcher
@@ -114,3 +114,60 @@ def _code_lines(kernel) -> list[str]:
 
 def test_the_fixed_twin_is_lesson_4s_kernel_line_for_line():
     assert _code_lines(pitfalls.correct_kernel) == _code_lines(matmul_kernel)
+
+
+# --- the exercise: find the bug -------------------------------------------------------------
+FIXES = {
+    "a": [("for _ in range(0, tl.cdiv(K, BLOCK_K)):", "for k in range(0, tl.cdiv(K, BLOCK_K)):"),
+          ("(rk[None, :] < K)", "(rk[None, :] < K - k * BLOCK_K)"),
+          ("(rk[:, None] < K)", "(rk[:, None] < K - k * BLOCK_K)")],
+    "b": [("        total = tl.dot(a, b, total)\n",
+           "        total = tl.dot(a, b, total)\n        a_tile += BLOCK_K * stride_ak\n")],
+    "c": [("other=1.0)", "other=0.0)")],
+    "d": [("m_idx[:, None] * BLOCK_N", "m_idx[:, None] * stride_cm")],
+}  # fmt: skip
+
+
+def _learner_copy(tmp_path, kernel, name, edits=()):
+    """``kernel``'s source, edited, as a learner's kernel called ``name`` in a module of its own
+    (Triton reads a kernel's source from its file)."""
+    import importlib
+    import sys
+
+    source = source_of(kernel).replace(f"def {kernel.fn.__name__}(", f"def {name}(")
+    for old, new in edits:
+        assert old in source, old
+        source = source.replace(old, new)
+    path = tmp_path / f"{name}.py"
+    path.write_text("import triton\nimport triton.language as tl\n\n\n" + source)
+    sys.path.insert(0, str(tmp_path))
+    try:
+        return getattr(importlib.import_module(name), name)
+    finally:
+        sys.path.remove(str(tmp_path))
+
+
+@pytest.mark.parametrize("which", sorted(pitfalls.MYSTERIES))
+def test_a_mystery_fails_and_its_small_fix_passes(which, tmp_path):
+    broken = pitfalls.MYSTERIES[which]
+    assert "BUG" not in source_of(broken)
+    copy = _learner_copy(tmp_path, broken, f"copied_{which}_kernel")
+    assert not check_fix(launcher(copy), broken).passed
+    fixed = _learner_copy(tmp_path, broken, f"fixed_{which}_kernel", FIXES[which])
+    result = check_fix(launcher(fixed), broken)
+    assert result.passed, str(result)
+    assert result.cases[-1].label.endswith(f"is {broken.fn.__name__} with a small fix")
+
+
+def test_lesson_4s_kernel_in_place_of_the_fix_is_not_the_fix(tmp_path):
+    pasted = _learner_copy(tmp_path, pitfalls.correct_kernel, "pasted_kernel")
+    result = check_fix(launcher(pasted), pitfalls.mystery_b_kernel)
+    assert not result.passed and result.primary.code == "not_the_fix", str(result)
+    assert "differs from mystery_b_kernel" in result.primary.message
+
+
+def test_an_untouched_exercise_is_not_implemented():
+    def untouched(a, b, c):
+        raise NotImplementedError
+
+    assert check_fix(untouched, pitfalls.mystery_a_kernel).codes == ["not_implemented"]

@@ -22,6 +22,7 @@ import subprocess
 import sys
 import tempfile
 import types
+import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -208,10 +209,16 @@ def _unpatched(name: str, value: Any, language: Any) -> Any:
     return None if original is None or _is_interpreter_patch(original) else original
 
 
-def _parameters(kernel: Any) -> list[tuple[str, bool]]:
+def parameters(kernel: Any) -> list[tuple[str, bool]]:
     """(name, is constexpr) for each parameter of the kernel, in order."""
-    jit = _as_jit(kernel)
-    return [(p.name, bool(p.is_constexpr)) for p in jit.params]
+    fn = _python_function(kernel)
+    if fn not in _PARAMETERS:
+        _PARAMETERS[fn] = [(p.name, bool(p.is_constexpr)) for p in _as_jit(kernel).params]
+    return _PARAMETERS[fn]
+
+
+_PARAMETERS: dict[types.FunctionType, list[tuple[str, bool]]] = {}
+_parameters = parameters
 
 
 @dataclass(frozen=True)
@@ -302,8 +309,12 @@ def _compile(
     from triton.compiler import ASTSource
 
     target = GPUTarget("cuda", GPUS[gpu], 32)
+    # fusion on, as a launch on Triton 3.6-3.9 defaults to; said so, Triton does not warn on
+    # stderr (which a grader such as nbgrader counts as a failed cell)
+    options = {"num_warps": num_warps, "num_stages": num_stages, "enable_fp_fusion": True}
     try:
-        with _compiler_view():
+        with _compiler_view(), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
             attrs = {(i,): [["tt.divisibility", 16]] for i in specialization.divisible_by_16}
             source = ASTSource(
                 _as_jit(kernel),
@@ -311,9 +322,7 @@ def _compile(
                 constexprs=specialization.constexprs,
                 attrs=attrs,
             )
-            compiled = triton.compile(
-                source, target=target, options={"num_warps": num_warps, "num_stages": num_stages}
-            )
+            compiled = triton.compile(source, target=target, options=options)
     except Exception as error:  # the compiler's refusal is the verdict
         return Compiled(gpu=gpu, ok=False, error=compiler_message(error))
     ptx = compiled.asm.get("ptx", "")

@@ -3,12 +3,14 @@ them (:mod:`~tmm_course.check.engine`), what a check says (:mod:`~tmm_course.che
 the memory it hands out (:mod:`~tmm_course.check.buffers`), the kernels a launcher started
 (:mod:`~tmm_course.check.launches`) and, on the interpreter, the memory guard that judges every
 load and store per view (:mod:`~tmm_course.check.memory_guard`; on a GPU each case is replayed
-through it, :mod:`~tmm_course.check.replay`) and the rules a GPU compiler would enforce
-(:mod:`~tmm_course.check.gpu_rules`).
+through it, :mod:`~tmm_course.check.replay`), whether the learner's kernel did the work
+(:mod:`~tmm_course.check.work`), a time limit per case (:mod:`~tmm_course.check.time_limit`)
+and what a GPU's compiler makes of every learner kernel (:mod:`~tmm_course.check.gpu_rules`).
 
-Lesson 4's variant exercise, a linear layer, lesson 8's graded predictions and the exercises of
-lessons 6 and 7 have modules of their own (:mod:`~tmm_course.check.linear`,
-:mod:`~tmm_course.check.predictions`, :mod:`~tmm_course.check.performance`).
+Lesson 4's variant exercise, a linear layer, lesson 8's graded predictions, the exercises of
+lessons 6 and 7 and lesson 9's "find the bug" have modules of their own
+(:mod:`~tmm_course.check.linear`, :mod:`~tmm_course.check.predictions`,
+:mod:`~tmm_course.check.performance`, :mod:`~tmm_course.check.fixes`).
 ``from tmm_course.check import check_matmul`` is what a lesson imports."""
 
 from tmm_course.check.exercises import (
@@ -20,6 +22,7 @@ from tmm_course.check.exercises import (
     check_transpose,
     check_vector_add,
 )
+from tmm_course.check.fixes import check_fix
 from tmm_course.check.linear import check_linear_relu
 from tmm_course.check.performance import (
     check_descriptor_matmul,
@@ -34,6 +37,7 @@ __all__ = [
     "check_descriptor_matmul",
     "check_fill_column_major",
     "check_fits_shared_memory",
+    "check_fix",
     "check_grouped_tile",
     "check_linear_relu",
     "check_matmul",

@@ -8,15 +8,17 @@ raises into the notebook.
 from __future__ import annotations
 
 import contextlib
+import os
 import traceback
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import torch
+import triton
 
 import tmm_course
 from tmm_course.backend import GPU, INTERPRETER
-from tmm_course.check import gpu_rules, launches
+from tmm_course.check import gpu_rules, launches, time_limit
 from tmm_course.check.buffers import Guarded, padded_input
 from tmm_course.check.memory_guard import (
     OutOfBoundsAccess,
@@ -27,13 +29,16 @@ from tmm_course.check.memory_guard import (
 )
 from tmm_course.check.replay import Replay
 from tmm_course.check.result import MESSAGES, Case, CheckResult, Diagnosis
+from tmm_course.check.work import mine, who_did_the_work
 
 # the order diagnoses are reported in: the first one found is the primary diagnosis
 PRIORITY = (
     "not_implemented",
+    "timed_out",
     "gpu_would_reject",
     "no_triton_kernel",
     "course_kernel",
+    "host_copy",
     # a known mistake matched exactly: strays and crashes elsewhere follow from it
     "transposed",
     "precision",
@@ -73,6 +78,13 @@ class WrongAnswer:
     code: str
     value: torch.Tensor
     cause: str
+    # the diagnoses this cause explains away when both are found (alpha and beta swapped
+    # also reads C in the beta = 0 case)
+    explains: tuple[str, ...] = ()
+    # True: the same values follow from another mistake too (its sentence names both)
+    ambiguous: bool = False
+    # given the record of loads and stores, a sentence that tells the two apart (or None)
+    refine: Callable[[Trace], str | None] | None = None
 
 
 @dataclass
@@ -100,6 +112,15 @@ class Trial:
 
 def _gpu_context_lost(error: BaseException) -> bool:
     return "illegal memory access" in str(error) or "illegal address" in str(error).lower()
+
+
+def _from_triton(error: BaseException) -> bool:
+    """Whether ``error`` was raised inside Triton's own code (not the learner's)."""
+    frames = traceback.extract_tb(error.__traceback__)
+    if not frames:
+        return False
+    package = os.path.dirname(triton.__file__)
+    return os.path.abspath(frames[-1].filename).startswith(package + os.sep)
 
 
 def _first_line(error: BaseException) -> str:
@@ -145,8 +166,15 @@ def _watch(views: Mapping[str, torch.Tensor]):
     trace = None
     if tmm_course.BACKEND == INTERPRETER:
         trace = stack.enter_context(only_these_tensors(views, launched))
-        stack.enter_context(gpu_rules.like_a_gpu())
     return stack, launched, trace
+
+
+TIMED_OUT = (
+    "{who} did not finish within {seconds:g} s{where}: a loop that never ends? Check every loop's "
+    "bounds and that its counter advances (for k in range(0, tl.cdiv(K, BLOCK_K)), not a while "
+    "loop on a value that never changes)."
+)
+INTERRUPTED = "the check was interrupted (its cases stopped where they were)"
 
 
 def run_trials(
@@ -157,64 +185,136 @@ def run_trials(
     *,
     messages: Mapping[str, str] | None = None,
     allow_course_kernels: bool = False,
+    gather: bool = False,
 ) -> CheckResult:
     """Run ``fn(*inputs, out)`` on every trial and judge it. ``names`` name the tensors among
     the inputs, then the output (for messages and pictures); ``messages`` replace the generic
     sentence of a code with one written for this exercise; ``allow_course_kernels`` accepts an
-    output written by the course's own kernels (the pitfalls lab checks those)."""
+    output written by the course's own kernels (the pitfalls lab checks those); ``gather`` says
+    the exercise is to read strided inputs in place (a contiguous copy made on the host is
+    named)."""
     cases = [t.case for t in trials]
-    for index, trial in enumerate(trials):
-        case = trial.case
-        if trial.only_if_all_passed and not all(c.passed for c in cases[:index]):
-            case.code, case.problem = "skipped", "not run: fix the other cases first"
-            continue
-        inputs = [padded_input(x) if isinstance(x, torch.Tensor) else x for x in trial.inputs]
-        if trial.initial is not None:
-            trial.guard.out.copy_(trial.initial)
-        tensors = [x for x in inputs if isinstance(x, torch.Tensor)]
-        views = dict(zip(names, [*tensors, trial.guard.out], strict=True))
-        replay = Replay.before(inputs, trial.guard.out) if replays() else None
-        stack, launched, trace = _watch(views)
-        try:
-            with stack:
-                fn(*inputs, trial.guard.out)
-            if tmm_course.DEVICE.type == "cuda":
-                torch.cuda.synchronize()
-        except Exception as error:  # a learner's bug must not crash the notebook
-            replayed = replay.run(fn, names) if replay is not None else None
-            if _failed(case, error, replayed if isinstance(replayed, Trace) else trace, views):
+    compiler = gpu_rules.Compiler()
+    try:
+        for index, trial in enumerate(trials):
+            if _run_trial(fn, trial, names, compiler, allow_course_kernels, gather, cases[:index]):
                 for later in cases[index + 1 :]:
-                    later.code, later.problem = "crashed", "not run: the GPU context was lost"
+                    later.code = later.code or "skipped"
+                    if not later.problem:
+                        later.problem = "not run: " + (
+                            "an earlier case did not finish"
+                            if trial.case.code == "timed_out"
+                            else "the GPU context was lost"
+                        )
                 break
-            continue
-        if replay is not None:
-            trace = replay.run(fn, names)
-            if isinstance(trace, OutOfBoundsAccess):  # right on the GPU by luck
-                case.code = f"out_of_bounds_{'read' if trace.kind == 'load' else 'write'}"
-                case.problem = f"{trace} (found by replaying the case on the interpreter)"
-                continue
-        case.trace = trace
-        _judge(trial, launched, trace, views, allow_course_kernels)
-        if case.passed:
-            case.trace = None  # keep the record of failures only
-    return _verdict(exercise, cases, messages or {})
+    except KeyboardInterrupt:
+        raise KeyboardInterrupt(INTERRUPTED) from None
+    result = _verdict(exercise, cases, messages or {})
+    result.compiled = compiler.rows()
+    return result
+
+
+def _run_trial(
+    fn: Callable,
+    trial: Trial,
+    names: Sequence[str],
+    compiler: gpu_rules.Compiler,
+    allow_course_kernels: bool,
+    gather: bool,
+    earlier: list[Case],
+) -> bool:
+    """Run and judge one trial; True when the cases after it cannot run."""
+    case = trial.case
+    if trial.only_if_all_passed and not all(c.passed for c in earlier):
+        case.code, case.problem = "skipped", "not run: fix the other cases first"
+        return False
+    inputs = [padded_input(x) if isinstance(x, torch.Tensor) else x for x in trial.inputs]
+    if trial.initial is not None:
+        trial.guard.out.copy_(trial.initial)
+    tensors = [x for x in inputs if isinstance(x, torch.Tensor)]
+    views = dict(zip(names, [*tensors, trial.guard.out], strict=True))
+    replayed: Trace | OutOfBoundsAccess | None = None
+    if replays():  # on the CPU first, under the time limit: a GPU kernel cannot be stopped
+        replay = Replay.before(inputs, trial.guard.out)
+        try:
+            with time_limit.time_limit():
+                replayed = replay.run(fn, names)
+        except time_limit.CaseTimedOut as stop:
+            case.code = "timed_out"
+            case.problem = _timed_out(stop, " when replayed on the interpreter")
+            return True
+    stack, launched, trace = _watch(views)
+    snapshot: dict[str, torch.Tensor] = {}
+
+    def after(launch: launches.Launch) -> None:
+        if mine(launch, allow_course_kernels):
+            snapshot["out"] = trial.guard.out.detach().cpu().clone()
+
+    launched.finished.append(after)
+    try:
+        with stack, time_limit.time_limit(tmm_course.BACKEND == INTERPRETER):
+            fn(*inputs, trial.guard.out)
+        if tmm_course.DEVICE.type == "cuda":
+            torch.cuda.synchronize()
+    except time_limit.CaseTimedOut as stop:
+        case.code, case.problem = "timed_out", _timed_out(stop, "")
+        return True
+    except Exception as error:  # a learner's bug must not crash the notebook
+        seen = replayed if isinstance(replayed, Trace) else trace
+        lost = _failed(case, error, seen, views)
+        _compile_verdict(case, compiler, launched)
+        return lost
+    if isinstance(replayed, OutOfBoundsAccess):  # right on the GPU by luck
+        case.code = f"out_of_bounds_{'read' if replayed.kind == 'load' else 'write'}"
+        case.problem = f"{replayed} (found by replaying the case on the interpreter)"
+        return False
+    if replays():
+        trace = replayed if isinstance(replayed, Trace) else None
+    case.trace = trace
+    _judge(trial, launched, trace, views, allow_course_kernels, snapshot.get("out"), gather)
+    _compile_verdict(case, compiler, launched)
+    if case.passed:
+        case.trace = None  # keep the record of failures only
+    return False
+
+
+def _timed_out(stop: time_limit.CaseTimedOut, where: str) -> str:
+    """The sentence for a case stopped by its time limit (on a GPU the replay is limited: a
+    kernel running on the device cannot be stopped from the host)."""
+    who = f"program {stop.program[:2]}" if stop.program is not None else "the case"
+    return TIMED_OUT.format(who=who, seconds=stop.seconds, where=where)
+
+
+def _compile_verdict(case: Case, compiler: gpu_rules.Compiler, launched: launches.Launches) -> None:
+    """A GPU compiler's refusal of a kernel this case launched fails the case, in the
+    compiler's words; unless the learner's own NotImplementedError stopped it first."""
+    if case.code in ("not_implemented", "timed_out"):
+        return
+    if case.code == "crashed" and "NotImplementedError" in case.problem:
+        return  # this Triton lacks the feature everywhere: its own sentence says so
+    known = {r.kernel for r in compiler.reports.values() if not r.refused}
+    refused = compiler.judge(launched.seen)
+    if refused is None:
+        return
+    case.passed = False
+    case.code, case.problem = "gpu_would_reject", refused.refusal() or ""
+    case.cause = case.problem
+    # the same kernel compiled for another dtype: a refusal for this one is a consequence
+    case.secondary = refused.kernel in known
 
 
 def _failed(case: Case, error: Exception, trace: Trace | None, views) -> bool:
     """Record why the launcher raised; True if the GPU can no longer be used."""
     case.trace = trace
-    if raised_from(error, NotImplementedError):
-        case.code, case.problem, case.trace = "not_implemented", "NotImplementedError", None
-        return False
-    if (rejected := raised_from(error, gpu_rules.GpuWouldReject)) is not None:
-        case.code, case.problem = "gpu_would_reject", str(rejected)
+    if (unfinished := raised_from(error, NotImplementedError)) is not None:
+        if not _from_triton(unfinished):
+            case.code, case.problem, case.trace = "not_implemented", "NotImplementedError", None
+            return False
+        case.code = "crashed"  # Triton's own: a feature this Triton does not have
+        case.problem = f"Triton {triton.__version__} says: {_first_line(unfinished)}"
         return False
     if gpu_rules.NOT_CONSTEXPR in str(error):  # refused on both backends, in Triton's words
         case.code, case.problem = "gpu_would_reject", gpu_rules.not_constexpr(str(error))
-        return False
-    if gpu_rules.DOT_TOO_SMALL in str(error):  # the GPU compiler's own words for the same rule
-        case.code = "gpu_would_reject"
-        case.problem = gpu_rules.compiler_said(str(error))
         return False
     if (stray := raised_from(error, OutOfBoundsAccess)) is not None:
         case.code = f"out_of_bounds_{'read' if stray.kind == 'load' else 'write'}"
@@ -239,6 +339,8 @@ def _judge(
     trace: Trace | None,
     views: Mapping[str, torch.Tensor],
     allow_course_kernels: bool,
+    after_last_launch: torch.Tensor | None = None,
+    gather: bool = False,
 ) -> None:
     case, out = trial.case, trial.guard.out
     output = list(views)[-1]
@@ -253,6 +355,7 @@ def _judge(
         return
     if (stray := _stray(trace, "store", views)) is not None:
         case.code, case.problem = "out_of_bounds_write", stray
+        _name_stray_cause(trial, case)
         return
     if not trial.guard.canaries_intact():
         case.code = "out_of_bounds_write"
@@ -272,36 +375,65 @@ def _judge(
     if (stray := _stray(trace, "load", views)) is not None:
         case.code, case.problem = "out_of_bounds_read", stray
         return
-    if trial.initial is None:
-        holes = int(_unwritten(out).sum())
-    else:  # cells left as they were although they should have changed
-        stale = (out == trial.initial) & ~_isclose(trial.initial, trial.expected, trial.atol)
-        holes = int(stale.sum())
     if _close(out, trial.expected, trial.atol):
-        found = trial.extra(out, *trial.inputs) if trial.extra else None
+        found = who_did_the_work(
+            trace, views, after_last_launch, course_too=allow_course_kernels, gather=gather
+        )
+        if found is None and trial.extra:
+            found = trial.extra(out, *trial.inputs)
         if found:
             case.code, case.problem = found
+            if case.code in ("no_triton_kernel", "course_kernel", "host_copy"):
+                case.cause = case.problem  # what happened, in this case's words
         else:
             case.passed = True
         return
     for wrong in trial.wrong_answers:
+        if wrong.code == "out_of_bounds_write":  # named only when stores strayed
+            continue
         if wrong.value.shape == out.shape and _close(out, wrong.value, trial.atol):
-            case.code, case.cause = wrong.code, wrong.cause
-            case.problem = wrong.cause
+            _matched(case, wrong, trace)
             return
-    if holes and trace is not None and trial.initial is None:
-        stored = trace.stored_cells(output)
-        written_nan = int((_unwritten(out).flatten().cpu() & stored).sum())
-        holes -= written_nan
-        if not holes:
-            case.problem = f"{written_nan} of {out.numel()} cells were stored as NaN"
-            return
+    stored = trace.cells("store", output) if trace is not None else None
+    if stored is not None:  # judged from the lanes stored, not from values
+        holes = int((~stored).sum())
+    elif trial.initial is None:
+        holes = int(_unwritten(out).sum())
+    else:  # cells left as they were although they should have changed
+        stale = (out == trial.initial) & ~_isclose(trial.initial, trial.expected, trial.atol)
+        holes = int(stale.sum())
     if holes:
         case.code = "unwritten"
         case.problem = f"{holes} of {out.numel()} cells never written"
         return
+    if stored is not None and trial.initial is None and bool(_unwritten(out).any()):
+        written_nan = int(_unwritten(out).sum())
+        case.problem = f"{written_nan} of {out.numel()} cells were stored as NaN"
+        return
     bad = int((~_isclose(out, trial.expected, trial.atol)).sum())
     case.problem = f"{bad} of {out.numel()} cells wrong"
+
+
+def _matched(case: Case, wrong: WrongAnswer, trace: Trace | None) -> None:
+    case.code, case.cause, case.problem = wrong.code, wrong.cause, wrong.cause
+    case.explains, case.ambiguous = wrong.explains, wrong.ambiguous
+    if wrong.refine is not None and trace is not None:
+        precise = wrong.refine(trace)
+        if precise:
+            case.cause = case.problem = precise
+            case.ambiguous = False
+
+
+def _name_stray_cause(trial: Trial, case: Case) -> None:
+    """Stores strayed: a known mistake whose in-bounds cells match names their cause."""
+    out = trial.guard.out
+    for wrong in trial.wrong_answers:
+        if wrong.code != "out_of_bounds_write" or wrong.value.shape != out.shape:
+            continue
+        inside = ~torch.isnan(wrong.value)
+        if bool(inside.any()) and _close(out[inside], wrong.value[inside], 0.0):
+            case.cause = wrong.cause
+            return
 
 
 def _stray(trace: Trace | None, kind: str, views: Mapping[str, torch.Tensor]) -> str | None:
@@ -324,10 +456,23 @@ def _verdict(exercise: str, cases: list[Case], messages: Mapping[str, str]) -> C
     else:
         failed = [c for c in cases if not c.passed and c.code != "skipped"]
         found = {c.code for c in failed} | set(_where_wrong(failed, cases))
+        for c in failed:  # a cause that explains another finding
+            found -= set(c.explains)
         codes = [code for code in PRIORITY if code in found]
         codes = _cause_first(codes)
+        codes = _consequences_last(codes, failed)
     result.diagnoses = [Diagnosis(code, _message(code, cases, messages)) for code in codes]
     return result
+
+
+def _consequences_last(codes: list[str], failed: list[Case]) -> list[str]:
+    """A GPU's refusal of a kernel for one dtype only (float16 results from float32 inputs,
+    say), found beside a known mistake, follows from that mistake: name the mistake first."""
+    refusals = [c for c in failed if c.code == "gpu_would_reject"]
+    known = {"transposed", "precision", "reads_c_when_beta_zero"}
+    if refusals and all(c.secondary for c in refusals) and known & set(codes):
+        codes = [c for c in codes if c != "gpu_would_reject"] + ["gpu_would_reject"]
+    return codes
 
 
 def _cause_first(codes: list[str]) -> list[str]:
@@ -348,7 +493,10 @@ def _cause_first(codes: list[str]) -> list[str]:
 
 def _message(code: str, cases: list[Case], messages: Mapping[str, str]) -> str:
     """A case's precise cause, else the exercise's sentence, else the generic one."""
-    cause = next((c.cause for c in cases if c.code == code and c.cause), "")
+    causes = sorted((c for c in cases if c.code == code and c.cause), key=lambda c: c.ambiguous)
+    cause = causes[0].cause if causes else ""
+    if cause:
+        return cause
     if (mixup := messages.get(f"{code} when M != N")) and _only_when_not_square(cases):
         return mixup
     if code == "ragged_edge":

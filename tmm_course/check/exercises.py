@@ -10,6 +10,7 @@ the axes that are not.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import NamedTuple
 
@@ -257,6 +258,7 @@ def check_strided_copy(
         ("x", "out"),
         messages={"ragged_edge": LOAD_AND_STORE_MASKS},
         allow_course_kernels=allow_course_kernels,
+        gather=True,
     )
 
 
@@ -285,10 +287,17 @@ def check_transpose(
                     WrongAnswer(
                         "transposed",
                         x.clone(),
-                        "out holds a copy of x, not its transpose: x[i, j] must land at "
-                        "out[j, i]. Keep the load as it is and swap the store's offsets: "
-                        "offs_n[None, :] with out's row stride, offs_m[:, None] with its "
-                        "column stride.",
+                        COPY_NOT_TRANSPOSE,
+                        ambiguous=True,
+                        refine=lambda trace, m=m, n=n: _copy_or_column_major_load(trace, m, n),
+                    )
+                )
+            if m < n and layout == "contiguous":
+                wrong.append(
+                    WrongAnswer(
+                        "out_of_bounds_write",
+                        _stored_with_row_stride(x, n),
+                        WRONG_OUT_ROW_STRIDE,
                     )
                 )
             trials.append(
@@ -326,7 +335,60 @@ def check_transpose(
             "mask is (offs_m[:, None] < M) & (offs_n[None, :] < N), the same as the load's.",
         },
         allow_course_kernels=allow_course_kernels,
+        gather=True,
     )
+
+
+COPY_NOT_TRANSPOSE = (
+    "out holds a copy of x, not its transpose: x[i, j] must land at out[j, i]. Either the "
+    "store's offsets are not swapped, or the load reads x column-major (offs_m paired with x's "
+    "column stride). Load with offs_m[:, None] * x.stride(0) + offs_n[None, :] * x.stride(1); "
+    "store with offs_n[None, :] * out.stride(0) + offs_m[:, None] * out.stride(1)."
+)
+STORE_NOT_SWAPPED = (
+    "out holds a copy of x, not its transpose: x[i, j] must land at out[j, i]. The load is "
+    "right: keep it as it is and swap the store's offsets: offs_n[None, :] with out's row "
+    "stride, offs_m[:, None] with its column stride."
+)
+LOAD_COLUMN_MAJOR = (
+    "out holds a copy of x, not its transpose: the load reads x column-major (offs_m paired with "
+    "x.stride(1), offs_n with x.stride(0)), so each program loads the transposed tile and its "
+    "transposing store turns it back. The store is right; load with offs_m[:, None] * "
+    "x.stride(0) + offs_n[None, :] * x.stride(1)."
+)
+WRONG_OUT_ROW_STRIDE = (
+    "out's row stride is wrong: out is N x M, so its rows are M apart (out.stride(0) == M), "
+    "but the kernel stepped N, x's row stride, between them; when M != N its stores run past "
+    "out's end. Build out's pointers from out.stride(0) and out.stride(1)."
+)
+
+
+def _copy_or_column_major_load(trace, m: int, n: int) -> str | None:
+    """Which of the two mistakes made out a copy of x, from the x cells program (0, 1) loaded:
+    rows of its own row block (the load is right) or of its column block (the load reads x
+    column-major). None when the record cannot say."""
+    rows = [
+        a.cells // n
+        for a in trace.accesses
+        if a.kind == "load" and a.tensor == "x" and a.program[:2] == (0, 1) and a.cells.size
+    ]
+    if not rows:
+        return None
+    first = min(int(r.min()) for r in rows)
+    return STORE_NOT_SWAPPED if first == 0 else LOAD_COLUMN_MAJOR
+
+
+def _stored_with_row_stride(x: torch.Tensor, row_stride: int) -> torch.Tensor:
+    """What a transpose stores into a contiguous N x M out whose rows it steps ``row_stride``
+    apart: x[i, j] at flat j * row_stride + i, NaN where nothing lands."""
+    m, n = x.shape
+    flat = torch.full((n * m,), math.nan, dtype=x.dtype, device=x.device)
+    i = torch.arange(m, device=x.device)[:, None]
+    j = torch.arange(n, device=x.device)[None, :]
+    where = (j * row_stride + i).flatten()
+    inside = where < n * m
+    flat[where[inside]] = x.flatten()[inside]
+    return flat.view(n, m)
 
 
 class MatmulCase(NamedTuple):
@@ -420,12 +482,50 @@ def _matmul_mistakes(a64: torch.Tensor, b64: torch.Tensor, scale=lambda p: p) ->
     ]
 
 
+BLOCK_K_GUESSES = (16, 32, 64, 128)  # the BLOCK_K a K-loop mistake is tried with
+SHORT_K_LOOP = (
+    "the K loop runs K // BLOCK_K times, so the last, partial K-slab is never added (the K "
+    "masks are fine): loop for k in range(0, tl.cdiv(K, BLOCK_K))."
+)
+ONLY_LAST_SLAB = (
+    "only the last K-slab reached C: acc = tl.dot(a, b) starts the sum again at every step. "
+    "Accumulate: acc = tl.dot(a, b, acc) (or acc += tl.dot(a, b))."
+)
+FIRST_SLAB_AGAIN = (
+    "every step reloads the first K-slab: the pointers never move along K. At the end of each "
+    "step advance them: a_ptrs += BLOCK_K * stride_ak and b_ptrs += BLOCK_K * stride_bk."
+)
+
+
+def k_loop_mistakes(a64: torch.Tensor, b64: torch.Tensor, scale=lambda p: p) -> list[WrongAnswer]:
+    """What a K loop gets wrong, for each BLOCK_K a learner may have chosen: too few trips,
+    a sum that restarts, pointers that never advance (``scale`` turns a product into what
+    the exercise stores)."""
+    k = a64.shape[1]
+    wrong = []
+    for block in BLOCK_K_GUESSES:
+        full, rest = divmod(k, block)
+        trips = full + (rest > 0)
+        if rest:
+            short = a64[:, : full * block] @ b64[: full * block]
+            wrong.append(WrongAnswer("ragged_edge", scale(short), SHORT_K_LOOP))
+        if trips > 1:
+            last = (trips - 1) * block
+            wrong.append(
+                WrongAnswer("wrong_values", scale(a64[:, last:] @ b64[last:]), ONLY_LAST_SLAB)
+            )
+            again = full * (a64[:, :block] @ b64[:block]) + a64[:, :rest] @ b64[:rest]
+            wrong.append(WrongAnswer("wrong_values", scale(again), FIRST_SLAB_AGAIN))
+    return wrong
+
+
 def _matmul_trial(spec: MatmulCase, dtype: torch.dtype) -> Trial:
     label, m, n, k, layout = spec
     a, b = _matmul_operands(m, n, k, layout, dtype)
     a64, b64 = a.double(), b.double()
     bound = tolerance(dtype, tmm_course.BACKEND) * (a64.abs() @ b64.abs())
     wrong = _matmul_mistakes(a64, b64) if m == n == k and layout == "contiguous" else []
+    wrong += k_loop_mistakes(a64, b64)
     guard = guarded_output((m, n), dtype, row_gap=3 if layout == "padded output" else 0)
     case = labelled_case(
         (m, n, k), f"{label}, {str(dtype).removeprefix('torch.')}", strided_tensors(layout)
@@ -507,8 +607,19 @@ def check_scaled_matmul(
                 "matches A @ B + beta * C: the product was not scaled by alpha.",
             ),
         ]
+        if alpha != beta:
+            wrong.append(
+                WrongAnswer(
+                    "wrong_values",
+                    beta * (a64 @ b64) + alpha * c64,
+                    "matches beta * A @ B + alpha * C: alpha and beta are swapped between the "
+                    "launch and the kernel. Pass them in the order the kernel takes them.",
+                    explains=("reads_c_when_beta_zero",),
+                )
+            )
         if m == n == k and layout == "contiguous":
             wrong += _matmul_mistakes(a64, b64, lambda p, c64=c64: alpha * p + beta * c64)
+        wrong += k_loop_mistakes(a64, b64, lambda p, c64=c64: alpha * p + beta * c64)
         padded = layout == "padded output"
         trials.append(
             Trial(

@@ -1,42 +1,36 @@
-"""On the interpreter, refuse what a GPU would refuse to compile, with the reason: a kernel that
-passes on a laptop should not fail the moment it meets a GPU.
+"""What a GPU would make of the learner's kernels, asked of Triton's own compiler.
 
-Checked while :func:`like_a_gpu` is active: every ``tl.dot`` tile side is at least 16 (the
-smallest the GPU's matrix instructions take)."""
+A kernel that passes on the interpreter (numpy on the CPU) may still be refused by a GPU's
+compiler, or need more shared memory than the GPU has. For every learner kernel a check sees
+launched, :class:`Compiler` compiles it ahead of time (:mod:`tmm_course.compile_ahead`) for the
+GPUs the course names (a T4, an A100, an H100/H200), from the recorded launch: its arguments'
+types, its ``tl.constexpr`` values, ``num_warps`` and ``num_stages``. The compiler's refusal is
+the verdict, in its own words; what it produced (shared memory, registers, spills, the matrix
+instructions) is what the check shows the learner, on any machine.
+
+Each distinct specialization is compiled once per check (and cached across checks), so a check
+costs a second or two more per kernel and dtype, not per case.
+"""
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Iterator
+from collections.abc import Iterable
+from dataclasses import dataclass, field
 
-import numpy as np
-
-SMALLEST_DOT_SIDE = 16
-DOT_TOO_SMALL = "Input shapes should have M >="  # how Triton's compiler refuses a small tl.dot
-
-
-class GpuWouldReject(RuntimeError):
-    """Code the interpreter runs but a GPU compiler refuses."""
-
-
-def dot_shape_problem(a_shape: tuple[int, ...], b_shape: tuple[int, ...]) -> str | None:
-    """Why ``tl.dot`` of tiles shaped ``a_shape`` and ``b_shape`` would not compile on a GPU."""
-    m, k = a_shape[-2:]
-    n = b_shape[-1]
-    small = {
-        name: side for name, side in (("M", m), ("N", n), ("K", k)) if side < SMALLEST_DOT_SIDE
-    }
-    if not small:
-        return None
-    sides = ", ".join(f"BLOCK_{name} = {side}" for name, side in small.items())
-    return (
-        f"tl.dot needs every tile side to be at least {SMALLEST_DOT_SIDE} on a GPU, but here "
-        f"{sides} (a is {m}x{k}, b is {k}x{n}). Fix: blocks of 16 or more; a ragged edge "
-        "is handled by masks, not by smaller blocks."
-    )
-
+from tmm_course import gpu
+from tmm_course.check.launches import Launch
+from tmm_course.compile_ahead import GPUS, Compiled, compile_everywhere, parameters, specialize
 
 NOT_CONSTEXPR = "must be of type tl.constexpr"  # a block size passed as a runtime value
+# the most shared memory one program may use, per GPU the course names
+SHARED_MEMORY_LIMIT = {
+    "sm_75": gpu.KNOWN["T4"].shared_memory,
+    "sm_80": gpu.KNOWN["A100"].shared_memory,
+    "sm_90": gpu.KNOWN["H200"].shared_memory,
+}
+SHORT_NAMES = {"sm_75": "T4", "sm_80": "A100", "sm_90": "H100/H200"}
+OPTIONS = ("num_warps", "num_stages")
+DEFAULT_OPTIONS = {"num_warps": 4, "num_stages": 3}
 
 
 def not_constexpr(message: str) -> str:
@@ -49,38 +43,131 @@ def not_constexpr(message: str) -> str:
     )
 
 
-def compiler_said(message: str) -> str:
-    """The compiler's refusal of a small ``tl.dot``, in the words the interpreter check uses."""
-    start = message.find(DOT_TOO_SMALL)
-    line = message[start:].splitlines()[0] if start >= 0 else message.strip()
-    return (
-        f"tl.dot needs every tile side to be at least {SMALLEST_DOT_SIDE}; the compiler says: "
-        f"{line.strip()[:200]}. Fix: blocks of 16 or more."
+def _fits(compiled: Compiled) -> Compiled:
+    """``compiled``, refused in the words Triton's launcher uses when its shared memory does
+    not fit the GPU."""
+    limit = SHARED_MEMORY_LIMIT[compiled.gpu]
+    if not compiled.ok or compiled.shared_bytes is None or compiled.shared_bytes <= limit:
+        return compiled
+    return Compiled(
+        gpu=compiled.gpu,
+        ok=False,
+        error=f"out of resource: shared memory, Required: {compiled.shared_bytes}, Hardware "
+        f"limit: {limit}. Reducing block sizes or `num_stages` may help.",
+        shared_bytes=compiled.shared_bytes,
+        registers=compiled.registers,
+        spilled_bytes=compiled.spilled_bytes,
+        matrix_unit=compiled.matrix_unit,
     )
 
 
-@contextlib.contextmanager
-def like_a_gpu() -> Iterator[None]:
-    """Interpreted kernels inside the block raise :class:`GpuWouldReject` where a GPU's
-    compiler would stop them (a Triton whose interpreter differs is left unchecked)."""
-    try:
-        from triton.runtime.interpreter import InterpreterBuilder
-    except ImportError:  # pragma: no cover
-        yield
-        return
-    original = getattr(InterpreterBuilder, "create_dot", None)
-    if original is None:  # pragma: no cover - an interpreter without it
-        yield
-        return
+@dataclass
+class KernelReport:
+    """One learner kernel, one specialization, compiled for every GPU the course names."""
 
-    def create_dot(self, a, b, *rest, **kwargs):
-        problem = dot_shape_problem(np.shape(a.data), np.shape(b.data))
-        if problem:
-            raise GpuWouldReject(problem)
-        return original(self, a, b, *rest, **kwargs)
+    kernel: str
+    launch: str  # what it was compiled for: dtypes, constexprs, warps, stages
+    compiled: dict[str, Compiled]
 
-    InterpreterBuilder.create_dot = create_dot
-    try:
-        yield
-    finally:
-        InterpreterBuilder.create_dot = original
+    @property
+    def refused(self) -> list[Compiled]:
+        return [c for c in self.compiled.values() if not c.ok]
+
+    def refusal(self) -> str | None:
+        """The sentence for a learner when some GPU refuses the kernel, else None."""
+        refused = self.refused
+        if not refused:
+            return None
+        first = refused[0]
+        if len(refused) == len(self.compiled) and len({c.error for c in refused}) == 1:
+            where = "every GPU the course names (T4, A100, H100/H200)"
+        else:
+            where = " and ".join(c.gpu_name for c in refused)
+        return (
+            f"the GPU compiler refuses {self.kernel} ({self.launch}) for {where}; it says: "
+            f"{first.error}"
+        )
+
+    def rows(self) -> list[dict[str, object]]:
+        """One row per GPU, as plain data (for the HTML and the grader)."""
+        return [
+            {
+                "kernel": self.kernel,
+                "launch": self.launch,
+                "gpu": f"{SHORT_NAMES[name]} ({name})",
+                "ok": c.ok,
+                "error": c.error,
+                "shared_kb": None if c.shared_bytes is None else round(c.shared_bytes / 1024, 1),
+                "registers": c.registers,
+                "spilled_bytes": c.spilled_bytes,
+                "matrix_unit": c.matrix_unit,
+            }
+            for name, c in self.compiled.items()
+        ]
+
+
+def _describe(launch: Launch, constexprs: dict, options: dict) -> str:
+    dtypes = sorted({str(t.dtype).removeprefix("torch.") for t in launch.tensors})
+    blocks = ", ".join(
+        f"{name}={value}"
+        for name, value in constexprs.items()
+        if isinstance(value, int) and not isinstance(value, bool) and name.isupper()
+    )
+    parts = [
+        "/".join(dtypes),
+        blocks,
+        f"{options['num_warps']} warps, {options['num_stages']} stages",
+    ]
+    return "; ".join(p for p in parts if p)
+
+
+@dataclass
+class Compiler:
+    """Compiles each learner kernel a check sees once per distinct specialization."""
+
+    reports: dict[tuple, KernelReport] = field(default_factory=dict)
+
+    def judge(self, launched: Iterable[Launch]) -> KernelReport | None:
+        """Compile what is new among ``launched`` (the course's own kernels are known to
+        compile, and are left out); the first report some GPU refuses, or None."""
+        refused = None
+        for launch in launched:
+            if launch.jit is None or launch.from_the_course:
+                continue
+            report = self._report(launch)
+            if report is not None and report.refused and refused is None:
+                refused = report
+        return refused
+
+    def _report(self, launch: Launch) -> KernelReport | None:
+        options = {
+            **DEFAULT_OPTIONS,
+            **{k: launch.kwargs[k] for k in OPTIONS if k in launch.kwargs},
+        }
+        try:
+            spec = specialize(launch.jit, launch.args, launch.kwargs)
+        except (TypeError, ValueError):  # an argument the compiler has no type for
+            return None
+        # one compile per kernel, argument types and constexprs: the 1x1 case's size-1
+        # integers (constants to the compiler) and alignment do not make a new one
+        declared = {name for name, is_constexpr in parameters(launch.jit) if is_constexpr}
+        kinds = tuple(
+            (name, repr(spec.constexprs[name]) if name in declared else _kind(kind))
+            for name, kind in spec.signature.items()
+        )
+        key = (id(getattr(launch.jit, "fn", launch.jit)), kinds, tuple(options.items()))
+        if key not in self.reports:
+            compiled = compile_everywhere(launch.jit, spec, **options)
+            self.reports[key] = KernelReport(
+                launch.kernel,
+                _describe(launch, spec.constexprs, options),
+                {name: _fits(compiled[name]) for name in GPUS},
+            )
+        return self.reports[key]
+
+    def rows(self) -> list[dict[str, object]]:
+        return [row for report in self.reports.values() for row in report.rows()]
+
+
+def _kind(kind: str) -> str:
+    return "int" if kind in ("i32", "i64", "constexpr") else kind

@@ -20,11 +20,15 @@ COURSE_PACKAGE = "tmm_course"
 
 @dataclass(frozen=True)
 class Launch:
-    """One kernel launch: the kernel's name and module, and the tensors among its arguments."""
+    """One kernel launch: the kernel's name and module, and the tensors among its arguments
+    (with the kernel itself and every argument, for compiling it ahead for a GPU)."""
 
     kernel: str
     module: str
     tensors: tuple[torch.Tensor, ...]
+    jit: object = field(default=None, compare=False, repr=False)
+    args: tuple = field(default=(), compare=False, repr=False)
+    kwargs: dict = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def from_the_course(self) -> bool:
@@ -38,15 +42,27 @@ class Launches:
 
     seen: list[Launch] = field(default_factory=list)
     listeners: list[Callable[[Launch], None]] = field(default_factory=list)
+    # called once a launch has returned (on a GPU: queued), with that launch
+    finished: list[Callable[[Launch], None]] = field(default_factory=list)
 
-    def note(self, kernel: object, args: tuple, kwargs: dict) -> None:
+    def note(self, kernel: object, args: tuple, kwargs: dict) -> Launch:
         fn = getattr(kernel, "fn", kernel)
         tensors = tuple(a for a in (*args, *kwargs.values()) if isinstance(a, torch.Tensor))
         launch = Launch(
-            getattr(fn, "__name__", "kernel"), getattr(fn, "__module__", "") or "", tensors
+            getattr(fn, "__name__", "kernel"),
+            getattr(fn, "__module__", "") or "",
+            tensors,
+            kernel,
+            tuple(args),
+            dict(kwargs),
         )
         self.seen.append(launch)
         for listener in self.listeners:
+            listener(launch)
+        return launch
+
+    def done(self, launch: Launch) -> None:
+        for listener in self.finished:
             listener(launch)
 
     @property
@@ -77,9 +93,12 @@ def recording() -> Iterator[Launches]:
 
     def wrap_run(original):
         def run(self, *args, grid, warmup, **kwargs):
-            if not warmup:
-                record.note(self, args, kwargs)
-            return original(self, *args, grid=grid, warmup=warmup, **kwargs)
+            if warmup:
+                return original(self, *args, grid=grid, warmup=warmup, **kwargs)
+            launch = record.note(self, args, kwargs)
+            result = original(self, *args, grid=grid, warmup=warmup, **kwargs)
+            record.done(launch)
+            return result
 
         return run
 

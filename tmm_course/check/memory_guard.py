@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
+from tmm_course.check import time_limit
 from tmm_course.check.launches import Launch, Launches
 
 # the leading parameters the guard reads; the rest (cache and eviction hints) differ between
@@ -123,6 +124,17 @@ class Access:
     cells: np.ndarray  # flat indices into the view, lanes performed
     strays: list[tuple[int, int]]  # (row, column) of lanes outside the view, not performed
     stray_lanes: int  # how many lanes fell outside the view (some may have no cell)
+    launch: int = -1  # which launch made it: an index into Trace.launches
+
+
+@dataclass
+class ScratchAccess:
+    """What one launch did to memory the launcher allocated itself (a copy, a scratch output)."""
+
+    launch: int
+    kind: str
+    start: int  # the storage's first address
+    elements: np.ndarray  # storage elements touched
 
 
 @dataclass
@@ -131,6 +143,29 @@ class Trace:
 
     views: dict[str, torch.Tensor] = field(default_factory=dict)
     accesses: list[Access] = field(default_factory=list)
+    launches: list[Launch] = field(default_factory=list)  # in order, as the guard saw them
+    scratch: list[ScratchAccess] = field(default_factory=list)
+
+    def cells(self, kind: str, tensor: str, launches: set[int] | None = None) -> torch.Tensor:
+        """A flat boolean per cell of the view ``tensor``: True where a lane of ``kind`` landed
+        (only lanes of the launches numbered in ``launches``, when given)."""
+        view = self.views[tensor]
+        hit = torch.zeros(view.numel(), dtype=torch.bool)
+        for a in self.accesses:
+            mine = launches is None or a.launch in launches
+            if a.kind == kind and a.tensor == tensor and a.cells.size and mine:
+                hit[torch.from_numpy(a.cells)] = True
+        return hit
+
+    def scratch_elements(self, kind: str, start: int, launches: set[int]) -> int:
+        """How many distinct storage elements of the launcher's own memory starting at
+        ``start`` the launches numbered in ``launches`` touched with ``kind``."""
+        touched = [
+            s.elements
+            for s in self.scratch
+            if s.kind == kind and s.start == start and s.launch in launches
+        ]
+        return int(np.unique(np.concatenate(touched)).size) if touched else 0
 
     def outside(self, kind: str) -> dict[str, int]:
         """Lanes of ``kind`` ("load" or "store") outside each view, by view name."""
@@ -148,12 +183,7 @@ class Trace:
 
     def stored_cells(self, tensor: str) -> torch.Tensor:
         """A flat boolean per cell of the view ``tensor``: True where some lane stored."""
-        view = self.views[tensor]
-        stored = torch.zeros(view.numel(), dtype=torch.bool)
-        for a in self.accesses:
-            if a.kind == "store" and a.tensor == tensor and a.cells.size:
-                stored[torch.from_numpy(a.cells)] = True
-        return stored
+        return self.cells("store", tensor)
 
     def touched(self, kind: str, tensor: str) -> int:
         """How many lanes of ``kind`` landed inside the view ``tensor``."""
@@ -192,6 +222,7 @@ class _Judge:
     def add_launch(self, launch: Launch) -> None:
         """Tensors a launcher hands its own kernels are legal memory, unless they share a
         storage with a check's view (then the view decides)."""
+        self.trace.launches.append(launch)
         for tensor in launch.tensors:
             start = tensor.untyped_storage().data_ptr()
             if not any(r.start <= start < r.end for r in self.regions):
@@ -211,6 +242,7 @@ class _Judge:
         active = np.asarray(mask, dtype=bool)
         keep = active.copy()
         program = tuple(int(i) for i in (builder.grid_idx or (0, 0, 0)))
+        time_limit.note_program(program)
         flat_addresses, flat_active = addresses.ravel(), active.ravel()
         lanes = flat_addresses[flat_active]
         owner = np.full(lanes.shape, -1)
@@ -221,9 +253,13 @@ class _Judge:
             stray = lanes[owner == -1]
             raise OutOfBoundsAccess(kind, int(stray[0]), int(stray.size))
         outside_view = np.zeros(lanes.shape, dtype=bool)
+        launch = len(self.trace.launches) - 1
         for index in np.unique(owner):
             region = self.regions[index]
             if region.position is None:
+                offset = lanes[owner == index] - np.uint64(region.start)
+                elements = (offset // np.uint64(region.itemsize)).astype(np.int64)
+                self.trace.scratch.append(ScratchAccess(launch, kind, region.start, elements))
                 continue
             here = owner == index
             offset = lanes[here] - np.uint64(region.start)
@@ -240,6 +276,7 @@ class _Judge:
                     position[~outside],
                     [c for e in element[outside][:64] if (c := region.cell(int(e))) is not None],
                     int(outside.sum()),
+                    launch,
                 )
             )
         flat_keep = keep.ravel()

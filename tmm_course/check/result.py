@@ -20,8 +20,12 @@ MESSAGES = {
     "not_implemented": "The exercise is not done yet: the launcher still raises "
     "NotImplementedError. Fill in the kernel and its launch, then run the check again.",
     "crashed": "The launcher raised an error (shown in the case list); read its last line first.",
-    "gpu_would_reject": "The kernel runs on the interpreter, but a GPU would refuse to compile "
-    "it (the case list says why).",
+    "gpu_would_reject": "A GPU would refuse this kernel: Triton's compiler, run ahead of time "
+    "for a T4, an A100 and an H100/H200, stopped it (the case list gives its words).",
+    "timed_out": "A case did not finish within the time limit: a loop that never ends? Check "
+    "every loop's bounds, and that its counter advances.",
+    "host_copy": "The launcher copied a strided input on the host (.contiguous()) for a kernel "
+    "that reads the copy: the exercise is to read it in place, through its strides.",
     "no_triton_kernel": "No Triton kernel was launched: the output was filled some other way "
     "(torch, say), or not at all. The exercise is to write a Triton kernel and launch it.",
     "course_kernel": "The output was written by one of the course's own kernels (tmm_course), "
@@ -49,6 +53,18 @@ MESSAGES = {
 }
 
 
+COMPILED_COLUMNS = (
+    "kernel",
+    "compiled for",
+    "GPU",
+    "verdict",
+    "shared memory",
+    "registers / thread",
+    "spilled",
+    "tl.dot runs on",
+)
+
+
 @dataclass(frozen=True)
 class Diagnosis:
     """One finding: a stable code and a sentence a learner understands."""
@@ -70,6 +86,9 @@ class Case:
     code: str | None = None  # the diagnosis this case alone points to
     cause: str = ""  # a precise sentence for ``code``, when the case knows one
     trace: Trace | None = field(default=None, repr=False)  # its loads and stores (interpreter)
+    explains: tuple[str, ...] = ()  # diagnoses the cause explains away
+    ambiguous: bool = False  # the cause is one of two that give the same values
+    secondary: bool = False  # a GPU refused this dtype only, having compiled another
 
 
 @dataclass
@@ -80,6 +99,9 @@ class CheckResult:
     passed: bool
     cases: list[Case]
     diagnoses: list[Diagnosis] = field(default_factory=list)
+    # what each learner kernel compiled to per GPU, one row per kernel and GPU (see
+    # tmm_course.check.gpu_rules.KernelReport.rows)
+    compiled: list[dict] = field(default_factory=list)
 
     @property
     def codes(self) -> list[str]:
@@ -113,6 +135,7 @@ class CheckResult:
             "cases": [
                 {"label": c.label, "passed": c.passed, "problem": c.problem} for c in self.cases
             ],
+            "compiled": self.compiled,
         }
 
     @classmethod
@@ -123,7 +146,9 @@ class CheckResult:
         ]
         messages = data.get("messages") or [MESSAGES.get(code, "") for code in data["codes"]]
         diagnoses = [Diagnosis(c, m) for c, m in zip(data["codes"], messages, strict=True)]
-        return cls(data["exercise"], data["passed"], cases, diagnoses)
+        return cls(
+            data["exercise"], data["passed"], cases, diagnoses, list(data.get("compiled", []))
+        )
 
     def traced_failure(self) -> Case | None:
         """The failing case whose record of loads and stores makes the clearest picture: the
@@ -165,6 +190,37 @@ class CheckResult:
         data = base64.b64encode(buffer.getvalue()).decode()
         return f"<img alt='where the kernel read and wrote' src='data:image/png;base64,{data}'/>"
 
+    def _compiled_html(self) -> str:
+        """What each learner kernel compiled to on each GPU the course names."""
+        if not self.compiled:
+            return ""
+        units = {"wgmma": "wgmma (Hopper tensor cores)", "mma": "mma.sync (tensor cores)",
+                 "fma": "FMA (no tensor cores)", "none": "no tl.dot", None: ""}  # fmt: skip
+        rows = []
+        for row in self.compiled:
+            if row["ok"]:
+                cells = [
+                    "compiles",
+                    f"{row['shared_kb']} KB",
+                    str(row["registers"]),
+                    f"{row['spilled_bytes']} B",
+                    units.get(row["matrix_unit"], str(row["matrix_unit"])),
+                ]
+            else:
+                cells = [f"refused: {row['error']}", "", "", "", ""]
+            rows.append(
+                f"<tr><td>{html.escape(str(row['kernel']))}</td>"
+                f"<td>{html.escape(str(row['launch']))}</td><td>{html.escape(str(row['gpu']))}</td>"
+                + "".join(f"<td>{html.escape(c)}</td>" for c in cells)
+                + "</tr>"
+            )
+        head = "".join(f"<th>{h}</th>" for h in COMPILED_COLUMNS)
+        return (
+            "<details><summary>What your kernel compiles to on each GPU (Triton's compiler, run "
+            "here on the CPU)</summary>"
+            f"<table><tr>{head}</tr>{''.join(rows)}</table></details>"
+        )
+
     def _repr_html_(self) -> str:
         colour = "#1a7f37" if self.passed else "#cf222e"
         verdict = "PASS" if self.passed else "FAIL"
@@ -179,5 +235,5 @@ class CheckResult:
         return (
             f"<div class='tmm-check'><b style='color:{colour}'>{verdict}</b> "
             f"{html.escape(self.exercise)}<ul>{found}</ul>{self._picture_html()}"
-            f"<table>{rows}</table></div>"
+            f"<table>{rows}</table>{self._compiled_html()}</div>"
         )

@@ -58,7 +58,7 @@ def matmul_kloop_kernel(a_ptr, b_ptr, acc_snap_ptr, a_snap_ptr, b_snap_ptr,
                         BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
     # matmul_kernel for one tile (tile_m, tile_n), saving after every K step the A and B slabs
     # it loaded and its accumulator, to float32 buffers of shape (steps, rows, cols); with
-    # BLOCK_K = 1 each step adds an outer product (tl.dot needs 16 or more on a GPU)
+    # BLOCK_K = 1 each step adds an outer product (a GPU's tl.dot wants BLOCK_K >= 16)
     offs_m = tile_m * BLOCK_M + tl.arange(0, BLOCK_M)
     offs_n = tile_n * BLOCK_N + tl.arange(0, BLOCK_N)
     offs_k = tl.arange(0, BLOCK_K)
@@ -115,9 +115,11 @@ def check_operands(a: object, b: object, precision: str) -> None:
 
 
 def check_blocks(blocks: tuple[int, int, int]) -> None:
-    """Tile sizes must be powers of two of at least 16 (tl.dot's smallest tile)."""
-    for name, block in zip(("block_m", "block_n", "block_k"), blocks, strict=True):
-        validate.power_of_two(name, block, minimum=16)
+    """Tile sizes must be powers of two; ``tl.dot`` takes any BLOCK_M and BLOCK_N, and a
+    BLOCK_K of at least 16 (Triton 3.9 takes 8 for float32 inputs, 3.6 does not)."""
+    for name, block in zip(("block_m", "block_n"), blocks[:2], strict=True):
+        validate.power_of_two(name, block)
+    validate.power_of_two("block_k", blocks[2], minimum=16)
 
 
 def output_for(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None) -> torch.Tensor:

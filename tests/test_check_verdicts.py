@@ -1,0 +1,192 @@
+"""What the checks say about the GPU compiler, about who did the work, about kernels that never
+finish, and about the causes that used to be misnamed (issue 25)."""
+
+from __future__ import annotations
+
+import _thread
+import os
+import threading
+
+import bug_bank
+import pytest
+import torch
+import triton
+import triton.language as tl
+
+import tmm_course
+from tmm_course.check import check_matmul, check_scaled_matmul, check_transpose, time_limit
+from tmm_course.check import gpu_rules as rules
+
+INTERPRETER = tmm_course.BACKEND == "interpreter"
+
+
+# --- the compiler's verdict ------------------------------------------------------------------
+@pytest.mark.parametrize("block", [(8, 8, 16), (8, 64, 16), (64, 8, 16)])
+def test_small_m_and_n_tiles_pass(block):
+    result = check_matmul(bug_bank.mm(block=block))
+    assert result.passed, str(result)
+    units = {row["gpu"]: row["matrix_unit"] for row in result.compiled}
+    assert units["A100 (sm_80)"] == "mma" and units["T4 (sm_75)"] == "fma"
+
+
+def test_a_float16_loop_carried_accumulator_is_refused_in_the_compilers_words():
+    result = check_matmul(bug_bank.mm(acc16_carried=True))
+    assert result.primary.code == "gpu_would_reject", str(result)
+    message = result.primary.message
+    assert "Loop-carried variable acc has initial type" in message
+    assert "fp16" in message and "re-assigned to" in message and "fp32" in message
+    assert "every GPU the course names" in result.primary.message
+
+
+def test_a_static_range_over_a_runtime_k_is_refused():
+    result = check_matmul(bug_bank.looped("static_range"))
+    assert result.primary.code == "gpu_would_reject", str(result)
+    assert "static_range" in result.primary.message or "constexpr" in result.primary.message
+
+
+def test_block_k_of_8_names_the_compilers_rule():
+    result = check_matmul(bug_bank.mm(block=(32, 32, 8)))
+    assert result.primary.code == "gpu_would_reject"
+    assert "K >= 16" in result.primary.message
+
+
+def test_each_specialization_compiles_once_and_the_html_shows_it(monkeypatch):
+    calls = []
+    original = rules.compile_everywhere
+
+    def counting(kernel, spec, **options):
+        calls.append(spec)
+        return original(kernel, spec, **options)
+
+    monkeypatch.setattr(rules, "compile_everywhere", counting)
+    result = check_matmul(bug_bank.mm())
+    assert result.passed
+    assert len(calls) == 2  # float16 (every shape, 1x1x1 too) and float32
+    page = result._repr_html_()
+    assert "What your kernel compiles to on each GPU" in page
+    assert "mma.sync" in page and "H100/H200 (sm_90)" in page
+    assert result.as_dict()["compiled"] == result.compiled
+
+
+def test_shared_memory_past_the_gpus_limit_is_a_refusal():
+    from tmm_course.compile_ahead import Compiled
+
+    fits = rules._fits(Compiled("sm_75", True, shared_bytes=80 * 1024, registers=64))
+    assert not fits.ok and "Hardware limit: 65536" in fits.error
+
+
+# --- who did the work --------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("launcher", "code", "says"),
+    [
+        (bug_bank.decoy_then_torch, "no_triton_kernel", "after your kernel's last launch"),
+        (bug_bank.kernel_then_torch, "no_triton_kernel", "after your kernel's last launch"),
+        (bug_bank.torch_moved_by_a_kernel, "no_triton_kernel", "never loaded"),
+        (bug_bank.torch_for_long_k, "no_triton_kernel", "after your kernel's last launch"),
+        (bug_bank.torch_moved_by_a_kernel, "no_triton_kernel", "computed some other way"),
+        (bug_bank.course_matmul_and_epilogue, "course_kernel", "course's"),
+    ],
+)
+def test_torch_or_the_course_doing_the_work_fails(launcher, code, says):
+    result = check_matmul(launcher)
+    assert not result.passed
+    assert result.primary.code == code, str(result)
+    assert says in result.primary.message
+
+
+def test_a_host_copy_of_a_strided_input_is_named():
+    result = check_transpose(bug_bank.transpose_through_contiguous)
+    assert result.primary.code == "host_copy", str(result)
+    assert ".contiguous()" in result.primary.message
+
+
+# --- every check finishes ---------------------------------------------------------------------
+@pytest.mark.skipif(not time_limit.can_limit(), reason="no timer signal here")
+def test_a_loop_that_never_ends_times_out_within_the_limit(monkeypatch):
+    import time
+
+    monkeypatch.setattr(time_limit, "PROGRAM_SECONDS", 2.0)
+    start = time.monotonic()
+    result = check_matmul(bug_bank.looped("while"))
+    took = time.monotonic() - start
+    assert result.primary.code == "timed_out", str(result)
+    assert "loop" in result.primary.message
+    assert all(c.problem.startswith("not run") for c in result.cases[1:])
+    assert took < 30  # one case stopped after 2 s, the rest not run, plus compiling
+
+
+@pytest.mark.skipif(not INTERPRETER, reason="an interpreted kernel is Python to interrupt")
+def test_an_interrupt_leaves_no_traceback_from_inside_triton():
+    timer = threading.Timer(1.0, _thread.interrupt_main)
+    timer.start()
+    with pytest.raises(KeyboardInterrupt) as caught:
+        check_matmul(bug_bank.looped("while"))
+    timer.cancel()
+    package = os.path.dirname(triton.__file__)
+    assert caught.value.__suppress_context__
+    assert not any(str(entry.path).startswith(package) for entry in caught.traceback)
+
+
+# --- causes ------------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("launcher", "code", "says"),
+    [
+        (bug_bank.mm(short_loop=True), "ragged_edge", "K // BLOCK_K"),
+        (bug_bank.mm(keep_acc=False), "wrong_values", "only the last K-slab"),
+        (bug_bank.mm(advance=False), "wrong_values", "every step reloads the first"),
+    ],
+)
+def test_k_loop_mistakes_are_named(launcher, code, says):
+    result = check_matmul(launcher)
+    assert result.primary.code == code and says in result.primary.message, str(result)
+
+
+def test_alpha_and_beta_swapped_is_named_not_reading_c():
+    result = check_scaled_matmul(bug_bank.scaled(swap_alpha_beta=True))
+    assert result.primary.code == "wrong_values", str(result)
+    assert "alpha and beta are swapped" in result.primary.message
+    assert "reads_c_when_beta_zero" not in result.codes
+
+
+def test_transpose_part_one_names_the_row_stride_not_a_mask():
+    launcher = bug_bank.copy(
+        transpose=True, load_mask=False, store_mask=False, out_strides=lambda t: (t.shape[0], 1)
+    )
+    result = check_transpose(launcher, strided=False, ragged=False)
+    assert result.primary.code == "out_of_bounds_write", str(result)
+    assert "row stride" in result.primary.message and "mask" not in result.primary.message
+
+
+@pytest.mark.skipif(not INTERPRETER, reason="read from the interpreter's record of loads")
+def test_a_column_major_load_is_blamed_not_the_store():
+    result = check_transpose(bug_bank.copy(transpose=True, swap_x=True))
+    assert result.primary.code == "transposed", str(result)
+    assert "reads x column-major" in result.primary.message
+    assert "keep it as it is" not in result.primary.message
+
+
+@triton.jit
+def _block_pointer_copy(x_ptr, out_ptr, M, N, BM: tl.constexpr, BN: tl.constexpr):
+    block = tl.make_block_ptr(x_ptr, (M, N), (N, 1), (0, 0), (BM, BN), (1, 0))
+    tile = tl.load(block, boundary_check=(0, 1))
+    offs_m, offs_n = tl.arange(0, BM), tl.arange(0, BN)
+    tl.store(out_ptr + offs_n[None, :] * M + offs_m[:, None], tile)
+
+
+@pytest.mark.skipif(
+    tuple(int(p) for p in triton.__version__.split(".")[:2]) < (3, 9),
+    reason="block pointers are removed in Triton 3.9",
+)
+def test_tritons_own_not_implemented_error_is_not_the_learners():
+    def launch(x, out):
+        _block_pointer_copy[(1,)](x, out, *x.shape, BM=64, BN=64)
+
+    result = check_transpose(launch, strided=False, ragged=False)
+    assert result.primary.code != "not_implemented", str(result)
+    assert "Block pointers have been removed" in str(result)
+
+
+def test_unwritten_is_judged_from_stored_cells_not_from_equal_values():
+    for seed in range(2):
+        torch.manual_seed(seed)
+        assert check_scaled_matmul(bug_bank.scaled()).passed

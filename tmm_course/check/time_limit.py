@@ -1,0 +1,89 @@
+"""A time limit for the cases of a check: a kernel that never finishes must not hang the notebook.
+
+On the interpreter a kernel is Python, run one program after another, so a timer signal
+(``SIGALRM``, every half second) can stop it between two numpy operations. What it limits is
+one *program*: the memory guard notes which program each load and store belongs to
+(:func:`note_program`), and a program that is still running after :data:`PROGRAM_SECONDS` is
+stopped with :class:`CaseTimedOut`, however many programs came before it (a long K loop on a
+slow laptop makes progress; a loop whose counter never advances does not). A whole case is
+also stopped after :data:`CASE_SECONDS`. Where there is no such signal (Windows) or the check
+does not run on the main thread, cases run without a limit.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import threading
+import time
+from collections.abc import Iterator
+
+PROGRAM_SECONDS = 20.0  # one program of a check's case needs well under a second
+CASE_SECONDS = 600.0  # a whole case, programs that each finish included
+TICK_SECONDS = 0.5
+
+
+class CaseTimedOut(BaseException):
+    """A case ran past its time limit (a BaseException, so a learner's ``except Exception``
+    cannot swallow it)."""
+
+    def __init__(self, seconds: float, program: tuple[int, ...] | None) -> None:
+        self.seconds = seconds
+        self.program = program
+        where = f"program {program}" if program is not None else "the case"
+        super().__init__(f"{where} did not finish within {seconds:g} s")
+
+
+class _Clock:
+    """Which program runs now, and since when."""
+
+    def __init__(self) -> None:
+        self.start = self.since = time.monotonic()
+        self.program: tuple[int, ...] | None = None
+
+    def note(self, program: tuple[int, ...]) -> None:
+        if program != self.program:
+            self.program, self.since = program, time.monotonic()
+
+
+_CLOCK: _Clock | None = None
+
+
+def note_program(program: tuple[int, ...]) -> None:
+    """Called by the memory guard on every load and store: ``program`` is running."""
+    if _CLOCK is not None:
+        _CLOCK.note(program)
+
+
+def can_limit() -> bool:
+    """Whether this process can stop a case that runs too long."""
+    return hasattr(signal, "setitimer") and threading.current_thread() is threading.main_thread()
+
+
+@contextlib.contextmanager
+def time_limit(on: bool = True) -> Iterator[None]:
+    """Raise :class:`CaseTimedOut` inside the block once one program has run for
+    :data:`PROGRAM_SECONDS`, or the block for :data:`CASE_SECONDS`."""
+    global _CLOCK
+    if not on or not can_limit():
+        yield
+        return
+    clock = _Clock()
+    program_seconds, case_seconds = PROGRAM_SECONDS, CASE_SECONDS
+
+    def tick(signum, frame):
+        now = time.monotonic()
+        if now - clock.since > program_seconds:
+            raise CaseTimedOut(program_seconds, clock.program)
+        if now - clock.start > case_seconds:
+            raise CaseTimedOut(case_seconds, None)
+
+    previous, outer = signal.signal(signal.SIGALRM, tick), _CLOCK
+    _CLOCK = clock
+    signal.setitimer(signal.ITIMER_REAL, TICK_SECONDS, TICK_SECONDS)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+        _CLOCK = outer
