@@ -230,6 +230,9 @@ class Grader:
             worker.ran = worker.ran[:-1] if worker.ran and worker.ran[-1] == source else worker.ran
             worker.stop()
             verdict, codes, detail = gone.verdict, [], gone.detail
+        not_the_fix = judge.fix_problem(entry, source) if verdict == "pass" else None
+        if not_the_fix:
+            verdict, codes, detail = "fail", ["not_the_fix"], not_the_fix
         if reasons:
             detail = f"needs review: {'; '.join(reasons)} (the judge measured {verdict}: {detail})"
             verdict = "review"

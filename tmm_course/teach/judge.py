@@ -10,6 +10,7 @@ canaries and the inputs against what it sent. New exercises are one :data:`EXERC
 
 from __future__ import annotations
 
+import ast
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
@@ -65,6 +66,8 @@ class Exercise:
     launcher: str
     cases: Callable[[torch.Generator], list[Case]]
     helpers: tuple[str, ...] = ()  # course names the cell may use (lesson 9's launcher)
+    fix_of: str | None = None  # lesson 9: the broken kernel (in kernels.pitfalls) to repair
+    kernel: str | None = None  # ... and the name of the repaired kernel the cell defines
 
 
 def _size(gen: torch.Generator, low: int, high: int) -> int:
@@ -196,9 +199,7 @@ def matmul_cases(gen: torch.Generator) -> list[Case]:
     found = []
     for index, (m, n, k, layout) in enumerate(_matmul_shapes(gen)):
         a, b = _matmul_operands(gen, m, n, k, layout)
-        out, poison = _output(
-            gen, (m, n), torch.float16, padded=index % 3 == 1, nan=next(nan)
-        )
+        out, poison = _output(gen, (m, n), torch.float16, padded=index % 3 == 1, nan=next(nan))
         a64, b64 = a.view().double(), b.view().double()
         wrong = [("transposed", a64.t() @ b64)] if m == n == k else []
         found.append(
@@ -270,9 +271,7 @@ def linear_relu_cases(gen: torch.Generator) -> list[Case]:
         x = _input(gen, (m, k), torch.float16, layout)
         w = _input(gen, (n, k), torch.float16, layout)
         bias = Buffer(torch.randn(n, generator=gen).half(), (n,), (1,))
-        out, poison = _output(
-            gen, (m, n), torch.float16, padded=index % 3 == 1, nan=next(nan)
-        )
+        out, poison = _output(gen, (m, n), torch.float16, padded=index % 3 == 1, nan=next(nan))
         x64, w64, bias64 = x.view().double(), w.view().double(), bias.view().double()
         bound = FP16_TOLERANCE * (x64.abs() @ w64.abs().t() + bias64.abs())
         found.append(
@@ -298,12 +297,53 @@ EXERCISES = [
     Exercise("scaled_matmul", "c17", "scaled_matmul", scaled_matmul_cases),
     Exercise("matmul", "c19", "my_matmul", matmul_cases),
     Exercise("linear_relu", "c22b", "linear_relu", linear_relu_cases),
-    Exercise("fixed_accumulator", "f7eacc1", "fixed_accumulator", matmul_cases, ("launcher",)),
-    Exercise("fixed_k_mask", "f7ek_m1", "fixed_k_mask", matmul_cases, ("launcher",)),
-    Exercise("fixed_strides", "f7estr1", "fixed_strides", matmul_cases, ("launcher",)),
+    *(
+        Exercise(
+            f"fixed_{x}",
+            f"f7e{x}1",
+            f"fixed_{x}",
+            matmul_cases,
+            ("launcher",),
+            f"mystery_{x}_kernel",
+            f"fixed_{x}_kernel",
+        )
+        for x in "abcd"
+    ),
 ]
 BY_NAME = {e.name: e for e in EXERCISES}
 BY_CELL = {e.cell_id: e for e in EXERCISES}
+
+
+def fix_problem(exercise: Exercise, source: str) -> str | None:
+    """Lesson 9: why the cell's kernel is not a repair of the broken one (None if it is), read
+    from its source alone: at most a few statements may differ from the broken kernel."""
+    if exercise.fix_of is None:
+        return None
+    from types import SimpleNamespace
+
+    from tmm_course.check import fixes
+    from tmm_course.kernels import pitfalls
+
+    try:
+        tree = ast.parse(source)
+    except SyntaxError as error:
+        return f"the cell does not parse: {error}"
+    found = [
+        node
+        for node in tree.body
+        if isinstance(node, ast.FunctionDef) and node.name == exercise.kernel
+    ]
+    if not found:
+        return f"the cell defines no kernel named {exercise.kernel}"
+    text = ast.get_source_segment(source, found[-1]) or ""
+    changed = fixes.lines_changed(getattr(pitfalls, exercise.fix_of), SimpleNamespace(src=text))
+    if changed > fixes.MOST_LINES_CHANGED:
+        return (
+            f"{exercise.kernel} differs from {exercise.fix_of} in {changed} statements (at most "
+            f"{fixes.MOST_LINES_CHANGED}): the exercise is to repair that kernel, not to write "
+            "another matmul"
+        )
+    return None
 
 
 @dataclass
