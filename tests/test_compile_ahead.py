@@ -8,6 +8,7 @@ import torch
 import triton
 import triton.language as tl
 
+import tmm_course
 from tmm_course.compile_ahead import compile_everywhere, compile_for, specialize
 from tmm_course.kernels.matmul import matmul_kernel
 
@@ -119,7 +120,8 @@ def test_compiling_leaves_the_interpreter_working():
 
     launch = _lesson4(16, 16, 16, (16, 16, 16))
     compile_for(matmul_kernel, launch, "sm_90")
-    a, b = torch.randn(20, 24), torch.randn(24, 12)
+    a = torch.randn(20, 24, device=tmm_course.DEVICE)
+    b = torch.randn(24, 12, device=tmm_course.DEVICE)
     torch.testing.assert_close(matmul(a, b, precision="ieee"), a @ b, rtol=1e-4, atol=1e-4)
 
 
@@ -128,7 +130,7 @@ def test_a_kernel_that_has_run_on_the_interpreter_still_compiles():
     must get the language as it was."""
     from tmm_course.kernels import matmul
 
-    a = torch.randn(32, 32)
+    a = torch.randn(32, 32, device=tmm_course.DEVICE)
     matmul(a, a, precision="ieee")  # runs the kernel (on the interpreter, it patches tl.core)
     launch = _lesson4(64, 64, 64, (16, 16, 16))
     result = compile_for(matmul_kernel, launch, "sm_90", num_stages=2)

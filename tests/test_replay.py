@@ -4,7 +4,7 @@ replay must route them, and the ``@triton.jit`` helpers they call, to the interp
 
 from __future__ import annotations
 
-import tmm_course  # noqa: F401  (chooses the backend first)
+import tmm_course  # chooses the backend first
 
 # isort: split
 import torch
@@ -108,3 +108,14 @@ def test_a_check_that_sees_only_values_still_names_unmasked_loads_by_replaying(m
     outcomes = bug_bank.run([e for e in bug_bank.BANK if e.name in names])
     assert len(outcomes) >= 8
     assert all(o.right for o in outcomes), bug_bank.table(outcomes)
+
+
+def test_the_replay_hands_launchers_the_cpu_as_the_course_device(monkeypatch):
+    """On a GPU, a launcher that calls a course launcher (which checks tmm_course.DEVICE) or
+    allocates there must still replay on the CPU copies, or the replay judges nothing."""
+    from tmm_course.check.replay import interpreted
+
+    monkeypatch.setattr(tmm_course, "DEVICE", torch.device("cuda"))
+    with interpreted():
+        assert tmm_course.DEVICE.type == "cpu"
+    assert tmm_course.DEVICE.type == "cuda"

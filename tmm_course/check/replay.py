@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 import torch
 
+import tmm_course
 from tmm_course.check import launches
 from tmm_course.check.memory_guard import (
     OutOfBoundsAccess,
@@ -69,9 +70,13 @@ def interpreted() -> Iterator[None]:
 
     saved = (JITFunction.run, JITFunction.__call__)
     interpret = triton.knobs.runtime.interpret
+    device = tmm_course.DEVICE
     JITFunction.run, JITFunction.__call__ = run, call
     interpreter._patch_lang_tensor = patch_tensor_with_scalar_index
     triton.knobs.runtime.interpret = True
+    # the replay's tensors are CPU copies: launchers (the course's too) that check or allocate
+    # on tmm_course.DEVICE must see the CPU, or the replay stops and judges nothing
+    tmm_course.DEVICE = torch.device("cpu")
     try:
         with plain_launches():  # matmul_fast's prepared launches are compiled ones: none here
             yield
@@ -79,6 +84,7 @@ def interpreted() -> Iterator[None]:
         JITFunction.run, JITFunction.__call__ = saved
         interpreter._patch_lang_tensor = patch_tensor
         triton.knobs.runtime.interpret = interpret
+        tmm_course.DEVICE = device
 
 
 @dataclass
