@@ -41,7 +41,9 @@ def test_every_shipped_file_has_a_reader():
         "pitfalls_h200.json",
         "races_h200.json",
         "sweep_h200.json",
+        "transposes_h200.json",
     ]
+    assert results.transposes().shape == (4096, 4096)
     assert stored.lessons_run().journey["ratio_to_torch"]["torch.matmul"] == 1.0
 
 

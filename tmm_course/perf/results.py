@@ -209,6 +209,20 @@ class Pitfalls:
 
 
 @dataclass(frozen=True)
+class Transposes:
+    """``python -m tmm_course.perf.transposes``: lesson 5's three transposes timed on a GPU."""
+
+    provenance: Provenance
+    shape: tuple[int, int]
+    dtype: str
+    gbs: dict[str, float]  # transpose -> bytes read plus written per second, in GB/s
+
+    @classmethod
+    def from_dict(cls, data: dict) -> Transposes:
+        return cls(Provenance.from_dict(data), tuple(data["shape"]), data["dtype"], data["gbs"])
+
+
+@dataclass(frozen=True)
 class Compiled:
     """``python -m tmm_course.perf.compiled``: what the compiler made of each journey step."""
 
@@ -382,6 +396,11 @@ def races(name: str | Path = "races_h200.json") -> Races:
 def pitfalls(name: str | Path = "pitfalls_h200.json") -> Pitfalls:
     """A pitfalls-lab file: shipped (by name) or measured (by path)."""
     return Pitfalls.from_dict(_read(name))
+
+
+def transposes(name: str | Path = "transposes_h200.json") -> Transposes:
+    """A lesson-5 transposes file: shipped (by name) or measured (by path)."""
+    return Transposes.from_dict(_read(name))
 
 
 def compiled(name: str | Path = "compiled_h200.json") -> Compiled:
