@@ -486,7 +486,9 @@ def listener():
 def test_a_worker_sees_nothing_of_the_host(tmp_path, listener):
     grades = tmp_path / "grades.csv"
     grades.write_text("secret")
-    targets = [str(HOMEWORK), str(HOMEWORK.parent), str(grades), str(ROOT / ".git"), str(ROOT),
+    # the checkout itself may exist as a folder holding the bound .venv alone: probe its files
+    targets = [str(HOMEWORK), str(HOMEWORK.parent), str(grades), str(ROOT / ".git"),
+               str(ROOT / "README.md"), str(ROOT / "tmm_course"),
                "/root/.bashrc", "/etc/shadow", "/etc/passwd", "/proc/1/environ",
                f"/proc/{os.getpid()}/environ", str(tmp_path)]  # fmt: skip
     with worker(tmp_path, sandbox.Limits(seconds=60)) as (run, _):

@@ -219,7 +219,11 @@ def size_curve_figure(rows: list[Race], where: str, kind: str = "float16") -> Fi
     for name, color, marker in (("torch.matmul", BLUE, "o"), ("matmul_fast", VERMILLION, "^")):
         ax.plot(sizes, [r.tflops[name] for r in squares], marker=marker, color=color, label=name)
     ax.set_xscale("log", base=2)
-    ax.xaxis.set_major_locator(FixedLocator(sizes[::2]))
+    ticks: list[int] = []
+    for size in sorted(set(sizes)):  # a label only where the last one is well behind
+        if not ticks or size >= 1.6 * ticks[-1]:
+            ticks.append(size)
+    ax.xaxis.set_major_locator(FixedLocator(ticks))
     ax.xaxis.set_major_formatter(FormatStrFormatter("%d"))
     ax.xaxis.set_minor_locator(NullLocator())
     ax.set_xlabel(f"n, for an n x n x n {kind} product")
