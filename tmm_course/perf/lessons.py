@@ -111,7 +111,7 @@ def race(size: int, dtype: torch.dtype, contenders: dict[str, Callable]) -> dict
     """Milliseconds (median of ROUNDS interleaved do_bench runs), TFLOP/s, ratio to torch and
     error of every contender on ``size^3``."""
     from tmm_course.numerics import error
-    from tmm_course.perf.measure import interleaved
+    from tmm_course.timing import interleaved
 
     a, b = operands(size, dtype)
     everyone = {"torch.matmul": torch.matmul, **contenders}

@@ -22,23 +22,9 @@ from tmm_course.capstone.problems import Problem
 from tmm_course.numerics import error
 from tmm_course.perf import intensity
 from tmm_course.perf.results import Race
+from tmm_course.timing import interleaved
 
 Matmul = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
-
-
-def interleaved(
-    candidates: dict[str, Callable[[], object]], rounds: int = 5, rep_ms: int = 50
-) -> dict[str, float]:
-    """Median milliseconds of each candidate over ``rounds`` interleaved do_bench runs."""
-    from triton.testing import do_bench
-
-    times: dict[str, list[float]] = {name: [] for name in candidates}
-    for fn in candidates.values():
-        fn()  # compile and warm up before any timing
-    for _ in range(rounds):
-        for name, fn in candidates.items():
-            times[name].append(do_bench(fn, rep=rep_ms, return_mode="median"))
-    return {name: statistics.median(ms) for name, ms in times.items()}
 
 
 @contextlib.contextmanager

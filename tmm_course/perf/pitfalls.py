@@ -51,7 +51,7 @@ def precision_errors(size: int = 512) -> dict[str, float]:
 def loop_bound_timing(size: int = 4096) -> dict[str, float]:
     """GPU only: lesson 4's kernel (K a runtime argument) against the same kernel with K a
     compile-time constant, float16, ``size`` cubed, interleaved; medians in ms and the ratio."""
-    from tmm_course.perf.measure import interleaved
+    from tmm_course.timing import interleaved
 
     a = torch.randn(size, size, device="cuda").half()
     b = torch.randn(size, size, device="cuda").half()
