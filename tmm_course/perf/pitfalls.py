@@ -7,15 +7,11 @@ versions, date and command, for the notebook to show on machines without a GPU.
 
 from __future__ import annotations
 
-import argparse
-import json
 import sys
-from pathlib import Path
 
 import torch
 
 import tmm_course
-from tmm_course.backend import GPU
 from tmm_course.kernels import pitfalls
 from tmm_course.kernels.matmul import matmul, matmul_kernel
 from tmm_course.numerics import error, relative_rms
@@ -84,16 +80,9 @@ def gpu_measurements() -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description="Measure the pitfalls lab's GPU figures.")
-    parser.add_argument("--out", type=Path, required=True, help="JSON file to write")
-    args = parser.parse_args(argv)
-    if tmm_course.BACKEND != GPU:
-        print("error: these figures need compiled Triton on a GPU", file=sys.stderr)
-        return 2
-    data = gpu_measurements()
-    results.write(args.out, data)
-    print(json.dumps(data, indent=2))
-    return 0
+    return results.measure_command(
+        "Measure the pitfalls lab's GPU figures.", gpu_measurements, argv
+    )
 
 
 if __name__ == "__main__":

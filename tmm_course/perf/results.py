@@ -16,6 +16,7 @@ import json
 import math
 import platform
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -424,6 +425,28 @@ def provenance(module: str, argv: list[str] | None = None) -> dict:
         date=datetime.date.today().isoformat(),
         command=" ".join(["python", "-m", module, *(_no_folders(a) for a in args)]),
     ).as_dict()
+
+
+def measure_command(
+    description: str, measure: Callable[[], dict], argv: list[str] | None = None
+) -> int:
+    """The ``python -m`` entry of a module whose GPU figures go to one ``--out`` JSON file:
+    refuses without a GPU, else measures, writes and prints."""
+    import argparse
+
+    import tmm_course
+    from tmm_course.backend import GPU
+
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--out", type=Path, required=True, help="JSON file to write")
+    args = parser.parse_args(argv)
+    if tmm_course.BACKEND != GPU:
+        print("error: these figures need compiled Triton on a GPU", file=sys.stderr)
+        return 2
+    data = measure()
+    write(args.out, data)
+    print(json.dumps(data, indent=2))
+    return 0
 
 
 def _no_folders(arg: str) -> str:

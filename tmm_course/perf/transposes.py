@@ -7,15 +7,10 @@
 
 from __future__ import annotations
 
-import argparse
-import json
 import sys
-from pathlib import Path
 
 import torch
 
-import tmm_course
-from tmm_course.backend import GPU
 from tmm_course.kernels import coalescing
 from tmm_course.perf import results
 
@@ -36,16 +31,9 @@ def gpu_measurements(size: int = SIZE, rounds: int = 5) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description="Time lesson 5's three transposes on a GPU.")
-    parser.add_argument("--out", type=Path, required=True, help="JSON file to write")
-    args = parser.parse_args(argv)
-    if tmm_course.BACKEND != GPU:
-        print("error: these figures need compiled Triton on a GPU", file=sys.stderr)
-        return 2
-    data = gpu_measurements()
-    results.write(args.out, data)
-    print(json.dumps(data, indent=2))
-    return 0
+    return results.measure_command(
+        "Time lesson 5's three transposes on a GPU.", gpu_measurements, argv
+    )
 
 
 if __name__ == "__main__":
