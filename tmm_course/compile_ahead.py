@@ -218,7 +218,6 @@ def parameters(kernel: Any) -> list[tuple[str, bool]]:
 
 
 _PARAMETERS: dict[types.FunctionType, list[tuple[str, bool]]] = {}
-_parameters = parameters
 
 
 @dataclass(frozen=True)
@@ -249,7 +248,7 @@ def specialize(
     ``num_stages``) in ``kwargs`` are left out: pass them to :func:`compile_for`.
     """
     kwargs = dict(kwargs or {})
-    params = _parameters(kernel)
+    params = parameters(kernel)
     values: dict[str, Any] = dict(zip([name for name, _ in params], args, strict=False))
     for name, _ in params[len(args) :]:
         if name in kwargs:
