@@ -1,6 +1,7 @@
-"""The capstone's launches: per-stream workspaces (split-K partials, tile counters, aligned
-copies), and for each kernel a launch that, once prepared for a call signature, goes straight to
-the compiled binary (:mod:`tmm_course.capstone.quick_launch`)."""
+"""The capstone's launches: each kernel's grid, arguments and constexprs for a call; per-stream
+workspaces (split-K partials, tile counters, aligned copies); and for each call signature a
+:data:`Ready`, which repeats a prepared launch (:mod:`tmm_course.capstone.quick_launch`) on
+new tensors of that signature."""
 
 from __future__ import annotations
 
@@ -21,16 +22,26 @@ from tmm_course.capstone.kernels import (
     reads_b_transposed,
     transpose_kernel,
 )
-from tmm_course.capstone.quick_launch import QuickLaunch
+from tmm_course.capstone.quick_launch import PreparedLaunch
+
+# a prepared launch: ``ready(a, b, out)`` computes a @ b into out (a new tensor if None)
+Ready = Callable[[torch.Tensor, torch.Tensor, "torch.Tensor | None"], torch.Tensor]
+Tensors = tuple[torch.Tensor, torch.Tensor]
 
 
 def _precision(a: torch.Tensor, precision: str) -> str | None:
     return gpu.precision_for(precision) if a.dtype == torch.float32 else None
 
 
+def _alignment(stride: int) -> int:
+    """The largest power of two, up to 16, that divides ``stride`` (1 for 0)."""
+    return min(stride & -stride, 16) if stride > 0 else 1
 
-_grouped = QuickLaunch(grouped_matmul_kernel, tmm_course.BACKEND)
-_persistent = QuickLaunch(persistent_tma_matmul_kernel, tmm_course.BACKEND)
+
+def _stream(device: torch.device) -> int:
+    return torch._C._cuda_getCurrentRawStream(device.index) if device.type == "cuda" else 0
+
+
 _workspaces: dict[tuple, torch.Tensor] = {}  # (what, dtype, device, stream) -> its buffer
 _outgrown: list[torch.Tensor] = []  # buffers replaced by larger ones: kept, see _workspace
 
@@ -43,15 +54,20 @@ def _workspace(what: str, device: torch.device, numel: int, dtype: torch.dtype) 
     newest."""
     if device.type == "cuda" and device.index is None:  # "cuda": the current device
         device = torch.device("cuda", torch.cuda.current_device())
-    stream = torch._C._cuda_getCurrentRawStream(device.index) if device.type == "cuda" else 0
-    buffer = _workspaces.get((what, dtype, device, stream))
+    where = (what, dtype, device, _stream(device))
+    buffer = _workspaces.get(where)
     if buffer is None or buffer.numel() < numel:
         if buffer is not None:
             _outgrown.append(buffer)
         size = max(numel, 4096, 0 if buffer is None else 2 * buffer.numel())
-        buffer = torch.zeros(size, dtype=dtype, device=device)
-        _workspaces[(what, dtype, device, stream)] = buffer
+        buffer = _workspaces[where] = torch.zeros(size, dtype=dtype, device=device)
     return buffer
+
+
+def workspaces_grown() -> int:
+    """How many workspaces have been replaced by larger ones: a launch that cached a
+    workspace's address must look it up again when this changes."""
+    return len(_outgrown)
 
 
 def tile_counters(device: torch.device, tiles: int) -> torch.Tensor:
@@ -64,125 +80,6 @@ def partials(device: torch.device, numel: int) -> torch.Tensor:
     """Float32 room for split-K's partial tiles (every element is written before it is
     read)."""
     return _workspace("partials", device, numel, torch.float32)
-
-
-# a prepared launch: ``ready(a, b, out)`` computes a @ b into out (a new tensor if None)
-Ready = Callable[[torch.Tensor, torch.Tensor, "torch.Tensor | None"], torch.Tensor]
-
-
-def _grouped_launch(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, config: Config,
-                    precision: str) -> tuple[tuple, dict, tuple[int, int], int]:  # fmt: skip
-    """The grouped kernel's grid, fixed arguments (sizes and strides) and constexprs."""
-    (m, k), n = a.shape, b.shape[1]
-    tiles = tile_count(config, m, n)
-    fixed = (m, n, k, *a.stride(), *b.stride(), *out.stride())
-    constexprs = dict(
-        PRECISION=_precision(a, precision), BLOCK_M=config.block_m, BLOCK_N=config.block_n,
-        BLOCK_K=config.block_k, GROUP_M=config.group_m, SPLIT_K=config.split_k,
-        ALIGN_M=_alignment(m), ALIGN_N=_alignment(n),
-        ALIGN_AM=_alignment(a.stride(0)), ALIGN_AK=_alignment(a.stride(1)),
-        ALIGN_BK=_alignment(b.stride(0)), ALIGN_BN=_alignment(b.stride(1)),
-        EVEN_K=k % (config.block_k * config.split_k) == 0,
-        num_warps=config.num_warps, num_stages=config.num_stages,
-    )  # fmt: skip
-    return fixed, constexprs, (tiles, config.split_k), tiles
-
-
-def _alignment(stride: int) -> int:
-    """The largest power of two, up to 16, that divides ``stride`` (1 for 0)."""
-    return min(stride & -stride, 16) if stride > 0 else 1
-
-
-def _scratch(out: torch.Tensor, config: Config, tiles: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """Split-K's float32 partials and tile counters (``out`` twice without split-K: unused)."""
-    if config.split_k == 1:
-        return out, out
-    m, n = out.shape
-    return partials(out.device, config.split_k * m * n), tile_counters(out.device, tiles)
-
-
-def launch_grouped(
-    a: torch.Tensor,
-    b: torch.Tensor,
-    out: torch.Tensor,
-    config: Config,
-    precision: str = "tf32",
-) -> torch.Tensor:
-    """Run :func:`grouped_matmul_kernel` with ``config`` into ``out`` (no input checks), in
-    one launch also with split-K."""
-    if a.shape[0] == 0 or b.shape[1] == 0:
-        return out
-    fixed, constexprs, grid, tiles = _grouped_launch(a, b, out, config, precision)
-    _grouped(grid, (a, b, out, *_scratch(out, config, tiles), *fixed), **constexprs)
-    return out
-
-
-def prepare_grouped(
-    a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, config: Config, precision: str = "tf32"
-) -> Ready:
-    """Launch :func:`launch_grouped` once, and return a :data:`Ready` for later calls with
-    tensors shaped, strided and aligned like these."""
-    fixed, constexprs, grid, tiles = _grouped_launch(a, b, out, config, precision)
-
-    def operands(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor) -> tuple:
-        return (a, b, out, *_scratch(out, config, tiles))
-
-    def arguments(tensors: tuple, checked: bool) -> tuple:
-        return (*tensors, *fixed)
-
-    return _prepared(_grouped, grid, operands, arguments, constexprs, a, b, out)
-
-
-def _prepared(
-    quick: QuickLaunch, grid: tuple, operands: Callable, arguments: Callable, constexprs: dict,
-    a: torch.Tensor, b: torch.Tensor, out: torch.Tensor,
-) -> Ready:  # fmt: skip
-    """Launch ``quick`` once on a, b and out, and return the :data:`Ready` that repeats it
-    for new tensors shaped like these. ``operands(a, b, out)`` gives the tensors the kernel
-    reads and writes (copies, for tensors it cannot read as they are; scratch), and
-    ``arguments(tensors, checked)`` the kernel's arguments for them (``checked``: shaped like
-    the first call's, no need to check them again). Those depend on nothing but the tensors'
-    addresses, so a launch on the addresses of an earlier one passes what it passed then
-    (:meth:`PreparedLaunch.keyed`)."""
-    launch = quick.prepared(grid, arguments(operands(a, b, out), False), **constexprs)
-    shape, dtype, device = out.shape, out.dtype, out.device
-
-    def ready(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None) -> torch.Tensor:
-        if out is None:
-            out = torch.empty(shape, dtype=dtype, device=device)
-        tensors = operands(a, b, out)
-        launch.keyed(tuple(t.data_ptr() for t in tensors), lambda: arguments(tensors, True))
-        return out
-
-    return ready
-
-
-def program_slots() -> int:
-    """How many persistent programs to launch: one per SM on a GPU, a few on the CPU."""
-    here = gpu.current()
-    return 4 if here is None else here.sms
-
-
-def tile_count(config: Config, m: int, n: int) -> int:
-    """How many BLOCK_M x BLOCK_N tiles cover an m x n product."""
-    return triton.cdiv(m, config.block_m) * triton.cdiv(n, config.block_n)
-
-
-def slices_of_the_tail(config: Config, m: int, n: int, k: int, slots: int) -> int:
-    """Into how many K-slices the persistent kernel with ``config`` cuts each tile of its
-    last wave on ``slots`` SMs (:func:`tail_splits`; 1 without ``split_tail``)."""
-    if not config.split_tail:
-        return 1
-    return tail_splits(tile_count(config, m, n), slots, triton.cdiv(k, config.block_k))
-
-
-def tail_splits(tiles: int, slots: int, k_steps: int) -> int:
-    """Into how many K-slices the persistent kernel cuts each tile of its last, partial wave
-    (``tiles % slots`` of them) so that the slices come close to one per SM: 1 (no split)
-    for a full or more than half full last wave; at most 8, and at least 4 K-steps each."""
-    tail = tiles % slots
-    return 1 if tail == 0 else max(1, min(slots // tail, k_steps // 4, 8))
-
 
 
 def aligned_like(t: torch.Tensor, what: str | None = None) -> torch.Tensor:
@@ -209,8 +106,105 @@ def aligned_like(t: torch.Tensor, what: str | None = None) -> torch.Tensor:
 _views: dict[tuple, torch.Tensor] = {}  # (address, dtype, rows, columns) -> aligned_like's view
 
 
+def _ready(launch: PreparedLaunch, like: torch.Tensor, reads: Callable[..., Tensors],
+           arguments: Callable[..., tuple], copies: bool, scratch: bool) -> Ready:  # fmt: skip
+    """The :data:`Ready` that repeats ``launch`` for tensors shaped like its first call's (C
+    like ``like``). ``reads(a, b)`` gives the tensors the kernel reads (views; with ``copies``,
+    copies made on every call) and ``arguments(a_read, b_read, out)`` the kernel's arguments
+    for them; those depend on nothing but the tensors' addresses (and, with ``scratch``, the
+    workspaces of the stream), so a call on the addresses of an earlier one passes what it
+    passed then."""
+    shape, dtype, device = like.shape, like.dtype, like.device
 
-_transpose = QuickLaunch(transpose_kernel, tmm_course.BACKEND)
+    def ready(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None) -> torch.Tensor:
+        if out is None:
+            out = torch.empty(shape, dtype=dtype, device=device)
+        if copies:
+            a, b = reads(a, b)
+        key = (a.data_ptr(), b.data_ptr(), out.data_ptr())
+        if scratch:
+            key += (_stream(device), len(_outgrown))
+        if copies:
+            launch(key, lambda: arguments(a, b, out))
+        else:
+            launch(key, lambda: arguments(*reads(a, b), out))
+        return out
+
+    return ready
+
+
+def tile_count(config: Config, m: int, n: int) -> int:
+    """How many BLOCK_M x BLOCK_N tiles cover an m x n product."""
+    return triton.cdiv(m, config.block_m) * triton.cdiv(n, config.block_n)
+
+
+def _grouped(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, config: Config, precision: str
+             ) -> tuple[Callable[..., tuple], dict, tuple[int, int]]:  # fmt: skip
+    """The grouped kernel's ``arguments(a, b, out)``, constexprs and grid."""
+    (m, k), n = a.shape, b.shape[1]
+    tiles = tile_count(config, m, n)
+    fixed = (m, n, k, *a.stride(), *b.stride(), *out.stride())
+    split = config.split_k > 1
+
+    def arguments(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor) -> tuple:
+        scratch = (partials(out.device, config.split_k * m * n),
+                   tile_counters(out.device, tiles)) if split else (out, out)  # fmt: skip
+        return (a, b, out, *scratch, *fixed)
+
+    constexprs = dict(
+        PRECISION=_precision(a, precision), BLOCK_M=config.block_m, BLOCK_N=config.block_n,
+        BLOCK_K=config.block_k, GROUP_M=config.group_m, SPLIT_K=config.split_k,
+        ALIGN_M=_alignment(m), ALIGN_N=_alignment(n),
+        ALIGN_AM=_alignment(a.stride(0)), ALIGN_AK=_alignment(a.stride(1)),
+        ALIGN_BK=_alignment(b.stride(0)), ALIGN_BN=_alignment(b.stride(1)),
+        EVEN_K=k % (config.block_k * config.split_k) == 0,
+        num_warps=config.num_warps, num_stages=config.num_stages,
+    )  # fmt: skip
+    return arguments, constexprs, (tiles, config.split_k)
+
+
+def launch_grouped(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, config: Config,
+                   precision: str = "tf32") -> torch.Tensor:  # fmt: skip
+    """Run :func:`grouped_matmul_kernel` with ``config`` into ``out`` on Triton's own path
+    (no input checks), in one launch also with split-K."""
+    if a.shape[0] and b.shape[1]:
+        arguments, constexprs, grid = _grouped(a, b, out, config, precision)
+        grouped_matmul_kernel[grid](*arguments(a, b, out), **constexprs)
+    return out
+
+
+def prepare_grouped(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, config: Config,
+                    precision: str = "tf32") -> Ready:  # fmt: skip
+    """Launch the grouped kernel once, and return a :data:`Ready` for later calls with
+    tensors shaped, strided and aligned like these."""
+    arguments, constexprs, grid = _grouped(a, b, out, config, precision)
+    launch = PreparedLaunch(grouped_matmul_kernel, grid, arguments(a, b, out), constexprs,
+                            tmm_course.BACKEND)  # fmt: skip
+    return _ready(launch, out, lambda a, b: (a, b), arguments, False, config.split_k > 1)
+
+
+def program_slots() -> int:
+    """How many persistent programs to launch: one per SM on a GPU, a few on the CPU."""
+    here = gpu.current()
+    return 4 if here is None else here.sms
+
+
+def slices_of_the_tail(config: Config, m: int, n: int, k: int, slots: int) -> int:
+    """Into how many K-slices the persistent kernel with ``config`` cuts each tile of its
+    last wave on ``slots`` SMs (:func:`tail_splits`; 1 without ``split_tail``)."""
+    if not config.split_tail:
+        return 1
+    return tail_splits(tile_count(config, m, n), slots, triton.cdiv(k, config.block_k))
+
+
+def tail_splits(tiles: int, slots: int, k_steps: int) -> int:
+    """Into how many K-slices the persistent kernel cuts each tile of its last, partial wave
+    (``tiles % slots`` of them) so that the slices come close to one per SM: 1 (no split)
+    for a full or more than half full last wave; at most 8, and at least 4 K-steps each."""
+    tail = tiles % slots
+    return 1 if tail == 0 else max(1, min(slots // tail, k_steps // 4, 8))
+
+
 TRANSPOSE_BLOCK = 64
 
 
@@ -223,36 +217,24 @@ def _prepare_transpose(src: torch.Tensor, dst: torch.Tensor) -> Callable:
     def arguments(src: torch.Tensor, dst: torch.Tensor) -> tuple:
         return (src, dst, r, c, *src.stride(), *dst.stride())
 
-    launch = _transpose.prepared(grid, arguments(src, dst), BLOCK=block, num_warps=4)
+    launch = PreparedLaunch(transpose_kernel, grid, arguments(src, dst),
+                            dict(BLOCK=block, num_warps=4), tmm_course.BACKEND)  # fmt: skip
 
     def copy(src: torch.Tensor, dst: torch.Tensor) -> torch.Tensor:
-        launch.keyed((src.data_ptr(), dst.data_ptr()), lambda: arguments(src, dst))
+        launch((src.data_ptr(), dst.data_ptr()), lambda: arguments(src, dst))
         return dst
 
     return copy
 
 
-class _Checked(TensorDescriptor or object):
-    """A tensor descriptor made without checking its arguments again: a prepared launch's
-    later calls describe tensors shaped like those its first call checked."""
-
-    def __post_init__(self) -> None:
-        pass
-
-    @classmethod
-    def of(cls, t: torch.Tensor, block_shape: list[int]) -> _Checked:
-        return cls(t, t.shape, t.stride(), block_shape)
-
-
-def _persistent_launch(
-    a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, config: Config, precision: str, stage: bool
-) -> tuple[Callable, Callable, dict, tuple[int]]:
-    """The persistent kernel's ``operands(a, b, out)`` and ``arguments(tensors, checked)``
-    (see :func:`_prepared`), its constexprs and grid. A column-major operand is read as the
-    row-major matrix it is the transpose of; B^T is read from a copy for float32, whose tensor
-    cores need K-major B; with ``stage``, A or B whose rows the TMA cannot read (float32 A
-    column-major, say) is copied into one it can, and such a C is stored by pointer. Copies
-    live in per-stream workspaces, so they keep their addresses from call to call."""
+def _persistent(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, config: Config,
+                precision: str, stage: bool) -> tuple[Callable, Callable, bool, dict, tuple[int]]:
+    """The persistent kernel's ``reads(a, b)`` and ``arguments(a_read, b_read, out)`` (see
+    :func:`_ready`), whether ``reads`` makes copies, its constexprs and grid. A column-major
+    operand is read as the row-major matrix it is the transpose of; B^T is read from a copy for
+    float32, whose tensor cores need K-major B; with ``stage``, A or B whose rows the TMA
+    cannot read (float32 A column-major, say) is copied into one it can, and such a C is stored
+    by pointer. Copies live in per-stream workspaces, so they keep their addresses."""
     (m, k), n = a.shape, b.shape[1]
     bm, bn, bk = config.block_m, config.block_n, config.block_k
     a_transposed, transposed = reads_a_transposed(a), reads_b_transposed(b)
@@ -260,16 +242,15 @@ def _persistent_launch(
     stage_a = stage and not readable(a.t() if a_transposed else a)
     by_pointer = stage and not readable(out)
     stage_b = stage and not copy_b and not readable(b.t() if transposed else b)
-    a_block = [bk, bm] if a_transposed else [bm, bk]
-    b_block = [bn, bk] if transposed else [bk, bn]
-    c_block = [bm, bn // 2] if config.subtile else [bm, bn]
+    blocks = ([bk, bm] if a_transposed else [bm, bk], [bn, bk] if transposed else [bk, bn],
+              [bm, bn // 2] if config.subtile else [bm, bn])  # fmt: skip
     tiles = tile_count(config, m, n)
     splits = slices_of_the_tail(config, m, n, k, program_slots())
     programs = program_slots() if splits > 1 else min(program_slots(), tiles)
     tail = tiles % programs
     turn_around = None  # the copy of B^T, once prepared
 
-    def operands(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor) -> tuple:
+    def reads(a: torch.Tensor, b: torch.Tensor) -> Tensors:
         nonlocal turn_around
         a = a.t() if a_transposed else a
         if stage_a:
@@ -280,23 +261,17 @@ def _persistent_launch(
                 turn_around = _prepare_transpose(b, b_read)
             else:
                 turn_around(b, b_read)
-        else:
-            b_read = b.t() if transposed else b
-            if stage_b:
-                b_read = aligned_like(b_read, "staged B").copy_(b_read)
-        if splits > 1:
-            scratch = partials(out.device, tail * splits * bm * bn), tile_counters(out.device, tail)
-        else:  # unused: any long-lived tensor will do
-            scratch = (tile_counters(out.device, 1),) * 2
-        return (a, b_read, out, *scratch)
+            return a, b_read
+        b = b.t() if transposed else b
+        return a, (aligned_like(b, "staged B").copy_(b) if stage_b else b)
 
-    def arguments(tensors: tuple, checked: bool) -> tuple:
-        a_read, b_read, out, *scratch = tensors
-        describe = _Checked.of if checked else TensorDescriptor.from_tensor
-        c = out if by_pointer else describe(out, c_block)
-        c_strides = out.stride() if by_pointer else (0, 0)
-        return (describe(a_read, a_block), describe(b_read, b_block), c, *scratch, m, n, k,
-                *c_strides)  # fmt: skip
+    def arguments(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor) -> tuple:
+        describe = TensorDescriptor.from_tensor
+        c = out if by_pointer else describe(out, blocks[2])
+        scratch = (partials(out.device, tail * splits * bm * bn),
+                   tile_counters(out.device, tail)) if splits > 1 else (out, out)  # fmt: skip
+        return (describe(a, blocks[0]), describe(b, blocks[1]), c, *scratch, m, n, k,
+                *(out.stride() if by_pointer else (0, 0)))  # fmt: skip
 
     constexprs = dict(
         PRECISION=_precision(a, precision), BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk,
@@ -304,36 +279,27 @@ def _persistent_launch(
         B_TRANSPOSED=transposed, SUBTILE=config.subtile, TAIL_SPLITS=splits,
         C_BY_POINTER=by_pointer, num_warps=config.num_warps, num_stages=config.num_stages,
     )  # fmt: skip
-    return operands, arguments, constexprs, (programs,)
+    copies = stage_a or stage_b or copy_b
+    return reads, arguments, copies, constexprs, (programs,)
 
 
-def launch_persistent_tma(
-    a: torch.Tensor,
-    b: torch.Tensor,
-    out: torch.Tensor,
-    config: Config,
-    precision: str = "tf32",
-) -> torch.Tensor:
-    """Run :func:`persistent_tma_matmul_kernel` with ``config`` into ``out``; the tensors must
-    pass :func:`tma_problem` (no input checks here)."""
-    operands, arguments, constexprs, grid = _persistent_launch(a, b, out, config, precision, False)
-    args = arguments(operands(a, b, out), False)
-    _persistent(grid, args, **constexprs)
+def launch_persistent_tma(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, config: Config,
+                          precision: str = "tf32") -> torch.Tensor:  # fmt: skip
+    """Run :func:`persistent_tma_matmul_kernel` with ``config`` into ``out`` on Triton's own
+    path; the tensors must pass :func:`tma_problem` (no input checks here)."""
+    reads, arguments, _, constexprs, grid = _persistent(a, b, out, config, precision, False)
+    persistent_tma_matmul_kernel[grid](*arguments(*reads(a, b), out), **constexprs)
     return out
 
 
-def prepare_persistent_tma(
-    a: torch.Tensor,
-    b: torch.Tensor,
-    out: torch.Tensor,
-    config: Config,
-    precision: str = "tf32",
-    stage: bool = False,
-) -> Ready:
-    """Launch :func:`launch_persistent_tma` once, and return a :data:`Ready` for later calls
-    with tensors shaped, strided and aligned like these. ``stage``: tensors whose rows the TMA
+def prepare_persistent_tma(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, config: Config,
+                           precision: str = "tf32", stage: bool = False) -> Ready:  # fmt: skip
+    """Launch the persistent kernel once, and return a :data:`Ready` for later calls with
+    tensors shaped, strided and aligned like these. ``stage``: tensors whose rows the TMA
     cannot read (:func:`tma_problem` with ``stage=False``) go through aligned copies (A, B)
     or are stored by pointer (C)."""
-    operands, arguments, constexprs, grid = _persistent_launch(a, b, out, config, precision, stage)
-    return _prepared(_persistent, grid, operands, arguments, constexprs, a, b, out)
-
+    reads, arguments, copies, constexprs, grid = _persistent(a, b, out, config, precision, stage)
+    launch = PreparedLaunch(persistent_tma_matmul_kernel, grid, arguments(*reads(a, b), out),
+                            constexprs, tmm_course.BACKEND)  # fmt: skip
+    scratch = constexprs["TAIL_SPLITS"] > 1
+    return _ready(launch, out, reads, arguments, copies, scratch)
