@@ -11,24 +11,12 @@ from collections.abc import Callable, Iterator
 import torch
 from triton.runtime.errors import OutOfResources
 
-import tmm_course
 from tmm_course import validate
-from tmm_course.backend import GPU
 from tmm_course.capstone import quick_launch
-from tmm_course.capstone.candidates import for_float32
 from tmm_course.capstone.config import Config
 from tmm_course.capstone.kernels import tma_problem
 from tmm_course.capstone.launches import Ready, prepare_grouped, prepare_persistent_tma
-from tmm_course.capstone.plans import (
-    FLOAT32_TMA,
-    LARGE_GROUPED,
-    LARGE_TMA,
-    ON_INTERPRETER,
-    PATHS,
-    Plan,
-    plan,
-    smaller,
-)
+from tmm_course.capstone.plans import PATHS, Plan, by_rules, plan, smaller
 from tmm_course.kernels.matmul import check_blocks, check_operands, output_for
 
 _READY: dict[tuple, Ready] = {}  # call signature -> its prepared launch
@@ -107,20 +95,15 @@ def _prepare(
             raise validate.KernelInputError(
                 f"path={path!r}: expected one of {', '.join(PATHS)}, or None to let plan() choose."
             )
-        stage = False
+        stage = False  # with rows the TMA cannot read: copies of A and B, C stored by pointer
         if path == "persistent_tma" and tma_problem(a, b, out) is not None:
-            reason = tma_problem(a, b, out, stage=True)
-            if reason is not None:
+            if (reason := tma_problem(a, b, out, stage=True)) is not None:
                 raise validate.KernelInputError(
                     f"path='persistent_tma' cannot run here: {reason}. Expected a Hopper GPU "
                     "(or the interpreter) and Triton 3.4 or later. Fix: path='grouped'."
                 )
-            stage = True  # rows the TMA cannot read: copies of A and B, C stored by pointer
-        on_gpu = {"persistent_tma": LARGE_TMA, "grouped": LARGE_GROUPED}[path]
-        if a.dtype == torch.float32:
-            on_gpu = FLOAT32_TMA if path == "persistent_tma" else for_float32(on_gpu)
-        config_here = on_gpu if tmm_course.BACKEND == GPU else ON_INTERPRETER
-        chosen = Plan(path, config_here, "asked for", stage=stage)
+            stage = True
+        chosen = Plan(path, by_rules(path, a.dtype), "asked for", stage=stage)
     if config is not None and not isinstance(config, Config):
         raise validate.KernelInputError(
             f"config is a {type(config).__name__}; expected a Config. Fix: "

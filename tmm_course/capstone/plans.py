@@ -49,11 +49,7 @@ def plan(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None) -> P
     GPU, the candidate that did best on the nearest problems of the fit (:func:`fit_table`,
     :func:`_plan_by_fit`), else by rules."""
     chosen = _plan_by_fit(a, b, out) if tmm_course.BACKEND == GPU else None
-    if chosen is None:
-        chosen = _plan_by_shape(a, b, out)
-        if a.dtype == torch.float32 and chosen.path == "grouped" and tmm_course.BACKEND == GPU:
-            halved = for_float32(chosen.config)
-            chosen = Plan("grouped", halved, chosen.reason + "; BLOCK_K halved")
+    chosen = chosen or _plan_by_shape(a, b, out)
     here = gpu.current()
     if here is None:
         return chosen
@@ -205,13 +201,24 @@ def _plan_by_fit(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None) -> 
     return Plan(path, config, why)
 
 
+def by_rules(path: str, dtype: torch.dtype) -> Config:
+    """The configuration the rules give ``path`` where no fit decides: small tiles on the
+    interpreter; on a GPU, large ones (BLOCK_K halved for float32 on the grouped kernel)."""
+    if tmm_course.BACKEND != GPU:
+        return ON_INTERPRETER
+    if path == "persistent_tma":
+        return FLOAT32_TMA if dtype == torch.float32 else LARGE_TMA
+    return for_float32(LARGE_GROUPED) if dtype == torch.float32 else LARGE_GROUPED
+
+
 def _plan_by_shape(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None) -> Plan:
     if tmm_course.BACKEND != GPU:
         return Plan("grouped", ON_INTERPRETER, "the interpreter: small tiles run fastest")
     if (why_not := tma_problem(a, b, out)) is None:
-        tma = FLOAT32_TMA if a.dtype == torch.float32 else LARGE_TMA
-        return Plan("persistent_tma", tma, "no fit: large tiles, read by the TMA")
-    return Plan("grouped", LARGE_GROUPED, f"no fit, and no tensor descriptors: {why_not}")
+        return Plan("persistent_tma", by_rules("persistent_tma", a.dtype),
+                    "no fit: large tiles, read by the TMA")  # fmt: skip
+    return Plan("grouped", by_rules("grouped", a.dtype),
+                f"no fit, and no tensor descriptors: {why_not}")  # fmt: skip
 
 
 def smaller(config: Config) -> Config | None:
