@@ -244,26 +244,40 @@ def _persistent(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, config: Con
     stage_b = stage and not copy_b and not readable(b.t() if transposed else b)
     blocks = ([bk, bm] if a_transposed else [bm, bk], [bn, bk] if transposed else [bk, bn],
               [bm, bn // 2] if config.subtile else [bm, bn])  # fmt: skip
+    copies = stage_a or stage_b or copy_b
     tiles = tile_count(config, m, n)
     splits = slices_of_the_tail(config, m, n, k, program_slots())
     programs = program_slots() if splits > 1 else min(program_slots(), tiles)
     tail = tiles % programs
     turn_around = None  # the copy of B^T, once prepared
+    kept: dict[tuple, tuple] = {}  # (stream, workspaces grown) -> the views copies go into
+
+    def rooms(a: torch.Tensor, b: torch.Tensor) -> tuple:
+        """Where the copies of (A, B) go (None: read as it is), looked up again only on
+        another stream or once a workspace has grown."""
+        where = (_stream(a.device), len(_outgrown))
+        room = kept.get(where)
+        if room is None:
+            kept.clear()
+            b_room = aligned_like(b.t(), "B^T") if copy_b else (
+                aligned_like(b.t() if transposed else b, "staged B") if stage_b else None)
+            room = kept[where] = (aligned_like(a, "staged A") if stage_a else None, b_room)
+        return room
 
     def reads(a: torch.Tensor, b: torch.Tensor) -> Tensors:
         nonlocal turn_around
         a = a.t() if a_transposed else a
-        if stage_a:
-            a = aligned_like(a, "staged A").copy_(a)
+        a_room, b_room = rooms(a, b) if copies else (None, None)
+        if a_room is not None:
+            a = a_room.copy_(a)
         if copy_b:
-            b_read = aligned_like(b.t(), "B^T")
             if turn_around is None:
-                turn_around = _prepare_transpose(b, b_read)
+                turn_around = _prepare_transpose(b, b_room)
             else:
-                turn_around(b, b_read)
-            return a, b_read
+                turn_around(b, b_room)
+            return a, b_room
         b = b.t() if transposed else b
-        return a, (aligned_like(b, "staged B").copy_(b) if stage_b else b)
+        return a, (b_room.copy_(b) if b_room is not None else b)
 
     def arguments(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor) -> tuple:
         describe = TensorDescriptor.from_tensor
@@ -279,7 +293,6 @@ def _persistent(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, config: Con
         B_TRANSPOSED=transposed, SUBTILE=config.subtile, TAIL_SPLITS=splits,
         C_BY_POINTER=by_pointer, num_warps=config.num_warps, num_stages=config.num_stages,
     )  # fmt: skip
-    copies = stage_a or stage_b or copy_b
     return reads, arguments, copies, constexprs, (programs,)
 
 

@@ -39,8 +39,9 @@ def plain_launches() -> Iterator[None]:
 def _listening(hooks: object) -> bool:
     """Whether a profiler has set a launch hook (Triton 3.6 keeps empty chains of hooks by
     default; a launch that passed one would build launch metadata for nobody)."""
-    return any(hook is not None and getattr(hook, "calls", True) != []
-               for hook in (hooks.launch_enter_hook, hooks.launch_exit_hook))  # fmt: skip
+    enter, leave = hooks.launch_enter_hook, hooks.launch_exit_hook  # checked on every call:
+    return (enter is not None and getattr(enter, "calls", True) != []) or (  # no generator
+        leave is not None and getattr(leave, "calls", True) != [])  # fmt: skip
 
 
 def direct_launch(compiled: object) -> tuple[Callable, Callable[[Sequence], list]] | None:
