@@ -64,12 +64,6 @@ def _workspace(what: str, device: torch.device, numel: int, dtype: torch.dtype) 
     return buffer
 
 
-def workspaces_grown() -> int:
-    """How many workspaces have been replaced by larger ones: a launch that cached a
-    workspace's address must look it up again when this changes."""
-    return len(_outgrown)
-
-
 def tile_counters(device: torch.device, tiles: int) -> torch.Tensor:
     """Split-K's counters, one per tile, zero between launches (the last slice of a tile
     resets its own)."""

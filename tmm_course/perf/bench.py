@@ -148,6 +148,7 @@ def suite_layouts(rounds: int) -> list[dict]:
 INDUCTOR_PROBLEMS = (
     Problem(4096, 4096, 4096), Problem(1024, 1024, 8192), Problem(128, 4096, 4096),
     Problem(256, 8192, 8192), Problem(1536, 1536, 1536), Problem(3072, 3072, 768),
+    Problem(8192, 8192, 8192, "bfloat16"), Problem(3000, 3000, 3000, "bfloat16"),
 )  # fmt: skip
 INDUCTOR = "torch.compile max-autotune (Triton)"
 
@@ -172,7 +173,8 @@ def suite_inductor(rounds: int) -> list[dict]:
         torch._dynamo.reset()  # a fresh compile per problem (its cache would stop recompiling)
         compiled = inductor_matmul()
         start = time.perf_counter()
-        compiled(a, b)
+        with torch_precision(problem):  # the race's precision: dynamo guards on it
+            compiled(a, b)
         torch.cuda.synchronize()
         seconds = time.perf_counter() - start
         contenders = {"matmul_fast": capstone.matmul_fast, INDUCTOR: compiled}
