@@ -80,7 +80,7 @@ CANDIDATES = {
     },
 }
 
-# the candidates above yet to be measured by a fit (``bench fit --new``)
+# the candidates above yet to be measured by the shipped fit (``bench refit`` times them)
 NEW = frozenset({
     ("grouped", Config(16, 64, 256, num_warps=4, num_stages=3, split_k=4)),
     ("grouped", Config(16, 128, 128, num_warps=4, num_stages=4, split_k=8)),
