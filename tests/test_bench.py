@@ -111,7 +111,7 @@ def _timed(m, n, k, ratios, dtype="float16"):
     """A fitted problem on which each (path, config) of ``ratios`` was timed."""
     from tmm_course.capstone.fitted import Fitted
 
-    (path, config), best = max(ratios.items(), key=lambda item: item[1]), max(ratios.values())
+    (path, config), best = max(ratios.items(), key=lambda item: item[1])
     tried = tuple((p, c, r) for (p, c), r in ratios.items())
     return Fitted(Problem(m, n, k, dtype), path, config, best, config, best, tried)
 
@@ -124,14 +124,44 @@ def test_the_plan_prefers_tiles_that_fill_the_sms_here_over_the_winner_there(mon
     from tmm_course.capstone import plans
 
     monkeypatch.setattr(plans, "program_slots", lambda: 132)  # an H200's SMs
-    fitted = _timed(4096, 4096, 4096, {BIG_TILES: 1.0, SMALLER_TILES: 0.9})
+    fitted = _timed(4096, 4096, 4096, {BIG_TILES: 1.0, SMALLER_TILES: 0.95})
     monkeypatch.setattr(plans, "_FIT", [fitted])
     a, b = torch.empty(4096, 4096).half(), torch.empty(4096, 4096).half()
     assert plans._plan_by_fit(a, b, None).config == BIG_TILES[1]  # 512 tiles: 4 waves
     # 3072^3: 288 big tiles make 3 waves, the last 18% full; 576 smaller ones fill 87% of 5
+    # (square roots of the fills: 1.0 * 0.87 for big tiles against 0.95 * 0.95 for smaller)
     a, b = torch.empty(3072, 3072).half(), torch.empty(3072, 3072).half()
     chosen = plans._plan_by_fit(a, b, None)
     assert chosen.config == SMALLER_TILES[1] and "fitted on 4096^3 float16" in chosen.reason
+
+
+def test_the_fill_correction_takes_only_the_square_root_of_the_fills(monkeypatch):
+    from tmm_course.capstone import plans
+
+    monkeypatch.setattr(plans, "program_slots", lambda: 132)
+    fitted = _timed(4096, 4096, 4096, {BIG_TILES: 1.0, SMALLER_TILES: 0.9})
+    monkeypatch.setattr(plans, "_FIT", [fitted])
+    a, b = torch.empty(3072, 3072).half(), torch.empty(3072, 3072).half()
+    # the whole fills (0.73 against 0.87 at 3072^3) would choose the smaller tiles; their
+    # square roots keep the big ones: 1.0 * 0.866 against 0.9 * 0.949
+    assert plans._plan_by_fit(a, b, None).config == BIG_TILES[1]
+    monkeypatch.setattr(plans, "FILLED", 1.0)
+    assert plans._plan_by_fit(a, b, None).config == SMALLER_TILES[1]
+
+
+def test_nearer_fitted_problems_weigh_e_to_the_nearness_more_per_unit(monkeypatch):
+    from tmm_course.capstone import plans
+
+    one = ("grouped", Config(64, 128, 64, num_warps=4, num_stages=4))  # two candidates
+    other = ("grouped", Config(128, 64, 64, num_warps=4, num_stages=4))
+    # 2048^3 is 3 units from 1024^3 and 3 x log2(1.5) = 1.75 from 3072^3
+    near = _timed(3072, 3072, 3072, {one: 0.9, other: 1.0})
+    far = _timed(1024, 1024, 1024, {one: 1.2, other: 1.0})
+    monkeypatch.setattr(plans, "_FIT", [near, far])
+    a, b = torch.empty(2048, 2048).half(), torch.empty(2048, 2048).half()
+    assert plans._plan_by_fit(a, b, None).config == other[1]  # e**-3.5 against e**-6
+    monkeypatch.setattr(plans, "NEARNESS", 0.1)  # nearly equal weights: the far 1.2 counts
+    assert plans._plan_by_fit(a, b, None).config == one[1]
 
 
 def test_a_split_last_wave_counts_as_a_wave_of_slices(monkeypatch):

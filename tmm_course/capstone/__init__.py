@@ -12,9 +12,10 @@ performance lab that measures it (:mod:`tmm_course.perf`). Its parts, one job ea
 - :mod:`~tmm_course.capstone.config`: a :class:`Config` (tiles, warps, stages, switches), the
   unit the fit measures and the results files store, as data.
 - :mod:`~tmm_course.capstone.problems`, :mod:`~tmm_course.capstone.candidates`: the grid of
-  problems it is judged on (a fitted half, a held-out half) and the configurations tried.
+  problems it is judged on (a fitted half, a held-out half; extra fitted problems between
+  them) and the configurations tried.
 - :mod:`~tmm_course.capstone.fit`, :mod:`~tmm_course.capstone.fitted`: every candidate raced
-  on the fitted half, and the records kept.
+  on the fitted problems, and the records kept.
 - :mod:`~tmm_course.capstone.plans`: the plan: the candidate that did best on the nearest
   fitted problems, corrected for how full it keeps the SMs.
 - :mod:`~tmm_course.capstone.calls`: ``matmul_fast`` itself: check once, plan, prepare, run.

@@ -9,7 +9,8 @@ from tmm_course.capstone.config import Config
 # the configurations the fit races per problem (python -m tmm_course.perf.bench fit). Each
 # kept its place by the shipped fit: best on some fitted problem (or the best grouped one), or
 # chosen by the plan for a fitted problem left out of the table; "new" ones are yet to be
-# measured there: one-wave tiles with deeper pipelines, and deep K with small M and N
+# measured there: Inductor's configurations (torch/_inductor/template_heuristics/triton.py)
+# and one wave of deep split-K slices for few rows
 CANDIDATES = {
     "few rows": {
         "grouped": (
@@ -20,11 +21,19 @@ CANDIDATES = {
             # few columns: the same shapes turned around
             Config(64, 32, 128, num_warps=4, num_stages=4, split_k=4),
             Config(128, 64, 64, num_warps=4, num_stages=4, split_k=4),
+            # one wave of deep slices (Inductor's small-M tile, and its 64x64x128 s5)
+            Config(16, 128, 256, num_warps=4, num_stages=3, split_k=4),
+            Config(64, 64, 128, num_warps=4, num_stages=5, split_k=2),
+            Config(128, 64, 128, num_warps=8, num_stages=4, split_k=2),
+            Config(16, 64, 256, num_warps=4, num_stages=3, split_k=4),  # new: 1 or 2 rows
+            Config(16, 128, 128, num_warps=4, num_stages=4, split_k=8),  # new
+            Config(64, 128, 128, num_warps=4, num_stages=4, split_k=2),  # new: few columns
+            Config(128, 128, 64, num_warps=8, num_stages=4, split_k=4),  # new
         ),
         "persistent_tma": (
             # a last partial wave shared out in K-slices
             Config(64, 64, 128, num_warps=4, num_stages=4, split_tail=True),
-            Config(128, 64, 64, num_warps=4, num_stages=6, split_tail=True),  # new
+            Config(128, 64, 64, num_warps=4, num_stages=6, split_tail=True),
         ),
     },
     "middle": {
@@ -33,8 +42,11 @@ CANDIDATES = {
             Config(128, 64, 64, num_warps=4, num_stages=4),
             Config(128, 128, 64, num_warps=8, num_stages=4),
             Config(128, 128, 64, num_warps=8, num_stages=4, split_k=2),
-            Config(64, 128, 128, num_warps=4, num_stages=4),  # new: deep K (Inductor's)
-            Config(64, 64, 64, num_warps=4, num_stages=6),  # new: one wave, deep pipeline
+            Config(64, 128, 128, num_warps=4, num_stages=4),  # deep K (Inductor's)
+            Config(64, 64, 64, num_warps=4, num_stages=6),  # one wave, deep pipeline
+            Config(128, 128, 64, num_warps=8, num_stages=5),  # Inductor's
+            Config(64, 64, 128, num_warps=4, num_stages=5),  # Inductor's
+            Config(128, 128, 128, num_warps=8, num_stages=3),  # new: Inductor's
         ),
         "persistent_tma": (
             Config(64, 128, 64, num_warps=4, num_stages=4),
@@ -42,9 +54,11 @@ CANDIDATES = {
             Config(128, 256, 64, num_warps=8, num_stages=3, subtile=True),
             Config(128, 128, 64, num_warps=8, num_stages=4, split_tail=True),
             Config(128, 256, 64, num_warps=8, num_stages=3, subtile=True, split_tail=True),
-            Config(128, 64, 64, num_warps=4, num_stages=6),  # new: one wave, deep pipeline
-            Config(64, 64, 64, num_warps=4, num_stages=6),  # new
-            Config(64, 128, 128, num_warps=4, num_stages=4, split_tail=True),  # new: deep K
+            Config(128, 64, 64, num_warps=4, num_stages=6),  # one wave, deep pipeline
+            Config(64, 64, 64, num_warps=4, num_stages=6),
+            Config(64, 128, 128, num_warps=4, num_stages=4, split_tail=True),  # deep K
+            Config(128, 128, 64, num_warps=4, num_stages=5),  # Inductor's persistent
+            Config(128, 128, 64, num_warps=4, num_stages=5, split_tail=True),
         ),
     },
     "large": {
@@ -60,18 +74,19 @@ CANDIDATES = {
             Config(128, 128, 64, num_warps=8, num_stages=4, split_tail=True),
             Config(128, 256, 64, num_warps=8, num_stages=3, subtile=True, split_tail=True),
             Config(128, 256, 64, num_warps=8, num_stages=4, subtile=True, split_tail=True),
+            Config(128, 128, 64, num_warps=4, num_stages=5),  # Inductor's persistent
+            Config(256, 128, 64, num_warps=8, num_stages=3, subtile=True),
         ),
     },
 }
 
-# the candidates above yet to be measured by a fit (``bench fit --new``)
+# the candidates above yet to be measured by the shipped fit (``bench refit`` times them)
 NEW = frozenset({
-    ("persistent_tma", Config(128, 64, 64, num_warps=4, num_stages=6, split_tail=True)),
-    ("grouped", Config(64, 128, 128, num_warps=4, num_stages=4)),
-    ("grouped", Config(64, 64, 64, num_warps=4, num_stages=6)),
-    ("persistent_tma", Config(128, 64, 64, num_warps=4, num_stages=6)),
-    ("persistent_tma", Config(64, 64, 64, num_warps=4, num_stages=6)),
-    ("persistent_tma", Config(64, 128, 128, num_warps=4, num_stages=4, split_tail=True)),
+    ("grouped", Config(16, 64, 256, num_warps=4, num_stages=3, split_k=4)),
+    ("grouped", Config(16, 128, 128, num_warps=4, num_stages=4, split_k=8)),
+    ("grouped", Config(64, 128, 128, num_warps=4, num_stages=4, split_k=2)),
+    ("grouped", Config(128, 128, 64, num_warps=8, num_stages=4, split_k=4)),
+    ("grouped", Config(128, 128, 128, num_warps=8, num_stages=3)),
 })
 
 

@@ -128,7 +128,9 @@ def _distance(fitted: Fitted, m: int, n: int, k: int, dtype: str, layouts: tuple
     return apart + (0.5 if _aligned(m, n, k) != _aligned(p.m, p.n, p.k) else 0.0)
 
 
-NEIGHBOURS = 4  # the fitted problems nearest a new one that score each configuration
+NEIGHBOURS = 6  # the fitted problems nearest a new one that score each configuration
+NEARNESS = 2.0  # a neighbour one unit of distance further weighs e**-NEARNESS as much
+FILLED = 0.5  # how much of the waves' fill (_filled) the scores take over: its square root
 
 
 def _filled(path: str, config: Config, m: int, n: int, k: int) -> float:
@@ -163,8 +165,8 @@ def _scores(table: list, apart: dict[int, float], candidates: list[tuple[str, Co
         logs, weights = [], []
         for f, ratio in timed:
             there = _filled(path, config, f.problem.m, f.problem.n, f.problem.k)
-            logs.append(math.log(ratio * here / there))
-            weights.append(math.exp(-apart[id(f)]))
+            logs.append(math.log(ratio * (here / there) ** FILLED))
+            weights.append(math.exp(-NEARNESS * apart[id(f)]))
         score = sum(w * x for w, x in zip(weights, logs, strict=True)) / sum(weights)
         scores[path, config] = (score, timed[0][0])
     return scores
@@ -172,9 +174,10 @@ def _scores(table: list, apart: dict[int, float], candidates: list[tuple[str, Co
 
 def _plan_by_fit(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None) -> Plan | None:
     """Score every candidate by its log-ratio to torch on the NEIGHBOURS nearest fitted
-    problems with elements of the same size that timed it (nearer ones weigh more;
-    :func:`_distance`), each corrected for how full the kernel keeps the SMs there and here
-    (:func:`_filled`); run the best that can read the tensors."""
+    problems with elements of the same size that timed it (weighed by e**-NEARNESS per unit
+    of :func:`_distance`), each corrected for the square root of how full the kernel keeps
+    the SMs here against there (:func:`_filled`: whole, it over-corrects); run the best that
+    can read the tensors."""
     dtype = str(a.dtype).removeprefix("torch.")
     (m, k), n = a.shape, b.shape[1]
     layouts = (_column_major(a), _column_major(b))

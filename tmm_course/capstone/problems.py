@@ -2,7 +2,8 @@
 
 A :class:`Problem` is one product C = A @ B; ``GOALS`` are ``matmul_fast``'s targets on an H200.
 ``GRID`` is the broad set of problems ``matmul_fast`` is judged on: its plan is fitted on
-``FITTED`` (every other problem) and reported apart on ``HELD_OUT``.
+``FITTED`` (every other problem) and ``EXTRA_FITTED`` (sizes between the grid's), and
+reported apart on ``HELD_OUT``.
 """
 
 from __future__ import annotations
@@ -126,6 +127,23 @@ LAYOUTS = tuple(Problem(4096, 4096, 4096, dtype, a_layout=a, b_layout=b)
                 for b in ("row", "col"))  # fmt: skip
 FITTED = GRID[0::2]  # the plan is fitted on these
 HELD_OUT = GRID[1::2]  # and judged apart on these
+
+
+def _extra_fitted() -> tuple[Problem, ...]:
+    """Problems the plan is also fitted on, never raced in the grid: sizes between the grid's
+    (none equal to a held-out one), so that mid squares, few rows or columns and deep K have
+    fitted neighbours nearer than a factor of two."""
+    problems = [Problem(s, s, s) for s in (640, 896, 1280, 1792, 3584)]
+    problems += [Problem(s, s, s, "bfloat16") for s in (1280, 2560)]
+    problems += [Problem(s, s, s, "float32") for s in (768, 1536)]
+    problems += [Problem(m, 4096, 4096) for m in (2, 48, 192)]
+    problems += [Problem(32, 8192, 8192, "bfloat16")]
+    problems += [Problem(4096, n, 4096) for n in (32, 128)]
+    problems += [Problem(512, 512, 8192), Problem(2048, 2048, 8192)]
+    return tuple(problems)
+
+
+EXTRA_FITTED = _extra_fitted()
 
 def family(problem: Problem) -> str:
     """The part of the grid a problem stands for."""

@@ -31,7 +31,7 @@ from tmm_course.capstone.candidates import NEW
 from tmm_course.capstone.config import Config
 from tmm_course.capstone.fitted import Fitted
 from tmm_course.capstone.kernels import TensorDescriptor
-from tmm_course.capstone.problems import FITTED, GOALS, GRID, LAYOUTS, Problem
+from tmm_course.capstone.problems import EXTRA_FITTED, FITTED, GOALS, GRID, LAYOUTS, Problem
 from tmm_course.perf import journey, results, tuning
 from tmm_course.perf.measure import (
     copy_bandwidth_gbs,
@@ -84,10 +84,10 @@ def _say(line: str) -> None:
 
 
 def suite_fit(rounds: int, done: list[dict], keep: Keep) -> list[dict]:
-    """fit_one on every FITTED problem (``keep`` saves the rows after each); matmul_fast plans
-    from the result at once."""
+    """fit_one on every FITTED and EXTRA_FITTED problem (``keep`` saves the rows after each);
+    matmul_fast plans from the result at once."""
     rows = list(done)
-    left = _progress(FITTED, {r["problem"]["label"] for r in done}, "fit")
+    left = _progress(FITTED + EXTRA_FITTED, {r["problem"]["label"] for r in done}, "fit")
     for fitted in fit.fit(left, _timer(rounds), _say):
         rows.append(fitted.as_dict())
         keep(rows)
@@ -98,7 +98,8 @@ def suite_fit(rounds: int, done: list[dict], keep: Keep) -> list[dict]:
 def suite_refit(rounds: int, done: list[dict], keep: Keep) -> list[dict]:
     """The fit of the --out file brought up to date: on each fitted problem, the candidates
     not measured before (``candidates.NEW``) timed beside its earlier winners and merged in
-    (marked ``"refitted"``); FITTED problems the fit lacks get every candidate."""
+    (marked ``"refitted"``); FITTED and EXTRA_FITTED problems the fit lacks get every
+    candidate."""
     rows = list(done)
     known = {r["problem"]["label"] for r in rows}
     for i, row in enumerate(rows):
@@ -106,7 +107,8 @@ def suite_refit(rounds: int, done: list[dict], keep: Keep) -> list[dict]:
             merged = fit.refit(Fitted.from_dict(row), NEW, _timer(rounds), _say)
             rows[i] = {**merged.as_dict(), "refitted": True}
             keep(rows)
-    for fitted in fit.fit([p for p in FITTED if p.label not in known], _timer(rounds), _say):
+    missing = [p for p in FITTED + EXTRA_FITTED if p.label not in known]
+    for fitted in fit.fit(missing, _timer(rounds), _say):
         rows.append({**fitted.as_dict(), "refitted": True})
         keep(rows)
     capstone.use_fit([Fitted.from_dict(r) for r in rows])
