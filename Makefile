@@ -27,7 +27,7 @@ course: $(COURSE_ENV)
 test: $(TEST_ENV)
 	$(BIN)/ruff check .
 	$(BIN)/lint-imports
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n auto --dist loadfile
 
 # set up .venv without starting anything: the learner's tools (setup) or everything (setup-test)
 setup: $(COURSE_ENV)
