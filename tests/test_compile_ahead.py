@@ -161,3 +161,20 @@ def test_compiling_after_an_interpreted_run_uses_the_compilers_builder(monkeypat
     )
     compiled = compile_for(bug_bank.mm_kernel, launch, "sm_80")
     assert compiled.ok, compiled.error
+
+
+def test_a_kernel_taking_tensor_descriptors_compiles_ahead_for_hopper():
+    from tmm_course.capstone.kernels import TensorDescriptor
+
+    if TensorDescriptor is None:
+        pytest.skip("this triton has no host-side tensor descriptors")
+
+    @triton.jit
+    def copy_tile(src, dst, BLOCK: tl.constexpr):
+        dst.store([0, 0], src.load([0, 0]))
+
+    x, y = torch.zeros(64, 64, dtype=torch.float16), torch.zeros(64, 64, dtype=torch.float16)
+    args = (TensorDescriptor.from_tensor(x, [64, 64]), TensorDescriptor.from_tensor(y, [64, 64]))
+    compiled = compile_for(copy_tile, specialize(copy_tile, args, {"BLOCK": 64}), "sm_90", 4, 1)
+    assert compiled.ok, compiled.error
+    assert "cp.async.bulk.tensor" in compiled.ptx  # the TMA unit moves the tile

@@ -94,7 +94,22 @@ def test_direct_launch_encodes_each_tensor_descriptor_with_its_metadata(triton_3
 
 
 def test_direct_launch_takes_a_builtin_launch_function_as_it_is(triton_3_6):
-    assert direct_launch(compiled_with(len)) == (len, list)
+    raw, flatten = direct_launch(compiled_with(len))
+    assert raw is len and flatten([3, None]) == [3, None]
+
+
+def test_kept_arguments_hold_addresses_not_tensors(triton_3_6):
+    import gc
+    import weakref
+
+    out = torch.empty(4)
+    address, gone = out.data_ptr(), weakref.ref(out)
+    for compiled in (compiled_with(len), compiled_with(with_descriptors(print, {1}, ["m"], None))):
+        flat = direct_launch(compiled)[1]([out, "descriptor", 7])
+        assert flat[0] == address and flat[2] == 7
+    del out, flat
+    gc.collect()
+    assert gone() is None  # a kept launch does not keep the caller's output alive
 
 
 def test_direct_launch_leaves_other_launchers_alone(triton_3_6, monkeypatch):

@@ -95,6 +95,9 @@ def _type_of(value: Any) -> str:
         if value.dtype not in _POINTER_TYPES:
             raise TypeError(f"no Triton pointer type for a {value.dtype} tensor")
         return "*" + _POINTER_TYPES[value.dtype]
+    if hasattr(value, "block_shape") and isinstance(getattr(value, "base", None), torch.Tensor):
+        block = ", ".join(str(size) for size in value.block_shape)  # a host tensor descriptor
+        return f"tensordesc<{_type_of(value.base)[1:]}[{block}]>"
     if isinstance(value, bool):
         return "i1"
     if isinstance(value, int):
@@ -103,7 +106,7 @@ def _type_of(value: Any) -> str:
         return "fp32"
     raise TypeError(
         f"cannot compile ahead for an argument of type {type(value).__name__}: expected a "
-        "tensor, an int, a float or a bool"
+        "tensor, a tensor descriptor, an int, a float or a bool"
     )
 
 

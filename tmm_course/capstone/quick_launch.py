@@ -47,8 +47,8 @@ def _listening(hooks: object) -> bool:
 def direct_launch(compiled: object) -> tuple[Callable, Callable[[Sequence], list]] | None:
     """Triton 3.6's NVIDIA launcher taken apart: its C launch function, and ``flatten(args)``:
     the kernel's arguments as that function takes them (each tensor descriptor as its encoded
-    TMA descriptor, shape and strides). None for any other launcher, and for one that
-    allocates scratch memory per launch."""
+    TMA descriptor, shape and strides; each tensor as its address). None for any other
+    launcher, and for one that allocates scratch memory per launch."""
     launcher = getattr(compiled, "run", None)
     scratch = (getattr(launcher, "global_scratch_size", 1),
                getattr(launcher, "profile_scratch_size", 1))  # fmt: skip
@@ -63,7 +63,7 @@ def direct_launch(compiled: object) -> tuple[Callable, Callable[[Sequence], list
         return None
     inner = launcher.launch
     if inspect.isbuiltin(inner):  # no tensor descriptors: the C function itself
-        return inner, list
+        return inner, _addresses
     code, cells = getattr(inner, "__code__", None), getattr(inner, "__closure__", None)
     found = dict(zip(code.co_freevars, (c.cell_contents for c in cells), strict=False)) if (
         code and cells) else {}  # fmt: skip
@@ -78,12 +78,18 @@ def direct_launch(compiled: object) -> tuple[Callable, Callable[[Sequence], list
         final = []
         for i, arg in enumerate(args):
             if i in meta:
-                final.extend(make_tensordesc_arg(arg, meta[i]))
+                final.extend(make_tensordesc_arg(arg, meta[i]))  # holds the address, no tensor
             else:
-                final.append(arg)
+                final.append(arg.data_ptr() if hasattr(arg, "data_ptr") else arg)
         return final
 
     return raw, flatten
+
+
+def _addresses(args: Sequence) -> list:
+    """The arguments with each tensor as its address, which the launch function takes as well:
+    kept arguments must not keep a caller's tensors alive (nor their memory in use)."""
+    return [arg.data_ptr() if hasattr(arg, "data_ptr") else arg for arg in args]
 
 
 class PreparedLaunch:
