@@ -117,7 +117,7 @@ def _timed(m, n, k, ratios, dtype="float16"):
 
 
 BIG_TILES = ("persistent_tma", Config(128, 256, 64, num_warps=8, num_stages=4, subtile=True))
-SMALLER_TILES = ("persistent_tma", Config(128, 128, 64, num_warps=8, num_stages=4))
+SMALLER_TILES = ("persistent_tma", Config(128, 128, 64, num_warps=4, num_stages=5))
 
 
 def test_the_plan_prefers_tiles_that_fill_the_sms_here_over_the_winner_there(monkeypatch):

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from tmm_course import capstone, gpu
 from tmm_course.capstone.candidates import CANDIDATES, NEW, candidates_for, for_float32
+from tmm_course.capstone.fitted import shipped
 from tmm_course.capstone.plans import shared_memory_bytes
 from tmm_course.capstone.problems import EXTRA_FITTED, FITTED, GRID, Problem
-from tmm_course.perf import bench
+from tmm_course.perf import bench, results
 
 
 def _every_candidate():
@@ -25,14 +26,24 @@ def test_every_16_bit_candidate_fits_an_h200s_shared_memory():
         assert _shared_memory(path, config, 2) <= gpu.KNOWN["H200"].shared_memory, str(config)
 
 
-def test_every_new_candidate_fits_an_h200s_shared_memory_for_float32_too():
-    for path, config in NEW:
-        used = _shared_memory(path, for_float32(config), 4)
-        assert used <= gpu.KNOWN["H200"].shared_memory, str(config)
+def test_new_names_exactly_the_candidates_the_shipped_fit_never_timed():
+    timed = {key for fitted in shipped() for key in fitted.measured()}
+    never = {(path, c) for path, c in _every_candidate()
+             if (path, c) not in timed and (path, for_float32(c)) not in timed}  # fmt: skip
+    assert never == set(NEW)
 
 
-def test_the_new_candidates_are_candidates():
-    assert set(_every_candidate()) >= NEW
+def test_every_candidate_wins_somewhere_or_is_planned_for_the_grid():
+    best = set()
+    for fitted in shipped():
+        for kernel in ("grouped", "persistent_tma"):
+            ratios = {k: r for k, r in fitted.measured().items() if k[0] == kernel}
+            best |= {max(ratios, key=ratios.get)} if ratios else set()
+    planned = {(r.plan.split(" kernel, ")[0], r.plan.split(" kernel, ")[1].split(":")[0])
+               for r in results.grid().rows}  # fmt: skip
+    for path, c in _every_candidate():
+        kept = {(path, c), (path, for_float32(c))} & best or (path, str(c)) in planned
+        assert kept, f"{path} {c} is never the best of its kernel nor planned: the budget drops it"
 
 
 def test_extra_fitted_problems_are_none_of_the_grids():
@@ -69,3 +80,23 @@ class _NoFit:
     @staticmethod
     def from_dict(data: dict) -> Problem:
         return Problem.from_dict(data["problem"])
+
+
+def test_the_shipped_grid_was_raced_with_the_plans_this_code_makes(monkeypatch):
+    import torch
+
+    from tmm_course.capstone import launches, plans
+    from tmm_course.capstone.problems import LAYOUTS
+
+    monkeypatch.setattr(launches, "program_slots", lambda: 132)  # an H200's SMs
+    monkeypatch.setattr(plans, "program_slots", lambda: 132)
+    grid = results.grid()
+    stored = {row.label: row.plan for row in grid.rows + grid.layouts}
+    for p in GRID + LAYOUTS:
+        dtype = getattr(torch, p.dtype)
+        a = torch.empty(p.m, p.k, dtype=dtype) if p.a_layout == "row" else torch.empty(
+            p.k, p.m, dtype=dtype).t()  # fmt: skip
+        b = torch.empty(p.k, p.n, dtype=dtype) if p.b_layout == "row" else torch.empty(
+            p.n, p.k, dtype=dtype).t()  # fmt: skip
+        chosen = plans._plan_by_fit(a, b, None)
+        assert stored[p.label].startswith(f"{chosen.path} kernel, {chosen.config}:"), p.label

@@ -6,29 +6,23 @@ import dataclasses
 
 from tmm_course.capstone.config import Config
 
-# the configurations the fit races per problem (python -m tmm_course.perf.bench fit). Each
-# kept its place by the shipped fit: best on some fitted problem (or the best grouped one), or
-# chosen by the plan for a fitted problem left out of the table; "new" ones are yet to be
-# measured there: Inductor's configurations (torch/_inductor/template_heuristics/triton.py)
-# and one wave of deep split-K slices for few rows
+# the configurations the fit races per problem (python -m tmm_course.perf.bench fit), among
+# them Inductor's (torch/_inductor/template_heuristics/triton.py) and one wave of deep split-K
+# slices for few rows. Each keeps its place by the shipped fit: the best of its kernel on some
+# fitted problem, or what the plan chooses for a problem of the grid
 CANDIDATES = {
     "few rows": {
         "grouped": (
             Config(16, 64, 128, num_warps=4, num_stages=4, split_k=4),
             Config(64, 64, 128, num_warps=4, num_stages=4, split_k=2),
             Config(64, 64, 128, num_warps=4, num_stages=4),
-            Config(64, 128, 64, num_warps=4, num_stages=4, split_k=4),
             # few columns: the same shapes turned around
             Config(64, 32, 128, num_warps=4, num_stages=4, split_k=4),
-            Config(128, 64, 64, num_warps=4, num_stages=4, split_k=4),
             # one wave of deep slices (Inductor's small-M tile, and its 64x64x128 s5)
-            Config(16, 128, 256, num_warps=4, num_stages=3, split_k=4),
             Config(64, 64, 128, num_warps=4, num_stages=5, split_k=2),
             Config(128, 64, 128, num_warps=8, num_stages=4, split_k=2),
-            Config(16, 64, 256, num_warps=4, num_stages=3, split_k=4),  # new: 1 or 2 rows
-            Config(16, 128, 128, num_warps=4, num_stages=4, split_k=8),  # new
-            Config(64, 128, 128, num_warps=4, num_stages=4, split_k=2),  # new: few columns
-            Config(128, 128, 64, num_warps=8, num_stages=4, split_k=4),  # new
+            Config(16, 128, 128, num_warps=4, num_stages=4, split_k=8),
+            Config(64, 128, 128, num_warps=4, num_stages=4, split_k=2),  # few columns
         ),
         "persistent_tma": (
             # a last partial wave shared out in K-slices
@@ -46,11 +40,8 @@ CANDIDATES = {
             Config(64, 64, 64, num_warps=4, num_stages=6),  # one wave, deep pipeline
             Config(128, 128, 64, num_warps=8, num_stages=5),  # Inductor's
             Config(64, 64, 128, num_warps=4, num_stages=5),  # Inductor's
-            Config(128, 128, 128, num_warps=8, num_stages=3),  # new: Inductor's
         ),
         "persistent_tma": (
-            Config(64, 128, 64, num_warps=4, num_stages=4),
-            Config(128, 128, 64, num_warps=8, num_stages=4),
             Config(128, 256, 64, num_warps=8, num_stages=3, subtile=True),
             Config(128, 128, 64, num_warps=8, num_stages=4, split_tail=True),
             Config(128, 256, 64, num_warps=8, num_stages=3, subtile=True, split_tail=True),
@@ -70,24 +61,16 @@ CANDIDATES = {
         "persistent_tma": (
             Config(128, 256, 64, num_warps=8, num_stages=3, subtile=True),
             Config(128, 256, 64, num_warps=8, num_stages=4, subtile=True),
-            Config(128, 128, 64, num_warps=8, num_stages=4),
             Config(128, 128, 64, num_warps=8, num_stages=4, split_tail=True),
             Config(128, 256, 64, num_warps=8, num_stages=3, subtile=True, split_tail=True),
             Config(128, 256, 64, num_warps=8, num_stages=4, subtile=True, split_tail=True),
             Config(128, 128, 64, num_warps=4, num_stages=5),  # Inductor's persistent
-            Config(256, 128, 64, num_warps=8, num_stages=3, subtile=True),
         ),
     },
 }
 
-# the candidates above yet to be measured by the shipped fit (``bench refit`` times them)
-NEW = frozenset({
-    ("grouped", Config(16, 64, 256, num_warps=4, num_stages=3, split_k=4)),
-    ("grouped", Config(16, 128, 128, num_warps=4, num_stages=4, split_k=8)),
-    ("grouped", Config(64, 128, 128, num_warps=4, num_stages=4, split_k=2)),
-    ("grouped", Config(128, 128, 64, num_warps=8, num_stages=4, split_k=4)),
-    ("grouped", Config(128, 128, 128, num_warps=8, num_stages=3)),
-})
+# the candidates above that the shipped fit has not timed (``bench refit`` times them): none
+NEW: frozenset[tuple[str, Config]] = frozenset()
 
 
 def size_class(m: int, n: int, k: int) -> str:
