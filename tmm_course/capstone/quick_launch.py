@@ -77,8 +77,8 @@ def direct_launch(compiled: object) -> tuple[Callable, Callable[[Sequence], list
     def flatten(args: Sequence) -> list:
         final = []
         for i, arg in enumerate(args):
-            if i in meta:
-                final.extend(make_tensordesc_arg(arg, meta[i]))  # holds the address, no tensor
+            if i in meta:  # without metadata Triton passes the base tensor: its address here
+                final.extend(_addresses(make_tensordesc_arg(arg, meta[i])))
             else:
                 final.append(arg.data_ptr() if hasattr(arg, "data_ptr") else arg)
         return final
