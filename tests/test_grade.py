@@ -287,3 +287,16 @@ def test_this_hosts_cgroups_cap_memory_and_processes():
     finally:
         group.kill()
     assert not any(folder.exists() for folder in group.folders)
+
+
+def test_a_python_under_tmp_is_bound_on_top_of_the_private_tmp(monkeypatch):
+    from itertools import pairwise
+    from pathlib import Path
+
+    venv = Path("/tmp/checkout/.venv")
+    monkeypatch.setattr(sandbox, "_binds", lambda: [venv])
+    command = sandbox.bwrap_command(Path("/srv/site"), 12345, sandbox.Limits(), ["python"])
+    pairs = list(pairwise(command))
+    private_tmp = pairs.index(("--tmpfs", "/tmp"))
+    assert pairs.index(("--ro-bind", str(venv))) > private_tmp  # not hidden under it
+    assert pairs.index(("--dir", "/tmp/checkout")) > private_tmp

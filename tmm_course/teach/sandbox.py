@@ -214,7 +214,14 @@ def bwrap_command(site: Path, uid: int, limits: Limits, worker: list[str]) -> li
             command += ["--symlink", os.readlink(path), f"/{name}"]
         elif path.is_dir():
             command += ["--ro-bind", str(path), f"/{name}"]
-    made: set[Path] = set()
+    command += ["--proc", "/proc", "--dev", "/dev"]
+    # the private scratch folders first: a Python that lives under one of them (a checkout's
+    # .venv in /tmp, say) is bound on top of it below instead of being hidden by it
+    scratch = {"/tmp": 64 * 2**20, "/var/tmp": 64 * 2**20, "/dev/shm": 64 * 2**20,
+               "/run/lock": 2**20, HOME: limits.disk_bytes}  # fmt: skip
+    for folder, size in scratch.items():
+        command += ["--size", str(size), "--perms", "1777", "--tmpfs", folder]
+    made: set[Path] = {Path(folder) for folder in scratch}
     for bind in [*_binds(), Path(SITE)]:
         for parent in reversed(bind.parents):
             if parent != Path("/") and parent not in made:
@@ -222,10 +229,7 @@ def bwrap_command(site: Path, uid: int, limits: Limits, worker: list[str]) -> li
                 made.add(parent)
     for bind in _binds():
         command += ["--ro-bind", str(bind), str(bind)]
-    command += ["--ro-bind", str(site), SITE, "--proc", "/proc", "--dev", "/dev"]
-    for folder, size in (("/tmp", 64), ("/var/tmp", 64), ("/dev/shm", 64), ("/run/lock", 1)):
-        command += ["--size", str(size * 2**20), "--perms", "1777", "--tmpfs", folder]
-    command += ["--size", str(limits.disk_bytes), "--perms", "1777", "--tmpfs", HOME]
+    command += ["--ro-bind", str(site), SITE]
     devices = sorted(Path("/dev").glob("nvidia*"))
     for device in devices:
         command += ["--dev-bind", str(device), str(device)]
