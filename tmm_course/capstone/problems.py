@@ -140,6 +140,7 @@ def _extra_fitted() -> tuple[Problem, ...]:
     problems += [Problem(32, 8192, 8192, "bfloat16")]
     problems += [Problem(4096, n, 4096) for n in (32, 128)]
     problems += [Problem(512, 512, 8192), Problem(2048, 2048, 8192)]
+    problems += [Problem(1024, 1024, 4096), Problem(1024, 1024, 16384)]  # deep K, 1024 square
     return tuple(problems)
 
 
