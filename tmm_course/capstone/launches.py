@@ -42,6 +42,12 @@ def _stream(device: torch.device) -> int:
     return torch._C._cuda_getCurrentRawStream(device.index) if device.type == "cuda" else 0
 
 
+def _workspaces_now(device: torch.device) -> tuple[int, int]:
+    """What the address of a workspace looked up earlier depends on: the stream, and how many
+    workspaces have grown since (a grown one has a new address)."""
+    return _stream(device), len(_outgrown)
+
+
 _workspaces: dict[tuple, torch.Tensor] = {}  # (what, dtype, device, stream) -> its buffer
 _outgrown: list[torch.Tensor] = []  # buffers replaced by larger ones: kept, see _workspace
 
@@ -88,16 +94,7 @@ def aligned_like(t: torch.Tensor, what: str | None = None) -> torch.Tensor:
     if what is None:
         return torch.empty((rows, pitch), dtype=t.dtype, device=t.device)[:, :cols]
     memory = _workspace(what, t.device, rows * pitch, t.dtype)
-    key = (memory.data_ptr(), memory.dtype, rows, cols)
-    view = _views.get(key)
-    if view is None:  # three view operations: several microseconds a call, so kept
-        if len(_views) >= 256:
-            _views.clear()
-        view = _views[key] = memory[: rows * pitch].view(rows, pitch)[:, :cols]
-    return view
-
-
-_views: dict[tuple, torch.Tensor] = {}  # (address, dtype, rows, columns) -> aligned_like's view
+    return memory[: rows * pitch].view(rows, pitch)[:, :cols]
 
 
 def _ready(launch: PreparedLaunch, like: torch.Tensor, reads: Callable[..., Tensors],
@@ -117,7 +114,7 @@ def _ready(launch: PreparedLaunch, like: torch.Tensor, reads: Callable[..., Tens
             a, b = reads(a, b)
         key = (a.data_ptr(), b.data_ptr(), out.data_ptr())
         if scratch:
-            key += (_stream(device), len(_outgrown))
+            key += _workspaces_now(device)
         if copies:
             launch(key, lambda: arguments(a, b, out))
         else:
@@ -249,7 +246,7 @@ def _persistent(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, config: Con
     def rooms(a: torch.Tensor, b: torch.Tensor) -> tuple:
         """Where the copies of (A, B) go (None: read as it is), looked up again only on
         another stream or once a workspace has grown."""
-        where = (_stream(a.device), len(_outgrown))
+        where = _workspaces_now(a.device)
         room = kept.get(where)
         if room is None:
             kept.clear()

@@ -216,7 +216,8 @@ def by_rules(path: str, dtype: torch.dtype) -> Config:
 
 def _plan_by_shape(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None) -> Plan:
     if tmm_course.BACKEND != GPU:
-        return Plan("grouped", ON_INTERPRETER, "the interpreter: small tiles run fastest")
+        return Plan("grouped", by_rules("grouped", a.dtype),
+                    "the interpreter: small tiles run fastest")  # fmt: skip
     if (why_not := tma_problem(a, b, out)) is None:
         return Plan("persistent_tma", by_rules("persistent_tma", a.dtype),
                     "no fit: large tiles, read by the TMA")  # fmt: skip

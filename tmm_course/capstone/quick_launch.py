@@ -80,16 +80,20 @@ def direct_launch(compiled: object) -> tuple[Callable, Callable[[Sequence], list
             if i in meta:  # without metadata Triton passes the base tensor: its address here
                 final.extend(_addresses(make_tensordesc_arg(arg, meta[i])))
             else:
-                final.append(arg.data_ptr() if hasattr(arg, "data_ptr") else arg)
+                final.append(_address(arg))
         return final
 
     return raw, flatten
 
 
+def _address(arg: object) -> object:
+    """A tensor as its address, which the launch function takes as well (kept arguments must
+    not keep a caller's tensors alive, nor their memory in use); anything else as it is."""
+    return arg.data_ptr() if hasattr(arg, "data_ptr") else arg
+
+
 def _addresses(args: Sequence) -> list:
-    """The arguments with each tensor as its address, which the launch function takes as well:
-    kept arguments must not keep a caller's tensors alive (nor their memory in use)."""
-    return [arg.data_ptr() if hasattr(arg, "data_ptr") else arg for arg in args]
+    return [_address(arg) for arg in args]
 
 
 class PreparedLaunch:
