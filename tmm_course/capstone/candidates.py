@@ -23,11 +23,14 @@ CANDIDATES = {
             Config(128, 64, 128, num_warps=8, num_stages=4, split_k=2),
             Config(16, 128, 128, num_warps=4, num_stages=4, split_k=8),
             Config(64, 128, 128, num_warps=4, num_stages=4, split_k=2),  # few columns
+            Config(64, 128, 128, num_warps=4, num_stages=4, split_k=4),  # a slice per SM
         ),
         "persistent_tma": (
             # a last partial wave shared out in K-slices
             Config(64, 64, 128, num_warps=4, num_stages=4, split_tail=True),
             Config(128, 64, 64, num_warps=4, num_stages=6, split_tail=True),
+            Config(64, 128, 128, num_warps=4, num_stages=4, split_tail=True),
+            Config(128, 64, 128, num_warps=8, num_stages=3, split_tail=True),
         ),
     },
     "middle": {
@@ -40,6 +43,7 @@ CANDIDATES = {
             Config(64, 64, 64, num_warps=4, num_stages=6),  # one wave, deep pipeline
             Config(128, 128, 64, num_warps=8, num_stages=5),  # Inductor's
             Config(64, 64, 128, num_warps=4, num_stages=5),  # Inductor's
+            Config(64, 128, 32, num_warps=8, num_stages=4),  # Inductor's, at 1536^3
         ),
         "persistent_tma": (
             Config(128, 256, 64, num_warps=8, num_stages=3, subtile=True),
@@ -50,6 +54,7 @@ CANDIDATES = {
             Config(64, 128, 128, num_warps=4, num_stages=4, split_tail=True),  # deep K
             Config(128, 128, 64, num_warps=4, num_stages=5),  # Inductor's persistent
             Config(128, 128, 64, num_warps=4, num_stages=5, split_tail=True),
+            Config(128, 64, 64, num_warps=4, num_stages=8),  # one wave, deeper still
         ),
     },
     "large": {
@@ -69,8 +74,14 @@ CANDIDATES = {
     },
 }
 
-# the candidates above that the shipped fit has not timed (``bench refit`` times them): none
-NEW: frozenset[tuple[str, Config]] = frozenset()
+# the candidates above that the shipped fit has not timed (``bench refit`` times them)
+NEW: frozenset[tuple[str, Config]] = frozenset({
+    ("grouped", Config(64, 128, 128, num_warps=4, num_stages=4, split_k=4)),
+    ("persistent_tma", Config(64, 128, 128, num_warps=4, num_stages=4, split_tail=True)),
+    ("persistent_tma", Config(128, 64, 128, num_warps=8, num_stages=3, split_tail=True)),
+    ("grouped", Config(64, 128, 32, num_warps=8, num_stages=4)),
+    ("persistent_tma", Config(128, 64, 64, num_warps=4, num_stages=8)),
+})
 
 
 def size_class(m: int, n: int, k: int) -> str:
