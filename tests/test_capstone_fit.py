@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from tmm_course import capstone, gpu
-from tmm_course.capstone.candidates import CANDIDATES, NEW, candidates_for, for_float32
+from tmm_course.capstone.candidates import CANDIDATES, NEW, for_float32, size_class
 from tmm_course.capstone.fitted import shipped
 from tmm_course.capstone.plans import shared_memory_bytes
 from tmm_course.capstone.problems import EXTRA_FITTED, FITTED, GRID, Problem
@@ -52,8 +52,8 @@ def test_extra_fitted_problems_are_none_of_the_grids():
 
 
 def test_extra_fitted_problems_cover_each_size_class():
-    sizes = {len(candidates_for(p.m, p.n, p.k, p.dtype)) for p in EXTRA_FITTED}
-    assert len(sizes) == len(CANDIDATES)  # few rows, middle and large each get neighbours
+    classes = {size_class(p.m, p.n, p.k) for p in EXTRA_FITTED}
+    assert classes == set(CANDIDATES)  # few rows, middle and large each get neighbours
 
 
 def test_refit_fully_fits_the_fitted_and_extra_problems_the_file_lacks(monkeypatch):

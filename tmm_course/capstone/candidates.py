@@ -13,24 +13,20 @@ from tmm_course.capstone.config import Config
 CANDIDATES = {
     "few rows": {
         "grouped": (
-            Config(16, 64, 128, num_warps=4, num_stages=4, split_k=4),
-            Config(64, 64, 128, num_warps=4, num_stages=4, split_k=2),
+            Config(16, 128, 256, num_warps=4, num_stages=3, split_k=4),  # one row, say
             Config(64, 64, 128, num_warps=4, num_stages=4),
             # few columns: the same shapes turned around
             Config(64, 32, 128, num_warps=4, num_stages=4, split_k=4),
             # one wave of deep slices (Inductor's small-M tile, and its 64x64x128 s5)
             Config(64, 64, 128, num_warps=4, num_stages=5, split_k=2),
             Config(128, 64, 128, num_warps=8, num_stages=4, split_k=2),
-            Config(16, 128, 128, num_warps=4, num_stages=4, split_k=8),
             Config(64, 128, 128, num_warps=4, num_stages=4, split_k=2),  # few columns
-            Config(64, 128, 128, num_warps=4, num_stages=4, split_k=4),  # a slice per SM
         ),
         "persistent_tma": (
             # a last partial wave shared out in K-slices
             Config(64, 64, 128, num_warps=4, num_stages=4, split_tail=True),
             Config(128, 64, 64, num_warps=4, num_stages=6, split_tail=True),
             Config(64, 128, 128, num_warps=4, num_stages=4, split_tail=True),
-            Config(128, 64, 128, num_warps=8, num_stages=3, split_tail=True),
         ),
     },
     "middle": {
@@ -74,14 +70,8 @@ CANDIDATES = {
     },
 }
 
-# the candidates above that the shipped fit has not timed (``bench refit`` times them)
-NEW: frozenset[tuple[str, Config]] = frozenset({
-    ("grouped", Config(64, 128, 128, num_warps=4, num_stages=4, split_k=4)),
-    ("persistent_tma", Config(64, 128, 128, num_warps=4, num_stages=4, split_tail=True)),
-    ("persistent_tma", Config(128, 64, 128, num_warps=8, num_stages=3, split_tail=True)),
-    ("grouped", Config(64, 128, 32, num_warps=8, num_stages=4)),
-    ("persistent_tma", Config(128, 64, 64, num_warps=4, num_stages=8)),
-})
+# the candidates above that the shipped fit has not timed (``bench refit`` times them): none
+NEW: frozenset[tuple[str, Config]] = frozenset()
 
 
 def size_class(m: int, n: int, k: int) -> str:
