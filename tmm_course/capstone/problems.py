@@ -135,7 +135,7 @@ def _extra_fitted() -> tuple[Problem, ...]:
     fitted neighbours nearer than a factor of two."""
     problems = [Problem(s, s, s) for s in (640, 896, 1280, 1792, 3584)]
     problems += [Problem(s, s, s, "bfloat16") for s in (1280, 2560)]
-    problems += [Problem(s, s, s, "float32") for s in (768, 1536)]
+    problems += [Problem(s, s, s, "float32") for s in (384, 640, 768, 1536)]
     problems += [Problem(m, 4096, 4096) for m in (2, 48, 80, 160, 192, 320)]
     problems += [Problem(32, 8192, 8192, "bfloat16")]
     problems += [Problem(4096, n, 4096) for n in (32, 96, 128)]
