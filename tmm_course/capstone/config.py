@@ -25,9 +25,7 @@ class Config:
 
     def __str__(self) -> str:
         text = f"{self.block_m}x{self.block_n}x{self.block_k} w{self.num_warps} s{self.num_stages}"
-        text += f" g{self.group_m}"
-        if self.split_k > 1:
-            text += f" split-K {self.split_k}"
+        text += f" g{self.group_m}" + (f" split-K {self.split_k}" if self.split_k > 1 else "")
         text += " subtiled" if self.subtile else ""
         return text + (" split tail" if self.split_tail else "")
 

@@ -19,33 +19,23 @@ from tmm_course.numerics import error
 
 # ``timed(problem, runs)``: each run's milliseconds, torch.matmul's under "torch.matmul"
 Timer = Callable[[Problem, dict[str, Callable[[], object]]], dict[str, float]]
-
-
 Pairs = Iterable[tuple[str, Config]]
-
-
-def _runnable(problem: Problem, a: torch.Tensor, b: torch.Tensor, pairs: Pairs | None
-              ) -> Iterator[tuple[str, Config]]:  # fmt: skip
-    """The candidates for ``problem`` (or ``pairs``), the persistent kernel only where
-    descriptors can read."""
-    if pairs is None:
-        pairs = candidates_for(problem.m, problem.n, problem.k, problem.dtype)
-    for path, config in pairs:
-        if path == "persistent_tma" and tma_problem(a, b, stage=True) is not None:
-            continue
-        yield path, config
 
 
 def fit_one(problem: Problem, timed: Timer, say: Callable[[str], None] = print,
             pairs: Pairs | None = None) -> Fitted | None:  # fmt: skip
     """Every candidate configuration on ``problem`` (or each of ``pairs``) that computes the
-    right product, timed with torch.matmul by ``timed``; the fastest wins, and the fastest of
-    the grouped kernel is kept beside it (None if no grouped one ran)."""
+    right product (the persistent kernel only where descriptors can read), timed with
+    torch.matmul by ``timed``; see :meth:`Fitted.best_of` (None if no grouped one ran)."""
     a, b = problem.operands()
     limit = problem.tolerance()
     right: dict[str, Callable[[], object]] = {"torch.matmul": lambda: torch.matmul(a, b)}
     choices: dict[str, tuple[str, Config]] = {}
-    for path, config in _runnable(problem, a, b, pairs):
+    if pairs is None:
+        pairs = candidates_for(problem.m, problem.n, problem.k, problem.dtype)
+    for path, config in pairs:
+        if path == "persistent_tma" and tma_problem(a, b, stage=True) is not None:
+            continue
 
         def run(path=path, config=config) -> torch.Tensor:
             return matmul_fast(a, b, path=path, config=config)
@@ -59,17 +49,8 @@ def fit_one(problem: Problem, timed: Timer, say: Callable[[str], None] = print,
         except Exception as exc:  # too much shared memory, say: not a candidate here
             say(f"{problem.label}: {name} failed: {type(exc).__name__}")
     ms = timed(problem, right)
-    ratios = {name: ms["torch.matmul"] / ms[name] for name in choices}
-    grouped = [name for name in choices if choices[name][0] == "grouped"]
-    if not grouped:
-        return None
-    best = max(ratios, key=ratios.get)
-    fastest_grouped = max(grouped, key=ratios.get)
-    tried = tuple((path, config, ratios[name]) for name, (path, config) in choices.items())
-    return Fitted(
-        problem, *choices[best], ratios[best], choices[fastest_grouped][1],
-        ratios[fastest_grouped], tried,
-    )  # fmt: skip
+    return Fitted.best_of(problem, {pair: ms["torch.matmul"] / ms[name]
+                                    for name, pair in choices.items()})  # fmt: skip
 
 
 def fit(problems: Iterable[Problem], timed: Timer, say: Callable[[str], None] = print

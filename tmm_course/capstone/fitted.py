@@ -10,8 +10,6 @@ from importlib import resources
 from tmm_course.capstone.config import Config
 from tmm_course.capstone.problems import Problem
 
-SHIPPED_FIT = ("tmm_course.perf", "data/grid_h200.json")  # package, file: the H200 fit
-
 
 @dataclass(frozen=True)
 class Fitted:
@@ -38,11 +36,18 @@ class Fitted:
     def merged(self, later: Fitted) -> Fitted:
         """Both fits' candidates on this problem, ``later``'s ratio where both timed one; the
         winners chosen again from all of them."""
-        ratios = {**self.measured(), **later.measured()}
-        best = max(ratios, key=ratios.get)
-        grouped = max((key for key in ratios if key[0] == "grouped"), key=ratios.get)
+        return Fitted.best_of(self.problem, {**self.measured(), **later.measured()})
+
+    @classmethod
+    def best_of(cls, problem: Problem, ratios: dict[tuple[str, Config], float]) -> Fitted | None:
+        """The record of ``ratios`` ((path, config) -> ratio to torch, each a candidate timed on
+        ``problem``): the fastest of all, and the fastest grouped one; None without one."""
+        grouped = [key for key in ratios if key[0] == "grouped"]
+        if not grouped:
+            return None
+        best, fastest = max(ratios, key=ratios.get), max(grouped, key=ratios.get)
         tried = tuple((path, config, r) for (path, config), r in ratios.items())
-        return Fitted(self.problem, *best, ratios[best], grouped[1], ratios[grouped], tried)
+        return cls(problem, *best, ratios[best], fastest[1], ratios[fastest], tried)
 
     @classmethod
     def from_dict(cls, data: dict) -> Fitted:
@@ -64,8 +69,7 @@ class Fitted:
 
 def shipped() -> list[Fitted]:
     """The fit that ships with the package (measured on an H200), or none."""
-    package, name = SHIPPED_FIT
-    found = resources.files(package) / name
+    found = resources.files("tmm_course.perf") / "data/grid_h200.json"
     if not found.is_file():
         return []
     data = json.loads(found.read_text(encoding="utf-8"))

@@ -16,9 +16,11 @@ try:  # host-side tensor descriptors arrived in triton 3.4
 except ImportError:  # pragma: no cover - older triton
     TensorDescriptor = None
 
+# fmt: off
+# the kernels keep the hand layout a learner reads (argument groups, aligned comments)
 __all__ = ["TensorDescriptor", "grouped_matmul_kernel", "grouped_tile",
            "persistent_tma_matmul_kernel", "reads_a_transposed", "reads_b_transposed",
-           "tma_problem", "transpose_kernel"]  # fmt: skip
+           "tma_problem", "transpose_kernel"]
 
 
 @triton.jit
@@ -198,8 +200,8 @@ def transpose_kernel(src_ptr, dst_ptr, R, C, stride_sr, stride_sc, stride_dr, st
     inside = (rows[:, None] < R) & (cols[None, :] < C)
     tile = tl.load(src_ptr + rows[:, None] * stride_sr + cols[None, :] * stride_sc, mask=inside)
     tl.store(dst_ptr + cols[:, None] * stride_dr + rows[None, :] * stride_dc, tl.trans(tile),
-             mask=tl.trans(inside))  # fmt: skip
-
+             mask=tl.trans(inside))
+# fmt: on
 
 
 def reads_a_transposed(a: torch.Tensor) -> bool:
@@ -221,16 +223,6 @@ def readable(t: torch.Tensor) -> bool:
     16-byte boundaries."""
     rows_apart = t.stride(0) * t.element_size()
     return t.stride(1) == 1 and rows_apart % 16 == 0 and t.data_ptr() % 16 == 0
-
-
-
-def _misaligned(name: str, row_stride: int, t: torch.Tensor) -> str | None:
-    if (row_stride * t.element_size()) % 16 or t.data_ptr() % 16:
-        return (
-            f"{name}'s rows ({row_stride} elements of {t.element_size()} bytes apart) or its "
-            "start address are not on 16-byte boundaries"
-        )
-    return None
 
 
 def tma_problem(
@@ -260,7 +252,9 @@ def tma_problem(
         row_stride, column_stride = rows[name]
         if column_stride != 1:
             return f"{name}'s rows are not contiguous (strides {t.stride()})"
-        if problem := _misaligned(name, row_stride, t):
-            return problem
+        if (row_stride * t.element_size()) % 16 or t.data_ptr() % 16:
+            return (
+                f"{name}'s rows ({row_stride} elements of {t.element_size()} bytes apart) or its "
+                "start address are not on 16-byte boundaries"
+            )
     return None
-

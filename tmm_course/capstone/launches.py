@@ -27,6 +27,9 @@ from tmm_course.capstone.quick_launch import PreparedLaunch
 # a prepared launch: ``ready(a, b, out)`` computes a @ b into out (a new tensor if None)
 Ready = Callable[[torch.Tensor, torch.Tensor, "torch.Tensor | None"], torch.Tensor]
 Tensors = tuple[torch.Tensor, torch.Tensor]
+# a kernel's launch for one call signature (see _ready): reads, arguments, copies, scratch,
+# constexprs and grid
+Setup = tuple[Callable[..., Tensors], Callable[..., tuple], bool, bool, dict, tuple[int, ...]]
 
 
 def _precision(a: torch.Tensor, precision: str) -> str | None:
@@ -97,15 +100,18 @@ def aligned_like(t: torch.Tensor, what: str | None = None) -> torch.Tensor:
     return memory[: rows * pitch].view(rows, pitch)[:, :cols]
 
 
-def _ready(launch: PreparedLaunch, like: torch.Tensor, reads: Callable[..., Tensors],
-           arguments: Callable[..., tuple], copies: bool, scratch: bool) -> Ready:  # fmt: skip
-    """The :data:`Ready` that repeats ``launch`` for tensors shaped like its first call's (C
-    like ``like``). ``reads(a, b)`` gives the tensors the kernel reads (views; with ``copies``,
-    copies made on every call) and ``arguments(a_read, b_read, out)`` the kernel's arguments
-    for them; those depend on nothing but the tensors' addresses (and, with ``scratch``, the
-    workspaces of the stream), so a call on the addresses of an earlier one passes what it
-    passed then."""
-    shape, dtype, device = like.shape, like.dtype, like.device
+def _ready(kernel: object, a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, setup: Setup
+           ) -> Ready:  # fmt: skip
+    """Launch ``kernel`` once with ``setup``, and return the :data:`Ready` that repeats it for
+    tensors shaped like these. ``reads(a, b)`` gives the tensors the kernel reads (views; with
+    ``copies``, copies made on every call) and ``arguments(a_read, b_read, out)`` the kernel's
+    arguments for them; those depend on nothing but the tensors' addresses (and, with
+    ``scratch``, the stream's workspaces), so a call on the addresses of an earlier one passes
+    what it passed then."""
+    reads, arguments, copies, scratch, constexprs, grid = setup
+    launch = PreparedLaunch(kernel, grid, arguments(*reads(a, b), out), constexprs,
+                            tmm_course.BACKEND)  # fmt: skip
+    shape, dtype, device = out.shape, out.dtype, out.device
 
     def ready(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None) -> torch.Tensor:
         if out is None:
@@ -115,10 +121,7 @@ def _ready(launch: PreparedLaunch, like: torch.Tensor, reads: Callable[..., Tens
         key = (a.data_ptr(), b.data_ptr(), out.data_ptr())
         if scratch:
             key += _workspaces_now(device)
-        if copies:
-            launch(key, lambda: arguments(a, b, out))
-        else:
-            launch(key, lambda: arguments(*reads(a, b), out))
+        launch(key, lambda: arguments(a, b, out) if copies else arguments(*reads(a, b), out))
         return out
 
     return ready
@@ -130,8 +133,8 @@ def tile_count(config: Config, m: int, n: int) -> int:
 
 
 def _grouped(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, config: Config, precision: str
-             ) -> tuple[Callable[..., tuple], dict, tuple[int, int]]:  # fmt: skip
-    """The grouped kernel's ``arguments(a, b, out)``, constexprs and grid."""
+             ) -> Setup:  # fmt: skip
+    """The grouped kernel's :data:`Setup`: it reads A and B as they are."""
     (m, k), n = a.shape, b.shape[1]
     tiles = tile_count(config, m, n)
     fixed = (m, n, k, *a.stride(), *b.stride(), *out.stride())
@@ -151,7 +154,7 @@ def _grouped(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, config: Config
         EVEN_K=k % (config.block_k * config.split_k) == 0,
         num_warps=config.num_warps, num_stages=config.num_stages,
     )  # fmt: skip
-    return arguments, constexprs, (tiles, config.split_k)
+    return lambda a, b: (a, b), arguments, False, split, constexprs, (tiles, config.split_k)
 
 
 def launch_grouped(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, config: Config,
@@ -159,7 +162,7 @@ def launch_grouped(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, config: 
     """Run :func:`grouped_matmul_kernel` with ``config`` into ``out`` on Triton's own path
     (no input checks), in one launch also with split-K."""
     if a.shape[0] and b.shape[1]:
-        arguments, constexprs, grid = _grouped(a, b, out, config, precision)
+        _, arguments, _, _, constexprs, grid = _grouped(a, b, out, config, precision)
         grouped_matmul_kernel[grid](*arguments(a, b, out), **constexprs)
     return out
 
@@ -168,10 +171,7 @@ def prepare_grouped(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, config:
                     precision: str = "tf32") -> Ready:  # fmt: skip
     """Launch the grouped kernel once, and return a :data:`Ready` for later calls with
     tensors shaped, strided and aligned like these."""
-    arguments, constexprs, grid = _grouped(a, b, out, config, precision)
-    launch = PreparedLaunch(grouped_matmul_kernel, grid, arguments(a, b, out), constexprs,
-                            tmm_course.BACKEND)  # fmt: skip
-    return _ready(launch, out, lambda a, b: (a, b), arguments, False, config.split_k > 1)
+    return _ready(grouped_matmul_kernel, a, b, out, _grouped(a, b, out, config, precision))
 
 
 def program_slots() -> int:
@@ -219,13 +219,12 @@ def _prepare_transpose(src: torch.Tensor, dst: torch.Tensor) -> Callable:
 
 
 def _persistent(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, config: Config,
-                precision: str, stage: bool) -> tuple[Callable, Callable, bool, dict, tuple[int]]:
-    """The persistent kernel's ``reads(a, b)`` and ``arguments(a_read, b_read, out)`` (see
-    :func:`_ready`), whether ``reads`` makes copies, its constexprs and grid. A column-major
-    operand is read as the row-major matrix it is the transpose of; B^T is read from a copy for
-    float32, whose tensor cores need K-major B; with ``stage``, A or B whose rows the TMA
-    cannot read (float32 A column-major, say) is copied into one it can, and such a C is stored
-    by pointer. Copies live in per-stream workspaces, so they keep their addresses."""
+                precision: str, stage: bool) -> Setup:  # fmt: skip
+    """The persistent kernel's :data:`Setup`. A column-major operand is read as the row-major
+    matrix it is the transpose of; B^T is read from a copy for float32, whose tensor cores need
+    K-major B; with ``stage``, A or B whose rows the TMA cannot read (float32 A column-major,
+    say) is copied into one it can, and such a C is stored by pointer. Copies live in
+    per-stream workspaces, so they keep their addresses."""
     (m, k), n = a.shape, b.shape[1]
     bm, bn, bk = config.block_m, config.block_n, config.block_k
     a_transposed, transposed = reads_a_transposed(a), reads_b_transposed(b)
@@ -250,8 +249,9 @@ def _persistent(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, config: Con
         room = kept.get(where)
         if room is None:
             kept.clear()
-            b_room = aligned_like(b.t(), "B^T") if copy_b else (
-                aligned_like(b.t() if transposed else b, "staged B") if stage_b else None)
+            b_room = None  # with copy_b, B^T turned around by the transpose kernel
+            if copy_b or stage_b:
+                b_room = aligned_like(b.t() if transposed else b, "B^T" if copy_b else "staged B")
             room = kept[where] = (aligned_like(a, "staged A") if stage_a else None, b_room)
         return room
 
@@ -284,14 +284,14 @@ def _persistent(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, config: Con
         B_TRANSPOSED=transposed, SUBTILE=config.subtile, TAIL_SPLITS=splits,
         C_BY_POINTER=by_pointer, num_warps=config.num_warps, num_stages=config.num_stages,
     )  # fmt: skip
-    return reads, arguments, copies, constexprs, (programs,)
+    return reads, arguments, copies, splits > 1, constexprs, (programs,)
 
 
 def launch_persistent_tma(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, config: Config,
                           precision: str = "tf32") -> torch.Tensor:  # fmt: skip
     """Run :func:`persistent_tma_matmul_kernel` with ``config`` into ``out`` on Triton's own
     path; the tensors must pass :func:`tma_problem` (no input checks here)."""
-    reads, arguments, _, constexprs, grid = _persistent(a, b, out, config, precision, False)
+    reads, arguments, _, _, constexprs, grid = _persistent(a, b, out, config, precision, False)
     persistent_tma_matmul_kernel[grid](*arguments(*reads(a, b), out), **constexprs)
     return out
 
@@ -302,8 +302,5 @@ def prepare_persistent_tma(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, 
     tensors shaped, strided and aligned like these. ``stage``: tensors whose rows the TMA
     cannot read (:func:`tma_problem` with ``stage=False``) go through aligned copies (A, B)
     or are stored by pointer (C)."""
-    reads, arguments, copies, constexprs, grid = _persistent(a, b, out, config, precision, stage)
-    launch = PreparedLaunch(persistent_tma_matmul_kernel, grid, arguments(*reads(a, b), out),
-                            constexprs, tmm_course.BACKEND)  # fmt: skip
-    scratch = constexprs["TAIL_SPLITS"] > 1
-    return _ready(launch, out, reads, arguments, copies, scratch)
+    setup = _persistent(a, b, out, config, precision, stage)
+    return _ready(persistent_tma_matmul_kernel, a, b, out, setup)

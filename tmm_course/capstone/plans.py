@@ -72,10 +72,8 @@ def fit_shared_memory(config: Config, itemsize: int, here: gpu.Gpu) -> Config:
     on a GPU without pipelining, with ``num_stages=1``."""
     if not here.pipelining:
         config = dataclasses.replace(config, num_stages=1)
-    while shared_memory_bytes(config, itemsize, here.pipelining) > here.shared_memory:
-        next_config = smaller(config)
-        if next_config is None:
-            break
+    too_big = lambda c: shared_memory_bytes(c, itemsize, here.pipelining) > here.shared_memory
+    while too_big(config) and (next_config := smaller(config)) is not None:
         config = next_config
     return config
 
@@ -97,10 +95,6 @@ def use_fit(fitted: Sequence[Fitted] | None) -> None:
     :func:`tmm_course.capstone.use_fit`, which also forgets the calls planned before.)"""
     global _FIT
     _FIT = None if fitted is None else list(fitted)
-
-
-def _column_major(t: torch.Tensor) -> bool:
-    return t.stride(0) == 1 and t.shape[0] > 1
 
 
 def _aligned(*sizes: int) -> bool:
@@ -157,16 +151,13 @@ def _scores(table: list, apart: dict[int, float], candidates: list[tuple[str, Co
             if key in near and len(near[key]) < NEIGHBOURS:
                 near[key].append((fitted, ratio))
     scores = {}
-    for key, timed in near.items():
+    for (path, config), timed in near.items():
         if not timed:
             continue
-        path, config = key
         here = _filled(path, config, m, n, k)
-        logs, weights = [], []
-        for f, ratio in timed:
-            there = _filled(path, config, f.problem.m, f.problem.n, f.problem.k)
-            logs.append(math.log(ratio * (here / there) ** FILLED))
-            weights.append(math.exp(-NEARNESS * apart[id(f)]))
+        there = [_filled(path, config, f.problem.m, f.problem.n, f.problem.k) for f, _ in timed]
+        logs = [math.log(r * (here / t) ** FILLED) for (_, r), t in zip(timed, there, strict=True)]
+        weights = [math.exp(-NEARNESS * apart[id(f)]) for f, _ in timed]
         score = sum(w * x for w, x in zip(weights, logs, strict=True)) / sum(weights)
         scores[path, config] = (score, timed[0][0])
     return scores
@@ -180,7 +171,7 @@ def _plan_by_fit(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None) -> 
     can read the tensors."""
     dtype = str(a.dtype).removeprefix("torch.")
     (m, k), n = a.shape, b.shape[1]
-    layouts = (_column_major(a), _column_major(b))
+    layouts = tuple(t.stride(0) == 1 and t.shape[0] > 1 for t in (a, b))  # column-major?
     apart = {id(f): _distance(f, m, n, k, dtype, layouts) for f in fit_table()}
     table = sorted((f for f in fit_table() if apart[id(f)] < math.inf), key=lambda f: apart[id(f)])
     if not table:
@@ -216,13 +207,12 @@ def by_rules(path: str, dtype: torch.dtype) -> Config:
 
 def _plan_by_shape(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None) -> Plan:
     if tmm_course.BACKEND != GPU:
-        return Plan("grouped", by_rules("grouped", a.dtype),
-                    "the interpreter: small tiles run fastest")  # fmt: skip
-    if (why_not := tma_problem(a, b, out)) is None:
-        return Plan("persistent_tma", by_rules("persistent_tma", a.dtype),
-                    "no fit: large tiles, read by the TMA")  # fmt: skip
-    return Plan("grouped", by_rules("grouped", a.dtype),
-                f"no fit, and no tensor descriptors: {why_not}")  # fmt: skip
+        path, why = "grouped", "the interpreter: small tiles run fastest"
+    elif (why_not := tma_problem(a, b, out)) is None:
+        path, why = "persistent_tma", "no fit: large tiles, read by the TMA"
+    else:
+        path, why = "grouped", f"no fit, and no tensor descriptors: {why_not}"
+    return Plan(path, by_rules(path, a.dtype), why)
 
 
 def smaller(config: Config) -> Config | None:

@@ -146,6 +146,7 @@ def _extra_fitted() -> tuple[Problem, ...]:
 
 EXTRA_FITTED = _extra_fitted()
 
+
 def family(problem: Problem) -> str:
     """The part of the grid a problem stands for."""
     m, n, k = problem.m, problem.n, problem.k

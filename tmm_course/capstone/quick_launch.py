@@ -54,12 +54,12 @@ def direct_launch(compiled: object) -> tuple[Callable, Callable[[Sequence], list
                getattr(launcher, "profile_scratch_size", 1))  # fmt: skip
     try:
         from triton.backends.nvidia.driver import CudaLauncher, make_tensordesc_arg
+
         call = list(inspect.signature(CudaLauncher.__call__).parameters)
     except (ImportError, AttributeError, ValueError):
         return None
-    if call != ["self", "gridX", "gridY", "gridZ", "stream", "function", "args"] or scratch != (
-        0, 0
-    ):  # fmt: skip
+    expected = ["self", "gridX", "gridY", "gridZ", "stream", "function", "args"]  # Triton 3.6's
+    if call != expected or scratch != (0, 0):
         return None
     inner = launcher.launch
     if inspect.isbuiltin(inner):  # no tensor descriptors: the C function itself
