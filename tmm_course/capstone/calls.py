@@ -23,17 +23,6 @@ _READY: dict[tuple, Ready] = {}  # call signature -> its prepared launch
 READY_LIMIT = 4096  # call signatures remembered at most; then the oldest are forgotten
 
 
-def _call_key(a, b, out, precision: str, path: str | None, config: Config | None) -> tuple:
-    """Everything a prepared launch depends on: shapes, strides, dtypes, devices, 16-byte
-    alignment of every tensor, and the options."""
-    mine = None
-    if out is not None:
-        mine = (out.shape, out.stride(), out.dtype, out.get_device(), out.data_ptr() % 16)
-    return (a.shape, b.shape, a.stride(), b.stride(), a.dtype, b.dtype, a.get_device(),
-            b.get_device(), a.data_ptr() % 16, b.data_ptr() % 16, mine, precision, path,
-            config)  # fmt: skip
-
-
 def matmul_fast(
     a: torch.Tensor,
     b: torch.Tensor,
@@ -49,8 +38,13 @@ def matmul_fast(
     shaped like an earlier one (shapes, strides, dtypes, devices, alignment) skips the checks
     and the plan it passed and goes straight to the compiled kernel: a small product is over
     in a few microseconds on a GPU, and Python time would otherwise dominate it."""
-    try:
-        call = _call_key(a, b, out, precision, path, config)
+    try:  # the call signature: everything a prepared launch depends on
+        mine = None
+        if out is not None:
+            mine = (out.shape, out.stride(), out.dtype, out.get_device(), out.data_ptr() % 16)
+        call = (a.shape, b.shape, a.stride(), b.stride(), a.dtype, b.dtype, a.get_device(),
+                b.get_device(), a.data_ptr() % 16, b.data_ptr() % 16, mine, precision, path,
+                config)  # fmt: skip
         ready = _READY.get(call)
     except (AttributeError, TypeError):  # not tensors, say: the checks below say what is wrong
         call = ready = None

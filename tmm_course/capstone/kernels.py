@@ -126,25 +126,6 @@ def _store_tile(c, acc, pid_m, pid_n, M, N, stride_cm, stride_cn, BLOCK_M: tl.co
 
 
 @triton.jit
-def _add_up_slice(c, acc, partial_ptr, count_ptr, tile_id, piece, pid_m, pid_n, M, N,
-                  stride_cm, stride_cn, SPLITS: tl.constexpr, BLOCK_M: tl.constexpr,
-                  BLOCK_N: tl.constexpr, SUBTILE: tl.constexpr, C_BY_POINTER: tl.constexpr):
-    # one K-slice of a tail tile: leave its float32 partial; the last slice of the tile to
-    # arrive adds up all SPLITS partials and stores the tile
-    in_tile = tl.arange(0, BLOCK_M)[:, None] * BLOCK_N + tl.arange(0, BLOCK_N)[None, :]
-    first = partial_ptr + tile_id * SPLITS * BLOCK_M * BLOCK_N
-    tl.store(first + piece * BLOCK_M * BLOCK_N + in_tile, acc)
-    arrived = tl.atomic_add(count_ptr + tile_id, 1)  # acq_rel: the partial above is visible
-    if arrived == SPLITS - 1:
-        total = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-        for s in tl.static_range(SPLITS):
-            total += tl.load(first + s * BLOCK_M * BLOCK_N + in_tile, cache_modifier=".cg")
-        _store_tile(c, total, pid_m, pid_n, M, N, stride_cm, stride_cn, BLOCK_M, BLOCK_N,
-                    SUBTILE, C_BY_POINTER)
-        tl.atomic_xchg(count_ptr + tile_id, 0)  # ready for the next launch
-
-
-@triton.jit
 def persistent_tma_matmul_kernel(a_desc, b_desc, c, partial_ptr, count_ptr, M, N, K,
                                  stride_cm, stride_cn,
                                  PRECISION: tl.constexpr, BLOCK_M: tl.constexpr,
@@ -184,10 +165,20 @@ def persistent_tma_matmul_kernel(a_desc, b_desc, c, partial_ptr, count_ptr, M, N
             for k in range(piece * per_slice, k_end):
                 acc = _dot_step(a_desc, b_desc, acc, pid_m, pid_n, k, PRECISION, BLOCK_M,
                                 BLOCK_N, BLOCK_K, A_TRANSPOSED, B_TRANSPOSED)
-            _add_up_slice(c, acc, partial_ptr, count_ptr, tile_id - whole,
-                          piece, pid_m, pid_n, M, N, stride_cm, stride_cn, TAIL_SPLITS,
-                          BLOCK_M, BLOCK_N, SUBTILE, C_BY_POINTER)
-
+            # leave this slice's float32 partial; the last slice of the tile to arrive adds
+            # up all TAIL_SPLITS partials and stores the tile
+            in_tail = tile_id - whole
+            in_tile = tl.arange(0, BLOCK_M)[:, None] * BLOCK_N + tl.arange(0, BLOCK_N)[None, :]
+            first = partial_ptr + in_tail * TAIL_SPLITS * BLOCK_M * BLOCK_N
+            tl.store(first + piece * BLOCK_M * BLOCK_N + in_tile, acc)
+            arrived = tl.atomic_add(count_ptr + in_tail, 1)  # acq_rel: the partial is visible
+            if arrived == TAIL_SPLITS - 1:
+                total = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+                for s in tl.static_range(TAIL_SPLITS):
+                    total += tl.load(first + s * BLOCK_M * BLOCK_N + in_tile, cache_modifier=".cg")
+                _store_tile(c, total, pid_m, pid_n, M, N, stride_cm, stride_cn, BLOCK_M, BLOCK_N,
+                            SUBTILE, C_BY_POINTER)
+                tl.atomic_xchg(count_ptr + in_tail, 0)  # ready for the next launch
 
 
 @triton.jit

@@ -80,8 +80,7 @@ def tile_counters(device: torch.device, tiles: int) -> torch.Tensor:
 
 
 def partials(device: torch.device, numel: int) -> torch.Tensor:
-    """Float32 room for split-K's partial tiles (every element is written before it is
-    read)."""
+    """Float32 room for split-K's partial tiles (each element is written before it is read)."""
     return _workspace("partials", device, numel, torch.float32)
 
 
@@ -196,13 +195,10 @@ def tail_splits(tiles: int, slots: int, k_steps: int) -> int:
     return 1 if tail == 0 else max(1, min(slots // tail, k_steps // 4, 8))
 
 
-TRANSPOSE_BLOCK = 64
-
-
 def _prepare_transpose(src: torch.Tensor, dst: torch.Tensor) -> Callable:
     """Copy ``src`` turned around into ``dst`` now, and return the copy for later tensors
     shaped like these: ``copy(src, dst)``."""
-    (r, c), block = src.shape, TRANSPOSE_BLOCK
+    (r, c), block = src.shape, 64  # tiles of 64 x 64
     grid = (triton.cdiv(r, block), triton.cdiv(c, block))
 
     def arguments(src: torch.Tensor, dst: torch.Tensor) -> tuple:
@@ -235,30 +231,28 @@ def _persistent(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, config: Con
     blocks = ([bk, bm] if a_transposed else [bm, bk], [bn, bk] if transposed else [bk, bn],
               [bm, bn // 2] if config.subtile else [bm, bn])  # fmt: skip
     copies = stage_a or stage_b or copy_b
+    # the workspace B goes into, if any: B^T turned around by the transpose kernel, or B staged
+    b_into = "B^T" if copy_b else "staged B" if stage_b else None
     tiles = tile_count(config, m, n)
     splits = slices_of_the_tail(config, m, n, k, program_slots())
     programs = program_slots() if splits > 1 else min(program_slots(), tiles)
     tail = tiles % programs
     turn_around = None  # the copy of B^T, once prepared
-    kept: dict[tuple, tuple] = {}  # (stream, workspaces grown) -> the views copies go into
-
-    def rooms(a: torch.Tensor, b: torch.Tensor) -> tuple:
-        """Where the copies of (A, B) go (None: read as it is), looked up again only on
-        another stream or once a workspace has grown."""
-        where = _workspaces_now(a.device)
-        room = kept.get(where)
-        if room is None:
-            kept.clear()
-            b_room = None  # with copy_b, B^T turned around by the transpose kernel
-            if copy_b or stage_b:
-                b_room = aligned_like(b.t() if transposed else b, "B^T" if copy_b else "staged B")
-            room = kept[where] = (aligned_like(a, "staged A") if stage_a else None, b_room)
-        return room
+    # (stream, workspaces grown) -> where the copies of A and B go (None: read as it is)
+    kept: dict[tuple, tuple] = {}
 
     def reads(a: torch.Tensor, b: torch.Tensor) -> Tensors:
         nonlocal turn_around
         a = a.t() if a_transposed else a
-        a_room, b_room = rooms(a, b) if copies else (None, None)
+        a_room = b_room = None
+        if copies:
+            where = _workspaces_now(a.device)
+            if where not in kept:  # another stream, or a workspace has grown
+                kept.clear()
+                if b_into is not None:
+                    b_room = aligned_like(b.t() if transposed else b, b_into)
+                kept[where] = (aligned_like(a, "staged A") if stage_a else None, b_room)
+            a_room, b_room = kept[where]
         if a_room is not None:
             a = a_room.copy_(a)
         if copy_b:

@@ -97,10 +97,6 @@ def use_fit(fitted: Sequence[Fitted] | None) -> None:
     _FIT = None if fitted is None else list(fitted)
 
 
-def _aligned(*sizes: int) -> bool:
-    return all(size % 8 == 0 for size in sizes)
-
-
 OTHER_DTYPE = 0.5  # how much further away a fitted problem of another 16-bit dtype counts
 
 
@@ -119,7 +115,8 @@ def _distance(fitted: Fitted, m: int, n: int, k: int, dtype: str, layouts: tuple
     apart += 0.5 * sum(here != (there == "col") for here, there in
                        zip(layouts, (p.a_layout, p.b_layout), strict=True))  # fmt: skip
     apart += OTHER_DTYPE if p.dtype != dtype else 0.0
-    return apart + (0.5 if _aligned(m, n, k) != _aligned(p.m, p.n, p.k) else 0.0)
+    aligned = lambda *sizes: all(size % 8 == 0 for size in sizes)
+    return apart + (0.5 if aligned(m, n, k) != aligned(p.m, p.n, p.k) else 0.0)
 
 
 NEIGHBOURS = 6  # the fitted problems nearest a new one that score each configuration
