@@ -34,14 +34,12 @@ class Fitted:
         return {(path, config): ratio for path, config, ratio in self.tried}
 
     def merged(self, later: Fitted) -> Fitted:
-        """Both fits' candidates on this problem, ``later``'s ratio where both timed one; the
-        winners chosen again from all of them."""
+        """Both fits' candidates, ``later``'s ratio where both timed one; winners chosen anew."""
         return Fitted.best_of(self.problem, {**self.measured(), **later.measured()})
 
     @classmethod
     def best_of(cls, problem: Problem, ratios: dict[tuple[str, Config], float]) -> Fitted | None:
-        """The record of ``ratios`` ((path, config) -> ratio to torch, each a candidate timed on
-        ``problem``): the fastest of all, and the fastest grouped one; None without one."""
+        """``ratios`` ((path, config) -> ratio to torch) as a record; None without a grouped one."""
         grouped = [key for key in ratios if key[0] == "grouped"]
         if not grouped:
             return None

@@ -7,14 +7,10 @@ from __future__ import annotations
 import torch
 import triton
 import triton.language as tl
+from triton.tools.tensor_descriptor import TensorDescriptor
 
 from tmm_course import gpu
 from tmm_course.kernels.launch_order import grouped_tile
-
-try:  # host-side tensor descriptors arrived in triton 3.4
-    from triton.tools.tensor_descriptor import TensorDescriptor
-except ImportError:  # pragma: no cover - older triton
-    TensorDescriptor = None
 
 # fmt: off
 # the kernels keep the hand layout a learner reads (argument groups, aligned comments)
@@ -222,8 +218,6 @@ def tma_problem(
     """Why the persistent kernel cannot read these tensors through tensor descriptors, or
     None if it can: each needs contiguous rows that start on 16-byte boundaries, unless
     ``stage`` (then A and B go through aligned copies, and C is stored by pointer)."""
-    if TensorDescriptor is None:
-        return f"triton {triton.__version__} has no host-side tensor descriptors (3.4+)"
     here = gpu.current()
     if here is not None and not here.tma:
         major, minor = here.capability

@@ -27,8 +27,7 @@ from tmm_course.capstone.quick_launch import PreparedLaunch
 # a prepared launch: ``ready(a, b, out)`` computes a @ b into out (a new tensor if None)
 Ready = Callable[[torch.Tensor, torch.Tensor, "torch.Tensor | None"], torch.Tensor]
 Tensors = tuple[torch.Tensor, torch.Tensor]
-# a kernel's launch for one call signature (see _ready): reads, arguments, copies, scratch,
-# constexprs and grid
+# one call signature's launch (see _ready): reads, arguments, copies, scratch, constexprs, grid
 Setup = tuple[Callable[..., Tensors], Callable[..., tuple], bool, bool, dict, tuple[int, ...]]
 
 
@@ -74,8 +73,7 @@ def _workspace(what: str, device: torch.device, numel: int, dtype: torch.dtype) 
 
 
 def tile_counters(device: torch.device, tiles: int) -> torch.Tensor:
-    """Split-K's counters, one per tile, zero between launches (the last slice of a tile
-    resets its own)."""
+    """Split-K's counters, one per tile, zero between launches (a tile's last slice resets it)."""
     return _workspace("tile counters", device, tiles, torch.int32)
 
 
@@ -180,8 +178,7 @@ def program_slots() -> int:
 
 
 def slices_of_the_tail(config: Config, m: int, n: int, k: int, slots: int) -> int:
-    """Into how many K-slices the persistent kernel with ``config`` cuts each tile of its
-    last wave on ``slots`` SMs (:func:`tail_splits`; 1 without ``split_tail``)."""
+    """:func:`tail_splits` for ``config`` on ``slots`` SMs (1 without ``split_tail``)."""
     if not config.split_tail:
         return 1
     return tail_splits(tile_count(config, m, n), slots, triton.cdiv(k, config.block_k))
@@ -217,10 +214,9 @@ def _prepare_transpose(src: torch.Tensor, dst: torch.Tensor) -> Callable:
 def _persistent(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, config: Config,
                 precision: str, stage: bool) -> Setup:  # fmt: skip
     """The persistent kernel's :data:`Setup`. A column-major operand is read as the row-major
-    matrix it is the transpose of; B^T is read from a copy for float32, whose tensor cores need
-    K-major B; with ``stage``, A or B whose rows the TMA cannot read (float32 A column-major,
-    say) is copied into one it can, and such a C is stored by pointer. Copies live in
-    per-stream workspaces, so they keep their addresses."""
+    matrix it is the transpose of, B^T from a copy for float32 (:func:`reads_b_transposed`);
+    A or B staged (float32 A column-major, say) is copied into rows the TMA reads. Copies live
+    in per-stream workspaces, so they keep their addresses."""
     (m, k), n = a.shape, b.shape[1]
     bm, bn, bk = config.block_m, config.block_n, config.block_k
     a_transposed, transposed = reads_a_transposed(a), reads_b_transposed(b)
@@ -292,9 +288,7 @@ def launch_persistent_tma(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, c
 
 def prepare_persistent_tma(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, config: Config,
                            precision: str = "tf32", stage: bool = False) -> Ready:  # fmt: skip
-    """Launch the persistent kernel once, and return a :data:`Ready` for later calls with
-    tensors shaped, strided and aligned like these. ``stage``: tensors whose rows the TMA
-    cannot read (:func:`tma_problem` with ``stage=False``) go through aligned copies (A, B)
-    or are stored by pointer (C)."""
+    """:func:`prepare_grouped` for the persistent kernel. ``stage``: tensors whose rows the TMA
+    cannot read go through aligned copies (A, B) or are stored by pointer (C)."""
     setup = _persistent(a, b, out, config, precision, stage)
     return _ready(persistent_tma_matmul_kernel, a, b, out, setup)

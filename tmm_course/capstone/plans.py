@@ -40,8 +40,8 @@ PATHS = ("persistent_tma", "grouped")
 # from the H200 sweep, tmm_course/perf/data/sweep_h200.json (python -m tmm_course.perf.bench sweep)
 ON_INTERPRETER = Config(32, 32, 32, group_m=4)
 LARGE_TMA = Config(128, 256, 64, num_warps=8, num_stages=3, subtile=True)
-FLOAT32_TMA = Config(128, 256, 32, num_warps=8, num_stages=3, subtile=True)
 LARGE_GROUPED = Config(128, 256, 64, num_warps=8, num_stages=4)
+FLOAT32_TMA = for_float32(LARGE_TMA)  # 128x256x32: float32 takes BLOCK_K halved (by_rules)
 
 
 def plan(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None) -> Plan:
@@ -194,12 +194,11 @@ def _plan_by_fit(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None) -> 
 
 def by_rules(path: str, dtype: torch.dtype) -> Config:
     """The configuration the rules give ``path`` where no fit decides: small tiles on the
-    interpreter; on a GPU, large ones (BLOCK_K halved for float32 on the grouped kernel)."""
+    interpreter; on a GPU, large ones (BLOCK_K halved for float32)."""
     if tmm_course.BACKEND != GPU:
         return ON_INTERPRETER
-    if path == "persistent_tma":
-        return FLOAT32_TMA if dtype == torch.float32 else LARGE_TMA
-    return for_float32(LARGE_GROUPED) if dtype == torch.float32 else LARGE_GROUPED
+    config = LARGE_TMA if path == "persistent_tma" else LARGE_GROUPED
+    return for_float32(config) if dtype == torch.float32 else config
 
 
 def _plan_by_shape(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None) -> Plan:

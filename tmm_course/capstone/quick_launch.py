@@ -17,6 +17,9 @@ import contextlib
 import inspect
 from collections.abc import Callable, Hashable, Iterator, Sequence
 
+from triton import knobs
+from triton.runtime import driver
+
 from tmm_course.backend import GPU
 
 _plain = 0  # how many plain_launches() blocks are open
@@ -111,11 +114,6 @@ class PreparedLaunch:
         self.compiled = self.direct = None
         self.flat: dict[Hashable, list] = {}
         if backend != GPU or _plain or compiled is None:
-            return
-        try:
-            from triton import knobs
-            from triton.runtime import driver
-        except ImportError:  # a Triton before 3.4: its own path every time
             return
         self.compiled, self.hooks = compiled, knobs.runtime
         self.device = driver.active.get_current_device()
