@@ -118,16 +118,14 @@ def _without_a_kernel(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, *_: o
 
 
 def reset() -> None:
-    """Forget every prepared call: the next call of each signature is checked and planned
-    again (after a new fit, say)."""
+    """Forget every prepared call: each signature is checked and planned again (new fit, say)."""
     _READY.clear()
 
 
 @contextlib.contextmanager
 def plain_launches() -> Iterator[None]:
-    """Inside the block, ``matmul_fast`` prepares its calls afresh and forgets them after, and
-    every capstone launch takes Triton's own path (``kernel[grid](...)``): launch recorders,
-    the interpreter and the compiler's caches see each one."""
+    """Inside the block ``matmul_fast`` prepares its calls afresh (forgotten after), and every
+    capstone launch takes Triton's own path: see :func:`quick_launch.plain_launches`."""
     global _READY
     saved, _READY = _READY, {}
     try:

@@ -88,7 +88,6 @@ def for_float32(config: Config) -> Config:
 
 
 def candidates_for(m: int, n: int, k: int, dtype: str) -> list[tuple[str, Config]]:
-    """The (path, config) pairs the fit tries on an m x n x k product of ``dtype``: its size
-    class's, with BLOCK_K halved for float32."""
+    """The (path, config) pairs the fit tries on m x n x k of ``dtype``: its size class's."""
     return [(path, for_float32(c) if dtype == "float32" else c)
             for path, configs in CANDIDATES[size_class(m, n)].items() for c in configs]  # fmt: skip

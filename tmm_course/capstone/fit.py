@@ -1,10 +1,10 @@
-"""The capstone's fit: every candidate configuration raced with torch.matmul on each fitted
-problem, and the records the plan chooses from (:class:`Fitted`). The timing itself is the
-caller's (``python -m tmm_course.perf.bench fit`` passes interleaved do_bench medians), so this
-module measures nothing on its own and runs anywhere."""
+"""The capstone's fit: every candidate raced with torch.matmul on each fitted problem, into the
+records the plan chooses from (:class:`Fitted`). The caller times (``bench fit`` passes
+interleaved do_bench medians): this module measures nothing itself and runs anywhere."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterable, Iterator
 
 import torch
@@ -24,9 +24,8 @@ Pairs = Iterable[tuple[str, Config]]
 
 def fit_one(problem: Problem, timed: Timer, say: Callable[[str], None] = print,
             pairs: Pairs | None = None) -> Fitted | None:  # fmt: skip
-    """Every candidate configuration on ``problem`` (or each of ``pairs``) that computes the
-    right product (the persistent kernel only where descriptors can read), timed with
-    torch.matmul by ``timed``; see :meth:`Fitted.best_of` (None if no grouped one ran)."""
+    """:meth:`Fitted.best_of` the candidates for ``problem`` (or ``pairs``; the persistent kernel
+    only where descriptors can read) that compute the right product, timed by ``timed``."""
     a, b = problem.operands()
     limit = problem.tolerance()
     right: dict[str, Callable[[], object]] = {"torch.matmul": lambda: torch.matmul(a, b)}
@@ -36,10 +35,7 @@ def fit_one(problem: Problem, timed: Timer, say: Callable[[str], None] = print,
     for path, config in pairs:
         if path == "persistent_tma" and tma_problem(a, b, stage=True) is not None:
             continue
-
-        def run(path=path, config=config) -> torch.Tensor:
-            return matmul_fast(a, b, path=path, config=config)
-
+        run = functools.partial(matmul_fast, a, b, path=path, config=config)
         name = f"{path} {config}"
         try:
             if error(run(), a, b) <= limit:

@@ -1,6 +1,6 @@
 """The capstone's Triton kernels: a grouped pointer kernel that runs anywhere, a persistent kernel
-that loads through tensor descriptors (TMA on Hopper), a tiled transpose for copies, and what
-the TMA can read. Their launches are :mod:`tmm_course.capstone.launches`."""
+that loads through tensor descriptors (TMA on Hopper), a tiled transpose for copies; and what
+the TMA can read."""
 
 from __future__ import annotations
 

@@ -1,7 +1,6 @@
 """The capstone's launches: each kernel's grid, arguments and constexprs for a call; per-stream
-workspaces (split-K partials, tile counters, aligned copies); and for each call signature a
-:data:`Ready`, which repeats a prepared launch (:mod:`tmm_course.capstone.quick_launch`) on
-new tensors of that signature."""
+workspaces (split-K partials, tile counters, aligned copies); and per call signature a
+:data:`Ready`, which repeats a prepared launch (:mod:`~tmm_course.capstone.quick_launch`)."""
 
 from __future__ import annotations
 
@@ -12,16 +11,9 @@ import triton
 
 import tmm_course
 from tmm_course import gpu
+from tmm_course.capstone import kernels
 from tmm_course.capstone.config import Config
-from tmm_course.capstone.kernels import (
-    TensorDescriptor,
-    grouped_matmul_kernel,
-    persistent_tma_matmul_kernel,
-    readable,
-    reads_a_transposed,
-    reads_b_transposed,
-    transpose_kernel,
-)
+from tmm_course.capstone.kernels import readable, reads_a_transposed, reads_b_transposed
 from tmm_course.capstone.quick_launch import PreparedLaunch
 
 # a prepared launch: ``ready(a, b, out)`` computes a @ b into out (a new tensor if None)
@@ -45,8 +37,7 @@ def _stream(device: torch.device) -> int:
 
 
 def _workspaces_now(device: torch.device) -> tuple[int, int]:
-    """What the address of a workspace looked up earlier depends on: the stream, and how many
-    workspaces have grown since (a grown one has a new address)."""
+    """What workspaces' addresses depend on: the stream, and how many have grown (and moved)."""
     return _stream(device), len(_outgrown)
 
 
@@ -56,10 +47,9 @@ _outgrown: list[torch.Tensor] = []  # buffers replaced by larger ones: kept, see
 
 def _workspace(what: str, device: torch.device, numel: int, dtype: torch.dtype) -> torch.Tensor:
     """A zeroed buffer of at least ``numel`` elements, one per purpose, dtype, device and
-    stream: the launches of one stream run in turn, so they can share it. Its memory is kept,
-    and so is that of a buffer it outgrows (a captured CUDA graph may still launch with it);
-    each new one is at least twice as large as the last, so that adds up to less than the
-    newest."""
+    stream (the launches of one stream run in turn, so they can share it). A buffer it outgrows
+    is kept (a captured CUDA graph may still launch with it); each new one is at least twice
+    the last, so those add up to less than the newest."""
     if device.type == "cuda" and device.index is None:  # "cuda": the current device
         device = torch.device("cuda", torch.cuda.current_device())
     where = (what, dtype, device, _stream(device))
@@ -84,10 +74,9 @@ def partials(device: torch.device, numel: int) -> torch.Tensor:
 
 def aligned_like(t: torch.Tensor, what: str | None = None) -> torch.Tensor:
     """An uninitialised tensor shaped like ``t`` whose rows start on 128-byte boundaries (the
-    row pitch rounded up; the columns past the last one are never read or written): the TMA
-    needs 16, and reads rows a whole number of 128-byte lines apart fastest. With ``what``,
-    its memory is the per-stream workspace of that name (:func:`_workspace`): the same
-    address call after call."""
+    pitch rounded up; columns past the last are never touched): the TMA needs 16, and reads
+    rows whole 128-byte lines apart fastest. With ``what``, in the per-stream workspace of that
+    name (:func:`_workspace`): the same address call after call."""
     rows, cols = t.shape
     per = 128 // t.element_size()
     pitch = -(-cols // per) * per
@@ -99,12 +88,11 @@ def aligned_like(t: torch.Tensor, what: str | None = None) -> torch.Tensor:
 
 def _ready(kernel: object, a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, setup: Setup
            ) -> Ready:  # fmt: skip
-    """Launch ``kernel`` once with ``setup``, and return the :data:`Ready` that repeats it for
-    tensors shaped like these. ``reads(a, b)`` gives the tensors the kernel reads (views; with
-    ``copies``, copies made on every call) and ``arguments(a_read, b_read, out)`` the kernel's
-    arguments for them; those depend on nothing but the tensors' addresses (and, with
-    ``scratch``, the stream's workspaces), so a call on the addresses of an earlier one passes
-    what it passed then."""
+    """Launch ``kernel`` once with ``setup``; the :data:`Ready` that repeats it for tensors
+    like these. ``reads(a, b)``: the tensors the kernel reads (views; with ``copies``, copies
+    made on every call); ``arguments(a_read, b_read, out)``: the kernel's arguments, which
+    depend on nothing but the tensors' addresses (and, with ``scratch``, the stream's
+    workspaces), so a call on the addresses of an earlier one passes what it passed then."""
     reads, arguments, copies, scratch, constexprs, grid = setup
     launch = PreparedLaunch(kernel, grid, arguments(*reads(a, b), out), constexprs,
                             tmm_course.BACKEND)  # fmt: skip
@@ -156,19 +144,17 @@ def _grouped(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, config: Config
 
 def launch_grouped(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, config: Config,
                    precision: str = "tf32") -> torch.Tensor:  # fmt: skip
-    """Run :func:`grouped_matmul_kernel` with ``config`` into ``out`` on Triton's own path
-    (no input checks), in one launch also with split-K."""
+    """The grouped kernel into ``out`` on Triton's own path (no checks), split-K in one launch."""
     if a.shape[0] and b.shape[1]:
         _, arguments, _, _, constexprs, grid = _grouped(a, b, out, config, precision)
-        grouped_matmul_kernel[grid](*arguments(a, b, out), **constexprs)
+        kernels.grouped_matmul_kernel[grid](*arguments(a, b, out), **constexprs)
     return out
 
 
 def prepare_grouped(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, config: Config,
                     precision: str = "tf32") -> Ready:  # fmt: skip
-    """Launch the grouped kernel once, and return a :data:`Ready` for later calls with
-    tensors shaped, strided and aligned like these."""
-    return _ready(grouped_matmul_kernel, a, b, out, _grouped(a, b, out, config, precision))
+    """Launch the grouped kernel once: a :data:`Ready` for later calls of this signature."""
+    return _ready(kernels.grouped_matmul_kernel, a, b, out, _grouped(a, b, out, config, precision))
 
 
 def program_slots() -> int:
@@ -185,23 +171,22 @@ def slices_of_the_tail(config: Config, m: int, n: int, k: int, slots: int) -> in
 
 
 def tail_splits(tiles: int, slots: int, k_steps: int) -> int:
-    """Into how many K-slices the persistent kernel cuts each tile of its last, partial wave
-    (``tiles % slots`` of them) so that the slices come close to one per SM: 1 (no split)
-    for a full or more than half full last wave; at most 8, and at least 4 K-steps each."""
+    """Into how many K-slices the persistent kernel cuts each of the ``tiles % slots`` tiles
+    of its last wave, for about one slice per SM: 1 (no split) for a full or more than half
+    full last wave; at most 8, and at least 4 K-steps each."""
     tail = tiles % slots
     return 1 if tail == 0 else max(1, min(slots // tail, k_steps // 4, 8))
 
 
 def _prepare_transpose(src: torch.Tensor, dst: torch.Tensor) -> Callable:
-    """Copy ``src`` turned around into ``dst`` now, and return the copy for later tensors
-    shaped like these: ``copy(src, dst)``."""
+    """Copy ``src`` turned around into ``dst`` now: ``copy(src, dst)`` for later ones alike."""
     (r, c), block = src.shape, 64  # tiles of 64 x 64
     grid = (triton.cdiv(r, block), triton.cdiv(c, block))
 
     def arguments(src: torch.Tensor, dst: torch.Tensor) -> tuple:
         return (src, dst, r, c, *src.stride(), *dst.stride())
 
-    launch = PreparedLaunch(transpose_kernel, grid, arguments(src, dst),
+    launch = PreparedLaunch(kernels.transpose_kernel, grid, arguments(src, dst),
                             dict(BLOCK=block, num_warps=4), tmm_course.BACKEND)  # fmt: skip
 
     def copy(src: torch.Tensor, dst: torch.Tensor) -> torch.Tensor:
@@ -261,7 +246,7 @@ def _persistent(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, config: Con
         return a, (b_room.copy_(b) if b_room is not None else b)
 
     def arguments(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor) -> tuple:
-        describe = TensorDescriptor.from_tensor
+        describe = kernels.TensorDescriptor.from_tensor
         c = out if by_pointer else describe(out, blocks[2])
         scratch = (partials(out.device, tail * splits * bm * bn),
                    tile_counters(out.device, tail)) if splits > 1 else (out, out)  # fmt: skip
@@ -279,10 +264,9 @@ def _persistent(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, config: Con
 
 def launch_persistent_tma(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, config: Config,
                           precision: str = "tf32") -> torch.Tensor:  # fmt: skip
-    """Run :func:`persistent_tma_matmul_kernel` with ``config`` into ``out`` on Triton's own
-    path; the tensors must pass :func:`tma_problem` (no input checks here)."""
+    """The persistent kernel into ``out`` on Triton's own path, unchecked (:func:`tma_problem`)."""
     reads, arguments, _, _, constexprs, grid = _persistent(a, b, out, config, precision, False)
-    persistent_tma_matmul_kernel[grid](*arguments(*reads(a, b), out), **constexprs)
+    kernels.persistent_tma_matmul_kernel[grid](*arguments(*reads(a, b), out), **constexprs)
     return out
 
 
@@ -291,4 +275,4 @@ def prepare_persistent_tma(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, 
     """:func:`prepare_grouped` for the persistent kernel. ``stage``: tensors whose rows the TMA
     cannot read go through aligned copies (A, B) or are stored by pointer (C)."""
     setup = _persistent(a, b, out, config, precision, stage)
-    return _ready(persistent_tma_matmul_kernel, a, b, out, setup)
+    return _ready(kernels.persistent_tma_matmul_kernel, a, b, out, setup)

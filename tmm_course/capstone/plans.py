@@ -1,6 +1,5 @@
-"""The capstone's plan: which kernel and configuration suit the device, shape, dtype and
-layout, chosen from the fit's measurements on the nearest problems (:func:`plan`), else by
-rules; shrunk to the GPU's shared memory."""
+"""The capstone's plan: the kernel and configuration for the device, shape, dtype and layout,
+from the fit on the nearest problems, else by rules; shrunk to the GPU's shared memory."""
 
 from __future__ import annotations
 
@@ -46,8 +45,7 @@ FLOAT32_TMA = for_float32(LARGE_TMA)  # 128x256x32: float32 takes BLOCK_K halved
 
 def plan(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None) -> Plan:
     """Choose a kernel and a configuration for ``a @ b`` (into ``out``) on this backend: on a
-    GPU, the candidate that did best on the nearest problems of the fit (:func:`fit_table`,
-    :func:`_plan_by_fit`), else by rules."""
+    GPU, the best candidate on the nearest fitted problems (:func:`_plan_by_fit`), else rules."""
     chosen = _plan_by_fit(a, b, out) if tmm_course.BACKEND == GPU else None
     chosen = chosen or _plan_by_shape(a, b, out)
     here = gpu.current()
@@ -140,8 +138,7 @@ def _filled(path: str, config: Config, m: int, n: int, k: int) -> float:
 
 def _scores(table: list, apart: dict[int, float], candidates: list[tuple[str, Config]],
             m: int, n: int, k: int) -> dict[tuple[str, Config], tuple[float, object]]:  # fmt: skip
-    """Each candidate's expected log-ratio to torch here, and the nearest fitted problem of
-    ``table`` (nearest first) that timed it."""
+    """Each candidate's expected log-ratio to torch, and the nearest of ``table`` that timed it."""
     near: dict[tuple[str, Config], list] = {key: [] for key in candidates}
     for fitted in table:
         for key, ratio in fitted.measured().items():

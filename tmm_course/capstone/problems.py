@@ -1,10 +1,7 @@
-"""The problems the capstone is raced on, as data.
-
-A :class:`Problem` is one product C = A @ B; ``GOALS`` are ``matmul_fast``'s targets on an H200.
-``GRID`` is the broad set of problems ``matmul_fast`` is judged on: its plan is fitted on
-``FITTED`` (every other problem) and ``EXTRA_FITTED`` (sizes between the grid's), and
-reported apart on ``HELD_OUT``.
-"""
+"""The problems the capstone is raced on, as data: a :class:`Problem` is one product C = A @ B;
+``GOALS`` are ``matmul_fast``'s targets on an H200. ``GRID`` is the broad set it is judged on:
+its plan is fitted on ``FITTED`` (every other problem) and ``EXTRA_FITTED`` (sizes between
+the grid's), and reported apart on ``HELD_OUT``."""
 
 from __future__ import annotations
 

@@ -48,10 +48,10 @@ def _listening(hooks: object) -> bool:
 
 
 def direct_launch(compiled: object) -> tuple[Callable, Callable[[Sequence], list]] | None:
-    """Triton 3.6's NVIDIA launcher taken apart: its C launch function, and ``flatten(args)``:
-    the kernel's arguments as that function takes them (each tensor descriptor as its encoded
-    TMA descriptor, shape and strides; each tensor as its address). None for any other
-    launcher, and for one that allocates scratch memory per launch."""
+    """Triton 3.6's NVIDIA launcher taken apart: its C launch function, and ``flatten(args)``,
+    the arguments as it takes them (a tensor descriptor as its encoded TMA descriptor, shape
+    and strides; a tensor as its address). None for another launcher, or one that allocates
+    scratch memory per launch."""
     launcher = getattr(compiled, "run", None)
     scratch = (getattr(launcher, "global_scratch_size", 1),
                getattr(launcher, "profile_scratch_size", 1))  # fmt: skip
@@ -102,9 +102,8 @@ def _addresses(args: Sequence) -> list:
 class PreparedLaunch:
     """``kernel`` on a fixed ``grid`` with fixed ``constexprs``: launched once now on ``args``
     through Triton's own path, then by ``launch(key, make_args)`` for arguments Triton
-    specializes alike. ``key`` must fix every argument ``make_args()`` would give (say, the
-    tensors' addresses); on Triton 3.6's NVIDIA launcher the flat arguments are kept per key
-    and ``make_args`` is called only for a new one."""
+    specializes alike. ``key`` must fix every argument ``make_args()`` gives (say, the tensors'
+    addresses): on Triton 3.6's NVIDIA launcher, ``make_args`` is called for a new key only."""
 
     def __init__(self, kernel: object, grid: Sequence[int], args: Sequence[object],
                  constexprs: dict, backend: str) -> None:  # fmt: skip
