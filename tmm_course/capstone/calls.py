@@ -35,9 +35,8 @@ def matmul_fast(
     """C = A @ B the fastest way this course knows for the device, shape and dtype (see
     :func:`plan`). ``path`` ("persistent_tma" or "grouped") and ``config`` override the
     choice; the other arguments are lesson 4's :func:`~tmm_course.kernels.matmul`'s. A call
-    shaped like an earlier one (shapes, strides, dtypes, devices, alignment) skips the checks
-    and the plan it passed and goes straight to the compiled kernel: a small product is over
-    in a few microseconds on a GPU, and Python time would otherwise dominate it."""
+    shaped like an earlier one (shapes, strides, dtypes, devices, alignment) goes straight to
+    the compiled kernel: a small product takes microseconds, and Python must not take longer."""
     try:  # the call signature: everything a prepared launch depends on
         mine = None
         if out is not None:

@@ -8,10 +8,9 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class Config:
-    """One way to launch a kernel: tile sizes, warps per program, pipeline depth, group of
-    rows, how many slices K is cut into (grouped kernel), and for the persistent kernel
-    whether C is stored in two halves (frees shared memory for one more pipeline stage) and
-    whether the tiles of a last, partial wave are shared out in K-slices (``split_tail``)."""
+    """One way to launch a kernel: tile sizes, warps per program, pipeline depth, group of rows,
+    K cut into slices (grouped kernel); for the persistent kernel, C stored in two halves (frees
+    shared memory for a pipeline stage), a last, partial wave's tiles shared out in K-slices."""
 
     block_m: int
     block_n: int

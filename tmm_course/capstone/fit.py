@@ -26,8 +26,7 @@ def fit_one(problem: Problem, timed: Timer, say: Callable[[str], None] = print,
             pairs: Pairs | None = None) -> Fitted | None:  # fmt: skip
     """:meth:`Fitted.best_of` the candidates for ``problem`` (or ``pairs``; the persistent kernel
     only where descriptors can read) that compute the right product, timed by ``timed``."""
-    a, b = problem.operands()
-    limit = problem.tolerance()
+    (a, b), limit = problem.operands(), problem.tolerance()
     right: dict[str, Callable[[], object]] = {"torch.matmul": lambda: torch.matmul(a, b)}
     choices: dict[str, tuple[str, Config]] = {}
     if pairs is None:
@@ -63,9 +62,8 @@ def fit(problems: Iterable[Problem], timed: Timer, say: Callable[[str], None] = 
 
 def refit(earlier: Fitted, new: Pairs, timed: Timer, say: Callable[[str], None] = print
           ) -> Fitted:  # fmt: skip
-    """``earlier``'s problem with the ``new`` candidates of its size class timed beside its
-    two winners (so that the new ratios come from the same run as a known one), merged into
-    what it measured (see :meth:`Fitted.merged`); unchanged where its class has no new one."""
+    """``earlier`` :meth:`~Fitted.merged` with the ``new`` candidates of its size class timed
+    beside its two winners (new ratios from the same run as known ones), or unchanged."""
     p = earlier.problem
     fresh = {(path, for_float32(c) if p.dtype == "float32" else c) for path, c in new}
     wanted = [pair for pair in candidates_for(p.m, p.n, p.k, p.dtype) if pair in fresh]

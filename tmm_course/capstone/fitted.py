@@ -13,9 +13,8 @@ from tmm_course.capstone.problems import Problem
 
 @dataclass(frozen=True)
 class Fitted:
-    """The fit's choice on one problem: the fastest configuration of all, and the fastest of
-    the grouped kernel (for tensors the persistent one cannot read), as ratios to torch;
-    ``tried`` holds every candidate's (path, configuration, ratio)."""
+    """The fit on one problem: the fastest configuration, the fastest grouped one (for tensors
+    the persistent kernel cannot read), ratios to torch; ``tried``: each (path, config, ratio)."""
 
     problem: Problem
     path: str

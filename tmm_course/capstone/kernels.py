@@ -192,9 +192,8 @@ def transpose_kernel(src_ptr, dst_ptr, R, C, stride_sr, stride_sc, stride_dr, st
 
 
 def reads_a_transposed(a: torch.Tensor) -> bool:
-    """Whether the persistent kernel reads A as A^T (K x M, rows along M): where A is
-    column-major (``t.t()`` of a row-major K x M ``t``), for 16-bit dtypes (float32 A goes
-    through a row-major copy: TF32 tensor cores need K-major A)."""
+    """Whether the persistent kernel reads A as A^T (K x M, rows along M): a column-major A of
+    a 16-bit dtype (float32 A goes through a row-major copy: TF32 tensor cores need K-major A)."""
     return a.stride(0) == 1 and a.stride(1) != 1 and a.dtype != torch.float32
 
 
@@ -206,8 +205,7 @@ def reads_b_transposed(b: torch.Tensor) -> bool:
 
 
 def readable(t: torch.Tensor) -> bool:
-    """Whether a tensor descriptor can read ``t`` as it is: contiguous rows that start on
-    16-byte boundaries."""
+    """Whether a tensor descriptor can read ``t`` as it is: contiguous rows, 16-byte aligned."""
     rows_apart = t.stride(0) * t.element_size()
     return t.stride(1) == 1 and rows_apart % 16 == 0 and t.data_ptr() % 16 == 0
 
@@ -215,9 +213,8 @@ def readable(t: torch.Tensor) -> bool:
 def tma_problem(
     a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None, stage: bool = False
 ) -> str | None:
-    """Why the persistent kernel cannot read these tensors through tensor descriptors, or
-    None if it can: each needs contiguous rows that start on 16-byte boundaries, unless
-    ``stage`` (then A and B go through aligned copies, and C is stored by pointer)."""
+    """Why the persistent kernel cannot read these tensors through tensor descriptors (None if
+    it can): contiguous rows on 16-byte boundaries, unless ``stage`` (copies; C by pointer)."""
     here = gpu.current()
     if here is not None and not here.tma:
         major, minor = here.capability

@@ -199,9 +199,8 @@ def _prepare_transpose(src: torch.Tensor, dst: torch.Tensor) -> Callable:
 def _persistent(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, config: Config,
                 precision: str, stage: bool) -> Setup:  # fmt: skip
     """The persistent kernel's :data:`Setup`. A column-major operand is read as the row-major
-    matrix it is the transpose of, B^T from a copy for float32 (:func:`reads_b_transposed`);
-    A or B staged (float32 A column-major, say) is copied into rows the TMA reads. Copies live
-    in per-stream workspaces, so they keep their addresses."""
+    matrix it is the transpose of, B^T from a copy for float32; A or B staged is copied into
+    rows the TMA reads, in per-stream workspaces (so the copies keep their addresses)."""
     (m, k), n = a.shape, b.shape[1]
     bm, bn, bk = config.block_m, config.block_n, config.block_k
     a_transposed, transposed = reads_a_transposed(a), reads_b_transposed(b)

@@ -66,8 +66,7 @@ def shared_memory_bytes(config: Config, itemsize: int, pipelining: bool = True) 
 
 
 def fit_shared_memory(config: Config, itemsize: int, here: gpu.Gpu) -> Config:
-    """``config``, made smaller (:func:`smaller`) until its tiles fit ``here``'s shared memory;
-    on a GPU without pipelining, with ``num_stages=1``."""
+    """``config`` shrunk (:func:`smaller`) to ``here``'s shared memory; 1 stage if unpipelined."""
     if not here.pipelining:
         config = dataclasses.replace(config, num_stages=1)
     too_big = lambda c: shared_memory_bytes(c, itemsize, here.pipelining) > here.shared_memory
@@ -80,8 +79,7 @@ _FIT: list[Fitted] | None = None  # the fitted problems plan() reads (None: not 
 
 
 def fit_table() -> list[Fitted]:
-    """The fitted problems the plan chooses from: those of :func:`use_fit`, else the shipped
-    H200 fit (``perf/data/grid_h200.json``; none: the rules decide)."""
+    """The fit the plan reads: :func:`use_fit`'s, else the shipped H200 fit (none: the rules)."""
     global _FIT
     if _FIT is None:
         _FIT = shipped()
@@ -89,8 +87,7 @@ def fit_table() -> list[Fitted]:
 
 
 def use_fit(fitted: Sequence[Fitted] | None) -> None:
-    """Plan from ``fitted`` from now on; None goes back to the shipped fit. (Call it through
-    :func:`tmm_course.capstone.use_fit`, which also forgets the calls planned before.)"""
+    """Plan from ``fitted`` (None: the shipped fit); ``capstone.use_fit`` calls it, then resets."""
     global _FIT
     _FIT = None if fitted is None else list(fitted)
 
@@ -102,9 +99,8 @@ def _distance(fitted: Fitted, m: int, n: int, k: int, dtype: str, layouts: tuple
               ) -> float:  # fmt: skip
     """How far apart two problems are: the sizes' log2 distances, and half a unit each for a
     different layout of A or of B (``layouts``: whether each is column-major), a different
-    alignment (rows the TMA reads, or copies) and the other 16-bit dtype (float16 and
-    bfloat16 move the same bytes through the same kernels); infinitely far for an element
-    of another size."""
+    alignment (rows the TMA reads, or copies) and the other 16-bit dtype (the same bytes through
+    the same kernels); infinitely far for an element of another size."""
     p = fitted.problem
     if getattr(torch, p.dtype).itemsize != getattr(torch, dtype).itemsize:
         return math.inf
@@ -123,10 +119,9 @@ FILLED = 0.5  # how much of the waves' fill (_filled) the scores take over: its 
 
 
 def _filled(path: str, config: Config, m: int, n: int, k: int) -> float:
-    """How full the persistent kernel's waves of tiles keep the SMs: a last wave of 24 tiles
-    on 132 SMs leaves most of them idle, unless ``split_tail`` cuts them into K-slices (a
-    wave of slices takes a slice's share of a tile's time). 1 for the grouped kernel, whose
-    programs the GPU schedules."""
+    """How full the persistent kernel's waves of tiles keep the SMs: a last wave of 24 tiles on
+    132 SMs leaves most idle, unless ``split_tail`` cuts them into K-slices (a wave of slices
+    takes a slice's share of a tile's time). 1 for the grouped kernel: the GPU schedules it."""
     if path != "persistent_tma":
         return 1.0
     slots, tiles = program_slots(), tile_count(config, m, n)
@@ -158,11 +153,10 @@ def _scores(table: list, apart: dict[int, float], candidates: list[tuple[str, Co
 
 
 def _plan_by_fit(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None) -> Plan | None:
-    """Score every candidate by its log-ratio to torch on the NEIGHBOURS nearest fitted
-    problems with elements of the same size that timed it (weighed by e**-NEARNESS per unit
-    of :func:`_distance`), each corrected for the square root of how full the kernel keeps
-    the SMs here against there (:func:`_filled`: whole, it over-corrects); run the best that
-    can read the tensors."""
+    """Score every candidate by its log-ratio to torch on the NEIGHBOURS nearest fitted problems
+    that timed it (weighed by e**-NEARNESS per unit of :func:`_distance`), each corrected for
+    the square root of how full the kernel keeps the SMs here against there (:func:`_filled`:
+    whole, it over-corrects); run the best that can read the tensors."""
     dtype = str(a.dtype).removeprefix("torch.")
     (m, k), n = a.shape, b.shape[1]
     layouts = tuple(t.stride(0) == 1 and t.shape[0] > 1 for t in (a, b))  # column-major?

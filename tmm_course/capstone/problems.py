@@ -16,8 +16,7 @@ from tmm_course.numerics import tolerance
 @dataclass(frozen=True)
 class Problem:
     """C = A @ B with A (m, k) and B (k, n) row-major, or column-major where ``a_layout`` or
-    ``b_layout`` is "col" (A is then the transpose of a row-major (k, m) tensor, B of a
-    row-major (n, k) one)."""
+    ``b_layout`` is "col" (the transpose of a row-major (k, m) A, or (n, k) B)."""
 
     m: int
     n: int

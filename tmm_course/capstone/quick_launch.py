@@ -4,12 +4,10 @@
 microseconds on a slow host: more than a small matmul takes on the GPU. A
 :class:`PreparedLaunch` makes its first launch that way and keeps the compiled kernel; later
 calls, whose arguments the caller promises Triton would specialize alike (the same dtypes,
-shapes, strides and alignment), go to the compiled kernel's launcher. On Triton 3.6's NVIDIA
-launcher they go further: the flat arguments its C launch function takes (tensor descriptors
-encoded) are kept per key, the tensors' addresses, so a repeated call makes none. The
-interpreter, profilers' launch hooks, and every launch inside :func:`plain_launches` take
-Triton's own path.
-"""
+shapes, strides and alignment), go to the compiled kernel's launcher, and on Triton 3.6's
+NVIDIA launcher reuse the flat arguments its C function takes (tensor descriptors encoded),
+kept per key (the tensors' addresses). The interpreter, profilers' launch hooks, and every
+launch inside :func:`plain_launches` take Triton's own path."""
 
 from __future__ import annotations
 
@@ -29,8 +27,7 @@ FLAT_LIMIT = 64  # argument lists a prepared launch keeps at most (then it start
 
 @contextlib.contextmanager
 def plain_launches() -> Iterator[None]:
-    """Inside the block every prepared launch takes Triton's own path (``kernel[grid](...)``),
-    which launch recorders, the interpreter and the compiler's caches see."""
+    """Inside, every prepared launch takes Triton's own path: recorders and caches see it."""
     global _plain
     _plain += 1
     try:
