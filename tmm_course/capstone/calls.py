@@ -38,12 +38,10 @@ def matmul_fast(
     shaped like an earlier one (shapes, strides, dtypes, devices, alignment) goes straight to
     the compiled kernel: a small product takes microseconds, and Python must not take longer."""
     try:  # the call signature: everything a prepared launch depends on
-        mine = None
-        if out is not None:
-            mine = (out.shape, out.stride(), out.dtype, out.get_device(), out.data_ptr() % 16)
         call = (a.shape, b.shape, a.stride(), b.stride(), a.dtype, b.dtype, a.get_device(),
-                b.get_device(), a.data_ptr() % 16, b.data_ptr() % 16, mine, precision, path,
-                config)  # fmt: skip
+                b.get_device(), a.data_ptr() % 16, b.data_ptr() % 16, precision, path, config,
+                None if out is None else (out.shape, out.stride(), out.dtype, out.get_device(),
+                                          out.data_ptr() % 16))  # fmt: skip
         ready = _READY.get(call)
     except (AttributeError, TypeError):  # not tensors, say: the checks below say what is wrong
         call = ready = None

@@ -89,10 +89,9 @@ def aligned_like(t: torch.Tensor, what: str | None = None) -> torch.Tensor:
 def _ready(kernel: object, a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, setup: Setup
            ) -> Ready:  # fmt: skip
     """Launch ``kernel`` once with ``setup``; the :data:`Ready` that repeats it for tensors
-    like these. ``reads(a, b)``: the tensors the kernel reads (views; with ``copies``, copies
-    made on every call); ``arguments(a_read, b_read, out)``: the kernel's arguments, which
-    depend on nothing but the tensors' addresses (and, with ``scratch``, the stream's
-    workspaces), so a call on the addresses of an earlier one passes what it passed then."""
+    like these. ``reads(a, b)``: the tensors the kernel reads (views, or with ``copies`` copies
+    made per call); ``arguments(a_read, b_read, out)``: its arguments, which depend on nothing
+    but the addresses (and with ``scratch`` the stream's workspaces), the launch's key."""
     reads, arguments, copies, scratch, constexprs, grid = setup
     launch = PreparedLaunch(kernel, grid, arguments(*reads(a, b), out), constexprs,
                             tmm_course.BACKEND)  # fmt: skip
@@ -171,9 +170,8 @@ def slices_of_the_tail(config: Config, m: int, n: int, k: int, slots: int) -> in
 
 
 def tail_splits(tiles: int, slots: int, k_steps: int) -> int:
-    """Into how many K-slices the persistent kernel cuts each of the ``tiles % slots`` tiles
-    of its last wave, for about one slice per SM: 1 (no split) for a full or more than half
-    full last wave; at most 8, and at least 4 K-steps each."""
+    """Into how many K-slices the persistent kernel cuts each tile of its last wave, for about
+    one slice per SM: 1 for a full or more than half full wave; at most 8, of 4+ K-steps each."""
     tail = tiles % slots
     return 1 if tail == 0 else max(1, min(slots // tail, k_steps // 4, 8))
 

@@ -93,6 +93,9 @@ def use_fit(fitted: Sequence[Fitted] | None) -> None:
 
 
 OTHER_DTYPE = 0.5  # how much further away a fitted problem of another 16-bit dtype counts
+NEIGHBOURS = 6  # the fitted problems nearest a new one that score each configuration
+NEARNESS = 2.0  # a neighbour one unit of distance further weighs e**-NEARNESS as much
+FILLED = 0.5  # how much of the waves' fill (_filled) the scores take over: its square root
 
 
 def _distance(fitted: Fitted, m: int, n: int, k: int, dtype: str, layouts: tuple[bool, bool]
@@ -111,11 +114,6 @@ def _distance(fitted: Fitted, m: int, n: int, k: int, dtype: str, layouts: tuple
     apart += OTHER_DTYPE if p.dtype != dtype else 0.0
     aligned = lambda *sizes: all(size % 8 == 0 for size in sizes)
     return apart + (0.5 if aligned(m, n, k) != aligned(p.m, p.n, p.k) else 0.0)
-
-
-NEIGHBOURS = 6  # the fitted problems nearest a new one that score each configuration
-NEARNESS = 2.0  # a neighbour one unit of distance further weighs e**-NEARNESS as much
-FILLED = 0.5  # how much of the waves' fill (_filled) the scores take over: its square root
 
 
 def _filled(path: str, config: Config, m: int, n: int, k: int) -> float:
