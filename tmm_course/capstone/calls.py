@@ -20,17 +20,7 @@ from tmm_course.capstone.plans import PATHS, Plan, by_rules, plan, smaller
 from tmm_course.kernels.matmul import check_blocks, check_operands, output_for
 
 _READY: dict[tuple, Ready] = {}  # call signature -> its prepared launch
-
-
-def _call_key(a, b, out, precision: str, path: str | None, config: Config | None) -> tuple:
-    """Everything a prepared launch depends on: shapes, strides, dtypes, devices, 16-byte
-    alignment of every tensor, and the options."""
-    mine = None
-    if out is not None:
-        mine = (out.shape, out.stride(), out.dtype, out.get_device(), out.data_ptr() % 16)
-    return (a.shape, b.shape, a.stride(), b.stride(), a.dtype, b.dtype, a.get_device(),
-            b.get_device(), a.data_ptr() % 16, b.data_ptr() % 16, mine, precision, path,
-            config)  # fmt: skip
+READY_LIMIT = 4096  # call signatures remembered at most; then the oldest are forgotten
 
 
 def matmul_fast(
@@ -44,14 +34,14 @@ def matmul_fast(
 ) -> torch.Tensor:
     """C = A @ B the fastest way this course knows for the device, shape and dtype (see
     :func:`plan`). ``path`` ("persistent_tma" or "grouped") and ``config`` override the
-    choice; the other arguments are lesson 4's :func:`~tmm_course.kernels.matmul`'s.
-
-    A call shaped like an earlier one (same shapes, strides, dtypes, devices and alignment)
-    skips the checks and the planning it already passed and goes straight to the compiled
-    kernel: a small product is over in a few microseconds on a GPU, and Python time would
-    otherwise dominate it."""
-    try:
-        call = _call_key(a, b, out, precision, path, config)
+    choice; the other arguments are lesson 4's :func:`~tmm_course.kernels.matmul`'s. A call
+    shaped like an earlier one (shapes, strides, dtypes, devices, alignment) goes straight to
+    the compiled kernel: a small product takes microseconds, and Python must not take longer."""
+    try:  # the call signature: everything a prepared launch depends on
+        call = (a.shape, b.shape, a.stride(), b.stride(), a.dtype, b.dtype, a.get_device(),
+                b.get_device(), a.data_ptr() % 16, b.data_ptr() % 16, precision, path, config,
+                None if out is None else (out.shape, out.stride(), out.dtype, out.get_device(),
+                                          out.data_ptr() % 16))  # fmt: skip
         ready = _READY.get(call)
     except (AttributeError, TypeError):  # not tensors, say: the checks below say what is wrong
         call = ready = None
@@ -68,8 +58,7 @@ def matmul_fast(
             if config is not None:
                 raise validate.KernelInputError(
                     f"config={config} needs more shared memory than this GPU has ({exc}). "
-                    "Fix: fewer num_stages, a smaller block_k, or config=None to let plan() "
-                    "choose."
+                    "Fix: fewer num_stages, a smaller block_k, or config=None to let plan() choose."
                 ) from exc
             chosen_config = smaller(chosen_config)
             if chosen_config is None:
@@ -82,11 +71,7 @@ def matmul_fast(
 
 
 def _prepare(
-    a: torch.Tensor,
-    b: torch.Tensor,
-    out: torch.Tensor,
-    path: str | None,
-    config: Config | None,
+    a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, path: str | None, config: Config | None
 ) -> tuple[Callable[..., Ready], Config]:
     """Choose the kernel and configuration for checked operands: what matmul_fast will run."""
     chosen = plan(a, b, out)
@@ -95,14 +80,13 @@ def _prepare(
             raise validate.KernelInputError(
                 f"path={path!r}: expected one of {', '.join(PATHS)}, or None to let plan() choose."
             )
-        stage = False  # with rows the TMA cannot read: copies of A and B, C stored by pointer
-        if path == "persistent_tma" and tma_problem(a, b, out) is not None:
-            if (reason := tma_problem(a, b, out, stage=True)) is not None:
-                raise validate.KernelInputError(
-                    f"path='persistent_tma' cannot run here: {reason}. Expected a Hopper GPU "
-                    "(or the interpreter) and Triton 3.4 or later. Fix: path='grouped'."
-                )
-            stage = True
+        # with rows the TMA cannot read: copies of A and B, C stored by pointer
+        stage = path == "persistent_tma" and tma_problem(a, b, out) is not None
+        if stage and (reason := tma_problem(a, b, out, stage=True)) is not None:
+            raise validate.KernelInputError(
+                f"path='persistent_tma' cannot run here: {reason}. Expected a Hopper GPU "
+                "(or the interpreter) and Triton 3.4 or later. Fix: path='grouped'."
+            )
         chosen = Plan(path, by_rules(path, a.dtype), "asked for", stage=stage)
     if config is not None and not isinstance(config, Config):
         raise validate.KernelInputError(
@@ -130,20 +114,15 @@ def _without_a_kernel(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, *_: o
     return ready
 
 
-READY_LIMIT = 4096  # call signatures remembered at most; then the oldest are forgotten
-
-
 def reset() -> None:
-    """Forget every prepared call: the next call of each signature is checked and planned
-    again (after a new fit, say)."""
+    """Forget every prepared call: each signature is checked and planned again (new fit, say)."""
     _READY.clear()
 
 
 @contextlib.contextmanager
 def plain_launches() -> Iterator[None]:
-    """Inside the block, ``matmul_fast`` prepares its calls afresh and forgets them after, and
-    every capstone launch takes Triton's own path (``kernel[grid](...)``): launch recorders,
-    the interpreter and the compiler's caches see each one."""
+    """Inside the block ``matmul_fast`` prepares its calls afresh (forgotten after), and every
+    capstone launch takes Triton's own path: see :func:`quick_launch.plain_launches`."""
     global _READY
     saved, _READY = _READY, {}
     try:

@@ -81,8 +81,8 @@ NEW: frozenset[tuple[str, Config]] = frozenset({
 })
 
 
-def size_class(m: int, n: int, k: int) -> str:
-    """Which family of CANDIDATES suits a product's shape."""
+def size_class(m: int, n: int) -> str:
+    """Which family of CANDIDATES suits an m x n product (K does not choose)."""
     if min(m, n) <= 128:
         return "few rows"
     if min(m, n) <= 1024 or m * n <= 2048 * 2048:
@@ -96,9 +96,6 @@ def for_float32(config: Config) -> Config:
 
 
 def candidates_for(m: int, n: int, k: int, dtype: str) -> list[tuple[str, Config]]:
-    """The (path, config) pairs the fit tries on an m x n x k product of ``dtype``: its size
-    class's, with BLOCK_K halved for float32."""
-    pairs = []
-    for path, configs in CANDIDATES[size_class(m, n, k)].items():
-        pairs += [(path, for_float32(c) if dtype == "float32" else c) for c in configs]
-    return pairs
+    """The (path, config) pairs the fit tries on m x n x k of ``dtype``: its size class's."""
+    return [(path, for_float32(c) if dtype == "float32" else c)
+            for path, configs in CANDIDATES[size_class(m, n)].items() for c in configs]  # fmt: skip

@@ -8,10 +8,9 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class Config:
-    """One way to launch a kernel: tile sizes, warps per program, pipeline depth, group of
-    rows, how many slices K is cut into (grouped kernel), and for the persistent kernel
-    whether C is stored in two halves (frees shared memory for one more pipeline stage) and
-    whether the tiles of a last, partial wave are shared out in K-slices (``split_tail``)."""
+    """One way to launch a kernel: tile sizes, warps per program, pipeline depth, group of rows,
+    K cut into slices (grouped kernel); for the persistent kernel, C stored in two halves (frees
+    shared memory for a pipeline stage), a last, partial wave's tiles shared out in K-slices."""
 
     block_m: int
     block_n: int
@@ -25,9 +24,7 @@ class Config:
 
     def __str__(self) -> str:
         text = f"{self.block_m}x{self.block_n}x{self.block_k} w{self.num_warps} s{self.num_stages}"
-        text += f" g{self.group_m}"
-        if self.split_k > 1:
-            text += f" split-K {self.split_k}"
+        text += f" g{self.group_m}" + (f" split-K {self.split_k}" if self.split_k > 1 else "")
         text += " subtiled" if self.subtile else ""
         return text + (" split tail" if self.split_tail else "")
 

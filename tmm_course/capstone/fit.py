@@ -1,10 +1,10 @@
-"""The capstone's fit: every candidate configuration raced with torch.matmul on each fitted
-problem, and the records the plan chooses from (:class:`Fitted`). The timing itself is the
-caller's (``python -m tmm_course.perf.bench fit`` passes interleaved do_bench medians), so this
-module measures nothing on its own and runs anywhere."""
+"""The capstone's fit: every candidate raced with torch.matmul on each fitted problem, into the
+records the plan chooses from (:class:`Fitted`). The caller times (``bench fit`` passes
+interleaved do_bench medians): this module measures nothing itself and runs anywhere."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterable, Iterator
 
 import torch
@@ -19,37 +19,22 @@ from tmm_course.numerics import error
 
 # ``timed(problem, runs)``: each run's milliseconds, torch.matmul's under "torch.matmul"
 Timer = Callable[[Problem, dict[str, Callable[[], object]]], dict[str, float]]
-
-
 Pairs = Iterable[tuple[str, Config]]
 
 
-def _runnable(problem: Problem, a: torch.Tensor, b: torch.Tensor, pairs: Pairs | None
-              ) -> Iterator[tuple[str, Config]]:  # fmt: skip
-    """The candidates for ``problem`` (or ``pairs``), the persistent kernel only where
-    descriptors can read."""
+def fit_one(problem: Problem, timed: Timer, say: Callable[[str], None] = print,
+            pairs: Pairs | None = None) -> Fitted | None:  # fmt: skip
+    """:meth:`Fitted.best_of` the candidates for ``problem`` (or ``pairs``; the persistent kernel
+    only where descriptors can read) that compute the right product, timed by ``timed``."""
+    (a, b), limit = problem.operands(), problem.tolerance()
+    right: dict[str, Callable[[], object]] = {"torch.matmul": lambda: torch.matmul(a, b)}
+    choices: dict[str, tuple[str, Config]] = {}
     if pairs is None:
         pairs = candidates_for(problem.m, problem.n, problem.k, problem.dtype)
     for path, config in pairs:
         if path == "persistent_tma" and tma_problem(a, b, stage=True) is not None:
             continue
-        yield path, config
-
-
-def fit_one(problem: Problem, timed: Timer, say: Callable[[str], None] = print,
-            pairs: Pairs | None = None) -> Fitted | None:  # fmt: skip
-    """Every candidate configuration on ``problem`` (or each of ``pairs``) that computes the
-    right product, timed with torch.matmul by ``timed``; the fastest wins, and the fastest of
-    the grouped kernel is kept beside it (None if no grouped one ran)."""
-    a, b = problem.operands()
-    limit = problem.tolerance()
-    right: dict[str, Callable[[], object]] = {"torch.matmul": lambda: torch.matmul(a, b)}
-    choices: dict[str, tuple[str, Config]] = {}
-    for path, config in _runnable(problem, a, b, pairs):
-
-        def run(path=path, config=config) -> torch.Tensor:
-            return matmul_fast(a, b, path=path, config=config)
-
+        run = functools.partial(matmul_fast, a, b, path=path, config=config)
         name = f"{path} {config}"
         try:
             if error(run(), a, b) <= limit:
@@ -59,17 +44,8 @@ def fit_one(problem: Problem, timed: Timer, say: Callable[[str], None] = print,
         except Exception as exc:  # too much shared memory, say: not a candidate here
             say(f"{problem.label}: {name} failed: {type(exc).__name__}")
     ms = timed(problem, right)
-    ratios = {name: ms["torch.matmul"] / ms[name] for name in choices}
-    grouped = [name for name in choices if choices[name][0] == "grouped"]
-    if not grouped:
-        return None
-    best = max(ratios, key=ratios.get)
-    fastest_grouped = max(grouped, key=ratios.get)
-    tried = tuple((path, config, ratios[name]) for name, (path, config) in choices.items())
-    return Fitted(
-        problem, *choices[best], ratios[best], choices[fastest_grouped][1],
-        ratios[fastest_grouped], tried,
-    )  # fmt: skip
+    return Fitted.best_of(problem, {pair: ms["torch.matmul"] / ms[name]
+                                    for name, pair in choices.items()})  # fmt: skip
 
 
 def fit(problems: Iterable[Problem], timed: Timer, say: Callable[[str], None] = print
@@ -86,9 +62,8 @@ def fit(problems: Iterable[Problem], timed: Timer, say: Callable[[str], None] = 
 
 def refit(earlier: Fitted, new: Pairs, timed: Timer, say: Callable[[str], None] = print
           ) -> Fitted:  # fmt: skip
-    """``earlier``'s problem with the ``new`` candidates of its size class timed beside its
-    two winners (so that the new ratios come from the same run as a known one), merged into
-    what it measured (see :meth:`Fitted.merged`); unchanged where its class has no new one."""
+    """``earlier`` :meth:`~Fitted.merged` with the ``new`` candidates of its size class timed
+    beside its two winners (new ratios from the same run as known ones), or unchanged."""
     p = earlier.problem
     fresh = {(path, for_float32(c) if p.dtype == "float32" else c) for path, c in new}
     wanted = [pair for pair in candidates_for(p.m, p.n, p.k, p.dtype) if pair in fresh]

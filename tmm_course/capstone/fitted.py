@@ -10,14 +10,11 @@ from importlib import resources
 from tmm_course.capstone.config import Config
 from tmm_course.capstone.problems import Problem
 
-SHIPPED_FIT = ("tmm_course.perf", "data/grid_h200.json")  # package, file: the H200 fit
-
 
 @dataclass(frozen=True)
 class Fitted:
-    """The fit's choice on one problem: the fastest configuration of all, and the fastest of
-    the grouped kernel (for tensors the persistent one cannot read), as ratios to torch;
-    ``tried`` holds every candidate's (path, configuration, ratio)."""
+    """The fit on one problem: the fastest configuration, the fastest grouped one (for tensors
+    the persistent kernel cannot read), ratios to torch; ``tried``: each (path, config, ratio)."""
 
     problem: Problem
     path: str
@@ -36,13 +33,18 @@ class Fitted:
         return {(path, config): ratio for path, config, ratio in self.tried}
 
     def merged(self, later: Fitted) -> Fitted:
-        """Both fits' candidates on this problem, ``later``'s ratio where both timed one; the
-        winners chosen again from all of them."""
-        ratios = {**self.measured(), **later.measured()}
-        best = max(ratios, key=ratios.get)
-        grouped = max((key for key in ratios if key[0] == "grouped"), key=ratios.get)
+        """Both fits' candidates, ``later``'s ratio where both timed one; winners chosen anew."""
+        return Fitted.best_of(self.problem, {**self.measured(), **later.measured()})
+
+    @classmethod
+    def best_of(cls, problem: Problem, ratios: dict[tuple[str, Config], float]) -> Fitted | None:
+        """``ratios`` ((path, config) -> ratio to torch) as a record; None without a grouped one."""
+        grouped = [key for key in ratios if key[0] == "grouped"]
+        if not grouped:
+            return None
+        best, fastest = max(ratios, key=ratios.get), max(grouped, key=ratios.get)
         tried = tuple((path, config, r) for (path, config), r in ratios.items())
-        return Fitted(self.problem, *best, ratios[best], grouped[1], ratios[grouped], tried)
+        return cls(problem, *best, ratios[best], fastest[1], ratios[fastest], tried)
 
     @classmethod
     def from_dict(cls, data: dict) -> Fitted:
@@ -64,8 +66,7 @@ class Fitted:
 
 def shipped() -> list[Fitted]:
     """The fit that ships with the package (measured on an H200), or none."""
-    package, name = SHIPPED_FIT
-    found = resources.files(package) / name
+    found = resources.files("tmm_course.perf") / "data/grid_h200.json"
     if not found.is_file():
         return []
     data = json.loads(found.read_text(encoding="utf-8"))

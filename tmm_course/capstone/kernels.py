@@ -1,24 +1,22 @@
 """The capstone's Triton kernels: a grouped pointer kernel that runs anywhere, a persistent kernel
-that loads through tensor descriptors (TMA on Hopper), a tiled transpose for copies, and what
-the TMA can read. Their launches are :mod:`tmm_course.capstone.launches`."""
+that loads through tensor descriptors (TMA on Hopper), a tiled transpose for copies; and what
+the TMA can read."""
 
 from __future__ import annotations
 
 import torch
 import triton
 import triton.language as tl
+from triton.tools.tensor_descriptor import TensorDescriptor
 
 from tmm_course import gpu
 from tmm_course.kernels.launch_order import grouped_tile
 
-try:  # host-side tensor descriptors arrived in triton 3.4
-    from triton.tools.tensor_descriptor import TensorDescriptor
-except ImportError:  # pragma: no cover - older triton
-    TensorDescriptor = None
-
+# fmt: off
+# the kernels keep the hand layout a learner reads (argument groups, aligned comments)
 __all__ = ["TensorDescriptor", "grouped_matmul_kernel", "grouped_tile",
            "persistent_tma_matmul_kernel", "reads_a_transposed", "reads_b_transposed",
-           "tma_problem", "transpose_kernel"]  # fmt: skip
+           "tma_problem", "transpose_kernel"]
 
 
 @triton.jit
@@ -124,25 +122,6 @@ def _store_tile(c, acc, pid_m, pid_n, M, N, stride_cm, stride_cn, BLOCK_M: tl.co
 
 
 @triton.jit
-def _add_up_slice(c, acc, partial_ptr, count_ptr, tile_id, piece, pid_m, pid_n, M, N,
-                  stride_cm, stride_cn, SPLITS: tl.constexpr, BLOCK_M: tl.constexpr,
-                  BLOCK_N: tl.constexpr, SUBTILE: tl.constexpr, C_BY_POINTER: tl.constexpr):
-    # one K-slice of a tail tile: leave its float32 partial; the last slice of the tile to
-    # arrive adds up all SPLITS partials and stores the tile
-    in_tile = tl.arange(0, BLOCK_M)[:, None] * BLOCK_N + tl.arange(0, BLOCK_N)[None, :]
-    first = partial_ptr + tile_id * SPLITS * BLOCK_M * BLOCK_N
-    tl.store(first + piece * BLOCK_M * BLOCK_N + in_tile, acc)
-    arrived = tl.atomic_add(count_ptr + tile_id, 1)  # acq_rel: the partial above is visible
-    if arrived == SPLITS - 1:
-        total = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-        for s in tl.static_range(SPLITS):
-            total += tl.load(first + s * BLOCK_M * BLOCK_N + in_tile, cache_modifier=".cg")
-        _store_tile(c, total, pid_m, pid_n, M, N, stride_cm, stride_cn, BLOCK_M, BLOCK_N,
-                    SUBTILE, C_BY_POINTER)
-        tl.atomic_xchg(count_ptr + tile_id, 0)  # ready for the next launch
-
-
-@triton.jit
 def persistent_tma_matmul_kernel(a_desc, b_desc, c, partial_ptr, count_ptr, M, N, K,
                                  stride_cm, stride_cn,
                                  PRECISION: tl.constexpr, BLOCK_M: tl.constexpr,
@@ -182,10 +161,20 @@ def persistent_tma_matmul_kernel(a_desc, b_desc, c, partial_ptr, count_ptr, M, N
             for k in range(piece * per_slice, k_end):
                 acc = _dot_step(a_desc, b_desc, acc, pid_m, pid_n, k, PRECISION, BLOCK_M,
                                 BLOCK_N, BLOCK_K, A_TRANSPOSED, B_TRANSPOSED)
-            _add_up_slice(c, acc, partial_ptr, count_ptr, tile_id - whole,
-                          piece, pid_m, pid_n, M, N, stride_cm, stride_cn, TAIL_SPLITS,
-                          BLOCK_M, BLOCK_N, SUBTILE, C_BY_POINTER)
-
+            # leave this slice's float32 partial; the last slice of the tile to arrive adds
+            # up all TAIL_SPLITS partials and stores the tile
+            in_tail = tile_id - whole
+            in_tile = tl.arange(0, BLOCK_M)[:, None] * BLOCK_N + tl.arange(0, BLOCK_N)[None, :]
+            first = partial_ptr + in_tail * TAIL_SPLITS * BLOCK_M * BLOCK_N
+            tl.store(first + piece * BLOCK_M * BLOCK_N + in_tile, acc)
+            arrived = tl.atomic_add(count_ptr + in_tail, 1)  # acq_rel: the partial is visible
+            if arrived == TAIL_SPLITS - 1:
+                total = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+                for s in tl.static_range(TAIL_SPLITS):
+                    total += tl.load(first + s * BLOCK_M * BLOCK_N + in_tile, cache_modifier=".cg")
+                _store_tile(c, total, pid_m, pid_n, M, N, stride_cm, stride_cn, BLOCK_M, BLOCK_N,
+                            SUBTILE, C_BY_POINTER)
+                tl.atomic_xchg(count_ptr + in_tail, 0)  # ready for the next launch
 
 
 @triton.jit
@@ -198,14 +187,13 @@ def transpose_kernel(src_ptr, dst_ptr, R, C, stride_sr, stride_sc, stride_dr, st
     inside = (rows[:, None] < R) & (cols[None, :] < C)
     tile = tl.load(src_ptr + rows[:, None] * stride_sr + cols[None, :] * stride_sc, mask=inside)
     tl.store(dst_ptr + cols[:, None] * stride_dr + rows[None, :] * stride_dc, tl.trans(tile),
-             mask=tl.trans(inside))  # fmt: skip
-
+             mask=tl.trans(inside))
+# fmt: on
 
 
 def reads_a_transposed(a: torch.Tensor) -> bool:
-    """Whether the persistent kernel reads A as A^T (K x M, rows along M): where A is
-    column-major (``t.t()`` of a row-major K x M ``t``), for 16-bit dtypes (float32 A goes
-    through a row-major copy: TF32 tensor cores need K-major A)."""
+    """Whether the persistent kernel reads A as A^T (K x M, rows along M): a column-major A of
+    a 16-bit dtype (float32 A goes through a row-major copy: TF32 tensor cores need K-major A)."""
     return a.stride(0) == 1 and a.stride(1) != 1 and a.dtype != torch.float32
 
 
@@ -217,30 +205,16 @@ def reads_b_transposed(b: torch.Tensor) -> bool:
 
 
 def readable(t: torch.Tensor) -> bool:
-    """Whether a tensor descriptor can read ``t`` as it is: contiguous rows that start on
-    16-byte boundaries."""
+    """Whether a tensor descriptor can read ``t`` as it is: contiguous rows, 16-byte aligned."""
     rows_apart = t.stride(0) * t.element_size()
     return t.stride(1) == 1 and rows_apart % 16 == 0 and t.data_ptr() % 16 == 0
-
-
-
-def _misaligned(name: str, row_stride: int, t: torch.Tensor) -> str | None:
-    if (row_stride * t.element_size()) % 16 or t.data_ptr() % 16:
-        return (
-            f"{name}'s rows ({row_stride} elements of {t.element_size()} bytes apart) or its "
-            "start address are not on 16-byte boundaries"
-        )
-    return None
 
 
 def tma_problem(
     a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None, stage: bool = False
 ) -> str | None:
-    """Why the persistent kernel cannot read these tensors through tensor descriptors, or
-    None if it can: each needs contiguous rows that start on 16-byte boundaries, unless
-    ``stage`` (then A and B go through aligned copies, and C is stored by pointer)."""
-    if TensorDescriptor is None:
-        return f"triton {triton.__version__} has no host-side tensor descriptors (3.4+)"
+    """Why the persistent kernel cannot read these tensors through tensor descriptors (None if
+    it can): contiguous rows on 16-byte boundaries, unless ``stage`` (copies; C by pointer)."""
     here = gpu.current()
     if here is not None and not here.tma:
         major, minor = here.capability
@@ -260,7 +234,9 @@ def tma_problem(
         row_stride, column_stride = rows[name]
         if column_stride != 1:
             return f"{name}'s rows are not contiguous (strides {t.stride()})"
-        if problem := _misaligned(name, row_stride, t):
-            return problem
+        if (row_stride * t.element_size()) % 16 or t.data_ptr() % 16:
+            return (
+                f"{name}'s rows ({row_stride} elements of {t.element_size()} bytes apart) or its "
+                "start address are not on 16-byte boundaries"
+            )
     return None
-

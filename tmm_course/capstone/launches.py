@@ -1,7 +1,6 @@
 """The capstone's launches: each kernel's grid, arguments and constexprs for a call; per-stream
-workspaces (split-K partials, tile counters, aligned copies); and for each call signature a
-:data:`Ready`, which repeats a prepared launch (:mod:`tmm_course.capstone.quick_launch`) on
-new tensors of that signature."""
+workspaces (split-K partials, tile counters, aligned copies); and per call signature a
+:data:`Ready`, which repeats a prepared launch (:mod:`~tmm_course.capstone.quick_launch`)."""
 
 from __future__ import annotations
 
@@ -12,21 +11,16 @@ import triton
 
 import tmm_course
 from tmm_course import gpu
+from tmm_course.capstone import kernels
 from tmm_course.capstone.config import Config
-from tmm_course.capstone.kernels import (
-    TensorDescriptor,
-    grouped_matmul_kernel,
-    persistent_tma_matmul_kernel,
-    readable,
-    reads_a_transposed,
-    reads_b_transposed,
-    transpose_kernel,
-)
+from tmm_course.capstone.kernels import readable, reads_a_transposed, reads_b_transposed
 from tmm_course.capstone.quick_launch import PreparedLaunch
 
 # a prepared launch: ``ready(a, b, out)`` computes a @ b into out (a new tensor if None)
 Ready = Callable[[torch.Tensor, torch.Tensor, "torch.Tensor | None"], torch.Tensor]
 Tensors = tuple[torch.Tensor, torch.Tensor]
+# one call signature's launch (see _ready): reads, arguments, copies, scratch, constexprs, grid
+Setup = tuple[Callable[..., Tensors], Callable[..., tuple], bool, bool, dict, tuple[int, ...]]
 
 
 def _precision(a: torch.Tensor, precision: str) -> str | None:
@@ -43,8 +37,7 @@ def _stream(device: torch.device) -> int:
 
 
 def _workspaces_now(device: torch.device) -> tuple[int, int]:
-    """What the address of a workspace looked up earlier depends on: the stream, and how many
-    workspaces have grown since (a grown one has a new address)."""
+    """What workspaces' addresses depend on: the stream, and how many have grown (and moved)."""
     return _stream(device), len(_outgrown)
 
 
@@ -54,10 +47,9 @@ _outgrown: list[torch.Tensor] = []  # buffers replaced by larger ones: kept, see
 
 def _workspace(what: str, device: torch.device, numel: int, dtype: torch.dtype) -> torch.Tensor:
     """A zeroed buffer of at least ``numel`` elements, one per purpose, dtype, device and
-    stream: the launches of one stream run in turn, so they can share it. Its memory is kept,
-    and so is that of a buffer it outgrows (a captured CUDA graph may still launch with it);
-    each new one is at least twice as large as the last, so that adds up to less than the
-    newest."""
+    stream (the launches of one stream run in turn, so they can share it). A buffer it outgrows
+    is kept (a captured CUDA graph may still launch with it); each new one is at least twice
+    the last, so those add up to less than the newest."""
     if device.type == "cuda" and device.index is None:  # "cuda": the current device
         device = torch.device("cuda", torch.cuda.current_device())
     where = (what, dtype, device, _stream(device))
@@ -71,23 +63,20 @@ def _workspace(what: str, device: torch.device, numel: int, dtype: torch.dtype) 
 
 
 def tile_counters(device: torch.device, tiles: int) -> torch.Tensor:
-    """Split-K's counters, one per tile, zero between launches (the last slice of a tile
-    resets its own)."""
+    """Split-K's counters, one per tile, zero between launches (a tile's last slice resets it)."""
     return _workspace("tile counters", device, tiles, torch.int32)
 
 
 def partials(device: torch.device, numel: int) -> torch.Tensor:
-    """Float32 room for split-K's partial tiles (every element is written before it is
-    read)."""
+    """Float32 room for split-K's partial tiles (each element is written before it is read)."""
     return _workspace("partials", device, numel, torch.float32)
 
 
 def aligned_like(t: torch.Tensor, what: str | None = None) -> torch.Tensor:
     """An uninitialised tensor shaped like ``t`` whose rows start on 128-byte boundaries (the
-    row pitch rounded up; the columns past the last one are never read or written): the TMA
-    needs 16, and reads rows a whole number of 128-byte lines apart fastest. With ``what``,
-    its memory is the per-stream workspace of that name (:func:`_workspace`): the same
-    address call after call."""
+    pitch rounded up; columns past the last are never touched): the TMA needs 16, and reads
+    rows whole 128-byte lines apart fastest. With ``what``, in the per-stream workspace of that
+    name (:func:`_workspace`): the same address call after call."""
     rows, cols = t.shape
     per = 128 // t.element_size()
     pitch = -(-cols // per) * per
@@ -97,15 +86,16 @@ def aligned_like(t: torch.Tensor, what: str | None = None) -> torch.Tensor:
     return memory[: rows * pitch].view(rows, pitch)[:, :cols]
 
 
-def _ready(launch: PreparedLaunch, like: torch.Tensor, reads: Callable[..., Tensors],
-           arguments: Callable[..., tuple], copies: bool, scratch: bool) -> Ready:  # fmt: skip
-    """The :data:`Ready` that repeats ``launch`` for tensors shaped like its first call's (C
-    like ``like``). ``reads(a, b)`` gives the tensors the kernel reads (views; with ``copies``,
-    copies made on every call) and ``arguments(a_read, b_read, out)`` the kernel's arguments
-    for them; those depend on nothing but the tensors' addresses (and, with ``scratch``, the
-    workspaces of the stream), so a call on the addresses of an earlier one passes what it
-    passed then."""
-    shape, dtype, device = like.shape, like.dtype, like.device
+def _ready(kernel: object, a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, setup: Setup
+           ) -> Ready:  # fmt: skip
+    """Launch ``kernel`` once with ``setup``; the :data:`Ready` that repeats it for tensors
+    like these. ``reads(a, b)``: the tensors the kernel reads (views, or with ``copies`` copies
+    made per call); ``arguments(a_read, b_read, out)``: its arguments, which depend on nothing
+    but the addresses (and with ``scratch`` the stream's workspaces), the launch's key."""
+    reads, arguments, copies, scratch, constexprs, grid = setup
+    launch = PreparedLaunch(kernel, grid, arguments(*reads(a, b), out), constexprs,
+                            tmm_course.BACKEND)  # fmt: skip
+    shape, dtype, device = out.shape, out.dtype, out.device
 
     def ready(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None) -> torch.Tensor:
         if out is None:
@@ -115,10 +105,7 @@ def _ready(launch: PreparedLaunch, like: torch.Tensor, reads: Callable[..., Tens
         key = (a.data_ptr(), b.data_ptr(), out.data_ptr())
         if scratch:
             key += _workspaces_now(device)
-        if copies:
-            launch(key, lambda: arguments(a, b, out))
-        else:
-            launch(key, lambda: arguments(*reads(a, b), out))
+        launch(key, lambda: arguments(a, b, out) if copies else arguments(*reads(a, b), out))
         return out
 
     return ready
@@ -130,8 +117,8 @@ def tile_count(config: Config, m: int, n: int) -> int:
 
 
 def _grouped(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, config: Config, precision: str
-             ) -> tuple[Callable[..., tuple], dict, tuple[int, int]]:  # fmt: skip
-    """The grouped kernel's ``arguments(a, b, out)``, constexprs and grid."""
+             ) -> Setup:  # fmt: skip
+    """The grouped kernel's :data:`Setup`: it reads A and B as they are."""
     (m, k), n = a.shape, b.shape[1]
     tiles = tile_count(config, m, n)
     fixed = (m, n, k, *a.stride(), *b.stride(), *out.stride())
@@ -151,27 +138,22 @@ def _grouped(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, config: Config
         EVEN_K=k % (config.block_k * config.split_k) == 0,
         num_warps=config.num_warps, num_stages=config.num_stages,
     )  # fmt: skip
-    return arguments, constexprs, (tiles, config.split_k)
+    return lambda a, b: (a, b), arguments, False, split, constexprs, (tiles, config.split_k)
 
 
 def launch_grouped(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, config: Config,
                    precision: str = "tf32") -> torch.Tensor:  # fmt: skip
-    """Run :func:`grouped_matmul_kernel` with ``config`` into ``out`` on Triton's own path
-    (no input checks), in one launch also with split-K."""
+    """The grouped kernel into ``out`` on Triton's own path (no checks), split-K in one launch."""
     if a.shape[0] and b.shape[1]:
-        arguments, constexprs, grid = _grouped(a, b, out, config, precision)
-        grouped_matmul_kernel[grid](*arguments(a, b, out), **constexprs)
+        _, arguments, _, _, constexprs, grid = _grouped(a, b, out, config, precision)
+        kernels.grouped_matmul_kernel[grid](*arguments(a, b, out), **constexprs)
     return out
 
 
 def prepare_grouped(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, config: Config,
                     precision: str = "tf32") -> Ready:  # fmt: skip
-    """Launch the grouped kernel once, and return a :data:`Ready` for later calls with
-    tensors shaped, strided and aligned like these."""
-    arguments, constexprs, grid = _grouped(a, b, out, config, precision)
-    launch = PreparedLaunch(grouped_matmul_kernel, grid, arguments(a, b, out), constexprs,
-                            tmm_course.BACKEND)  # fmt: skip
-    return _ready(launch, out, lambda a, b: (a, b), arguments, False, config.split_k > 1)
+    """Launch the grouped kernel once: a :data:`Ready` for later calls of this signature."""
+    return _ready(kernels.grouped_matmul_kernel, a, b, out, _grouped(a, b, out, config, precision))
 
 
 def program_slots() -> int:
@@ -181,34 +163,28 @@ def program_slots() -> int:
 
 
 def slices_of_the_tail(config: Config, m: int, n: int, k: int, slots: int) -> int:
-    """Into how many K-slices the persistent kernel with ``config`` cuts each tile of its
-    last wave on ``slots`` SMs (:func:`tail_splits`; 1 without ``split_tail``)."""
+    """:func:`tail_splits` for ``config`` on ``slots`` SMs (1 without ``split_tail``)."""
     if not config.split_tail:
         return 1
     return tail_splits(tile_count(config, m, n), slots, triton.cdiv(k, config.block_k))
 
 
 def tail_splits(tiles: int, slots: int, k_steps: int) -> int:
-    """Into how many K-slices the persistent kernel cuts each tile of its last, partial wave
-    (``tiles % slots`` of them) so that the slices come close to one per SM: 1 (no split)
-    for a full or more than half full last wave; at most 8, and at least 4 K-steps each."""
+    """Into how many K-slices the persistent kernel cuts each tile of its last wave, for about
+    one slice per SM: 1 for a full or more than half full wave; at most 8, of 4+ K-steps each."""
     tail = tiles % slots
     return 1 if tail == 0 else max(1, min(slots // tail, k_steps // 4, 8))
 
 
-TRANSPOSE_BLOCK = 64
-
-
 def _prepare_transpose(src: torch.Tensor, dst: torch.Tensor) -> Callable:
-    """Copy ``src`` turned around into ``dst`` now, and return the copy for later tensors
-    shaped like these: ``copy(src, dst)``."""
-    (r, c), block = src.shape, TRANSPOSE_BLOCK
+    """Copy ``src`` turned around into ``dst`` now: ``copy(src, dst)`` for later ones alike."""
+    (r, c), block = src.shape, 64  # tiles of 64 x 64
     grid = (triton.cdiv(r, block), triton.cdiv(c, block))
 
     def arguments(src: torch.Tensor, dst: torch.Tensor) -> tuple:
         return (src, dst, r, c, *src.stride(), *dst.stride())
 
-    launch = PreparedLaunch(transpose_kernel, grid, arguments(src, dst),
+    launch = PreparedLaunch(kernels.transpose_kernel, grid, arguments(src, dst),
                             dict(BLOCK=block, num_warps=4), tmm_course.BACKEND)  # fmt: skip
 
     def copy(src: torch.Tensor, dst: torch.Tensor) -> torch.Tensor:
@@ -219,13 +195,10 @@ def _prepare_transpose(src: torch.Tensor, dst: torch.Tensor) -> Callable:
 
 
 def _persistent(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, config: Config,
-                precision: str, stage: bool) -> tuple[Callable, Callable, bool, dict, tuple[int]]:
-    """The persistent kernel's ``reads(a, b)`` and ``arguments(a_read, b_read, out)`` (see
-    :func:`_ready`), whether ``reads`` makes copies, its constexprs and grid. A column-major
-    operand is read as the row-major matrix it is the transpose of; B^T is read from a copy for
-    float32, whose tensor cores need K-major B; with ``stage``, A or B whose rows the TMA
-    cannot read (float32 A column-major, say) is copied into one it can, and such a C is stored
-    by pointer. Copies live in per-stream workspaces, so they keep their addresses."""
+                precision: str, stage: bool) -> Setup:  # fmt: skip
+    """The persistent kernel's :data:`Setup`. A column-major operand is read as the row-major
+    matrix it is the transpose of, B^T from a copy for float32; A or B staged is copied into
+    rows the TMA reads, in per-stream workspaces (so the copies keep their addresses)."""
     (m, k), n = a.shape, b.shape[1]
     bm, bn, bk = config.block_m, config.block_n, config.block_k
     a_transposed, transposed = reads_a_transposed(a), reads_b_transposed(b)
@@ -236,29 +209,28 @@ def _persistent(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, config: Con
     blocks = ([bk, bm] if a_transposed else [bm, bk], [bn, bk] if transposed else [bk, bn],
               [bm, bn // 2] if config.subtile else [bm, bn])  # fmt: skip
     copies = stage_a or stage_b or copy_b
+    # the workspace B goes into, if any: B^T turned around by the transpose kernel, or B staged
+    b_into = "B^T" if copy_b else "staged B" if stage_b else None
     tiles = tile_count(config, m, n)
     splits = slices_of_the_tail(config, m, n, k, program_slots())
     programs = program_slots() if splits > 1 else min(program_slots(), tiles)
     tail = tiles % programs
     turn_around = None  # the copy of B^T, once prepared
-    kept: dict[tuple, tuple] = {}  # (stream, workspaces grown) -> the views copies go into
-
-    def rooms(a: torch.Tensor, b: torch.Tensor) -> tuple:
-        """Where the copies of (A, B) go (None: read as it is), looked up again only on
-        another stream or once a workspace has grown."""
-        where = _workspaces_now(a.device)
-        room = kept.get(where)
-        if room is None:
-            kept.clear()
-            b_room = aligned_like(b.t(), "B^T") if copy_b else (
-                aligned_like(b.t() if transposed else b, "staged B") if stage_b else None)
-            room = kept[where] = (aligned_like(a, "staged A") if stage_a else None, b_room)
-        return room
+    # (stream, workspaces grown) -> where the copies of A and B go (None: read as it is)
+    kept: dict[tuple, tuple] = {}
 
     def reads(a: torch.Tensor, b: torch.Tensor) -> Tensors:
         nonlocal turn_around
         a = a.t() if a_transposed else a
-        a_room, b_room = rooms(a, b) if copies else (None, None)
+        a_room = b_room = None
+        if copies:
+            where = _workspaces_now(a.device)
+            if where not in kept:  # another stream, or a workspace has grown
+                kept.clear()
+                if b_into is not None:
+                    b_room = aligned_like(b.t() if transposed else b, b_into)
+                kept[where] = (aligned_like(a, "staged A") if stage_a else None, b_room)
+            a_room, b_room = kept[where]
         if a_room is not None:
             a = a_room.copy_(a)
         if copy_b:
@@ -271,7 +243,7 @@ def _persistent(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, config: Con
         return a, (b_room.copy_(b) if b_room is not None else b)
 
     def arguments(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor) -> tuple:
-        describe = TensorDescriptor.from_tensor
+        describe = kernels.TensorDescriptor.from_tensor
         c = out if by_pointer else describe(out, blocks[2])
         scratch = (partials(out.device, tail * splits * bm * bn),
                    tile_counters(out.device, tail)) if splits > 1 else (out, out)  # fmt: skip
@@ -284,26 +256,20 @@ def _persistent(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, config: Con
         B_TRANSPOSED=transposed, SUBTILE=config.subtile, TAIL_SPLITS=splits,
         C_BY_POINTER=by_pointer, num_warps=config.num_warps, num_stages=config.num_stages,
     )  # fmt: skip
-    return reads, arguments, copies, constexprs, (programs,)
+    return reads, arguments, copies, splits > 1, constexprs, (programs,)
 
 
 def launch_persistent_tma(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, config: Config,
                           precision: str = "tf32") -> torch.Tensor:  # fmt: skip
-    """Run :func:`persistent_tma_matmul_kernel` with ``config`` into ``out`` on Triton's own
-    path; the tensors must pass :func:`tma_problem` (no input checks here)."""
-    reads, arguments, _, constexprs, grid = _persistent(a, b, out, config, precision, False)
-    persistent_tma_matmul_kernel[grid](*arguments(*reads(a, b), out), **constexprs)
+    """The persistent kernel into ``out`` on Triton's own path, unchecked (:func:`tma_problem`)."""
+    reads, arguments, _, _, constexprs, grid = _persistent(a, b, out, config, precision, False)
+    kernels.persistent_tma_matmul_kernel[grid](*arguments(*reads(a, b), out), **constexprs)
     return out
 
 
 def prepare_persistent_tma(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, config: Config,
                            precision: str = "tf32", stage: bool = False) -> Ready:  # fmt: skip
-    """Launch the persistent kernel once, and return a :data:`Ready` for later calls with
-    tensors shaped, strided and aligned like these. ``stage``: tensors whose rows the TMA
-    cannot read (:func:`tma_problem` with ``stage=False``) go through aligned copies (A, B)
-    or are stored by pointer (C)."""
-    reads, arguments, copies, constexprs, grid = _persistent(a, b, out, config, precision, stage)
-    launch = PreparedLaunch(persistent_tma_matmul_kernel, grid, arguments(*reads(a, b), out),
-                            constexprs, tmm_course.BACKEND)  # fmt: skip
-    scratch = constexprs["TAIL_SPLITS"] > 1
-    return _ready(launch, out, reads, arguments, copies, scratch)
+    """:func:`prepare_grouped` for the persistent kernel. ``stage``: tensors whose rows the TMA
+    cannot read go through aligned copies (A, B) or are stored by pointer (C)."""
+    setup = _persistent(a, b, out, config, precision, stage)
+    return _ready(kernels.persistent_tma_matmul_kernel, a, b, out, setup)

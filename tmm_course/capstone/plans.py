@@ -1,6 +1,5 @@
-"""The capstone's plan: which kernel and configuration suit the device, shape, dtype and
-layout, chosen from the fit's measurements on the nearest problems (:func:`plan`), else by
-rules; shrunk to the GPU's shared memory."""
+"""The capstone's plan: the kernel and configuration for the device, shape, dtype and layout,
+from the fit on the nearest problems, else by rules; shrunk to the GPU's shared memory."""
 
 from __future__ import annotations
 
@@ -40,14 +39,13 @@ PATHS = ("persistent_tma", "grouped")
 # from the H200 sweep, tmm_course/perf/data/sweep_h200.json (python -m tmm_course.perf.bench sweep)
 ON_INTERPRETER = Config(32, 32, 32, group_m=4)
 LARGE_TMA = Config(128, 256, 64, num_warps=8, num_stages=3, subtile=True)
-FLOAT32_TMA = Config(128, 256, 32, num_warps=8, num_stages=3, subtile=True)
 LARGE_GROUPED = Config(128, 256, 64, num_warps=8, num_stages=4)
+FLOAT32_TMA = for_float32(LARGE_TMA)  # 128x256x32: float32 takes BLOCK_K halved (by_rules)
 
 
 def plan(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None) -> Plan:
     """Choose a kernel and a configuration for ``a @ b`` (into ``out``) on this backend: on a
-    GPU, the candidate that did best on the nearest problems of the fit (:func:`fit_table`,
-    :func:`_plan_by_fit`), else by rules."""
+    GPU, the best candidate on the nearest fitted problems (:func:`_plan_by_fit`), else rules."""
     chosen = _plan_by_fit(a, b, out) if tmm_course.BACKEND == GPU else None
     chosen = chosen or _plan_by_shape(a, b, out)
     here = gpu.current()
@@ -68,14 +66,11 @@ def shared_memory_bytes(config: Config, itemsize: int, pipelining: bool = True) 
 
 
 def fit_shared_memory(config: Config, itemsize: int, here: gpu.Gpu) -> Config:
-    """``config``, made smaller (:func:`smaller`) until its tiles fit ``here``'s shared memory;
-    on a GPU without pipelining, with ``num_stages=1``."""
+    """``config`` shrunk (:func:`smaller`) to ``here``'s shared memory; 1 stage if unpipelined."""
     if not here.pipelining:
         config = dataclasses.replace(config, num_stages=1)
-    while shared_memory_bytes(config, itemsize, here.pipelining) > here.shared_memory:
-        next_config = smaller(config)
-        if next_config is None:
-            break
+    too_big = lambda c: shared_memory_bytes(c, itemsize, here.pipelining) > here.shared_memory
+    while too_big(config) and (next_config := smaller(config)) is not None:
         config = next_config
     return config
 
@@ -84,8 +79,7 @@ _FIT: list[Fitted] | None = None  # the fitted problems plan() reads (None: not 
 
 
 def fit_table() -> list[Fitted]:
-    """The fitted problems the plan chooses from: those of :func:`use_fit`, else the shipped
-    H200 fit (``perf/data/grid_h200.json``; none: the rules decide)."""
+    """The fit the plan reads: :func:`use_fit`'s, else the shipped H200 fit (none: the rules)."""
     global _FIT
     if _FIT is None:
         _FIT = shipped()
@@ -93,30 +87,23 @@ def fit_table() -> list[Fitted]:
 
 
 def use_fit(fitted: Sequence[Fitted] | None) -> None:
-    """Plan from ``fitted`` from now on; None goes back to the shipped fit. (Call it through
-    :func:`tmm_course.capstone.use_fit`, which also forgets the calls planned before.)"""
+    """Plan from ``fitted`` (None: the shipped fit); ``capstone.use_fit`` calls it, then resets."""
     global _FIT
     _FIT = None if fitted is None else list(fitted)
 
 
-def _column_major(t: torch.Tensor) -> bool:
-    return t.stride(0) == 1 and t.shape[0] > 1
-
-
-def _aligned(*sizes: int) -> bool:
-    return all(size % 8 == 0 for size in sizes)
-
-
 OTHER_DTYPE = 0.5  # how much further away a fitted problem of another 16-bit dtype counts
+NEIGHBOURS = 6  # the fitted problems nearest a new one that score each configuration
+NEARNESS = 2.0  # a neighbour one unit of distance further weighs e**-NEARNESS as much
+FILLED = 0.5  # how much of the waves' fill (_filled) the scores take over: its square root
 
 
 def _distance(fitted: Fitted, m: int, n: int, k: int, dtype: str, layouts: tuple[bool, bool]
               ) -> float:  # fmt: skip
     """How far apart two problems are: the sizes' log2 distances, and half a unit each for a
     different layout of A or of B (``layouts``: whether each is column-major), a different
-    alignment (rows the TMA reads, or copies) and the other 16-bit dtype (float16 and
-    bfloat16 move the same bytes through the same kernels); infinitely far for an element
-    of another size."""
+    alignment (rows the TMA reads, or copies) and the other 16-bit dtype (the same bytes through
+    the same kernels); infinitely far for an element of another size."""
     p = fitted.problem
     if getattr(torch, p.dtype).itemsize != getattr(torch, dtype).itemsize:
         return math.inf
@@ -125,19 +112,14 @@ def _distance(fitted: Fitted, m: int, n: int, k: int, dtype: str, layouts: tuple
     apart += 0.5 * sum(here != (there == "col") for here, there in
                        zip(layouts, (p.a_layout, p.b_layout), strict=True))  # fmt: skip
     apart += OTHER_DTYPE if p.dtype != dtype else 0.0
-    return apart + (0.5 if _aligned(m, n, k) != _aligned(p.m, p.n, p.k) else 0.0)
-
-
-NEIGHBOURS = 6  # the fitted problems nearest a new one that score each configuration
-NEARNESS = 2.0  # a neighbour one unit of distance further weighs e**-NEARNESS as much
-FILLED = 0.5  # how much of the waves' fill (_filled) the scores take over: its square root
+    aligned = lambda *sizes: all(size % 8 == 0 for size in sizes)
+    return apart + (0.5 if aligned(m, n, k) != aligned(p.m, p.n, p.k) else 0.0)
 
 
 def _filled(path: str, config: Config, m: int, n: int, k: int) -> float:
-    """How full the persistent kernel's waves of tiles keep the SMs: a last wave of 24 tiles
-    on 132 SMs leaves most of them idle, unless ``split_tail`` cuts them into K-slices (a
-    wave of slices takes a slice's share of a tile's time). 1 for the grouped kernel, whose
-    programs the GPU schedules."""
+    """How full the persistent kernel's waves of tiles keep the SMs: a last wave of 24 tiles on
+    132 SMs leaves most idle, unless ``split_tail`` cuts them into K-slices (a wave of slices
+    takes a slice's share of a tile's time). 1 for the grouped kernel: the GPU schedules it."""
     if path != "persistent_tma":
         return 1.0
     slots, tiles = program_slots(), tile_count(config, m, n)
@@ -149,38 +131,33 @@ def _filled(path: str, config: Config, m: int, n: int, k: int) -> float:
 
 def _scores(table: list, apart: dict[int, float], candidates: list[tuple[str, Config]],
             m: int, n: int, k: int) -> dict[tuple[str, Config], tuple[float, object]]:  # fmt: skip
-    """Each candidate's expected log-ratio to torch here, and the nearest fitted problem of
-    ``table`` (nearest first) that timed it."""
+    """Each candidate's expected log-ratio to torch, and the nearest of ``table`` that timed it."""
     near: dict[tuple[str, Config], list] = {key: [] for key in candidates}
     for fitted in table:
         for key, ratio in fitted.measured().items():
             if key in near and len(near[key]) < NEIGHBOURS:
                 near[key].append((fitted, ratio))
     scores = {}
-    for key, timed in near.items():
+    for (path, config), timed in near.items():
         if not timed:
             continue
-        path, config = key
         here = _filled(path, config, m, n, k)
-        logs, weights = [], []
-        for f, ratio in timed:
-            there = _filled(path, config, f.problem.m, f.problem.n, f.problem.k)
-            logs.append(math.log(ratio * (here / there) ** FILLED))
-            weights.append(math.exp(-NEARNESS * apart[id(f)]))
+        there = [_filled(path, config, f.problem.m, f.problem.n, f.problem.k) for f, _ in timed]
+        logs = [math.log(r * (here / t) ** FILLED) for (_, r), t in zip(timed, there, strict=True)]
+        weights = [math.exp(-NEARNESS * apart[id(f)]) for f, _ in timed]
         score = sum(w * x for w, x in zip(weights, logs, strict=True)) / sum(weights)
         scores[path, config] = (score, timed[0][0])
     return scores
 
 
 def _plan_by_fit(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None) -> Plan | None:
-    """Score every candidate by its log-ratio to torch on the NEIGHBOURS nearest fitted
-    problems with elements of the same size that timed it (weighed by e**-NEARNESS per unit
-    of :func:`_distance`), each corrected for the square root of how full the kernel keeps
-    the SMs here against there (:func:`_filled`: whole, it over-corrects); run the best that
-    can read the tensors."""
+    """Score every candidate by its log-ratio to torch on the NEIGHBOURS nearest fitted problems
+    that timed it (weighed by e**-NEARNESS per unit of :func:`_distance`), each corrected for
+    the square root of how full the kernel keeps the SMs here against there (:func:`_filled`:
+    whole, it over-corrects); run the best that can read the tensors."""
     dtype = str(a.dtype).removeprefix("torch.")
     (m, k), n = a.shape, b.shape[1]
-    layouts = (_column_major(a), _column_major(b))
+    layouts = tuple(t.stride(0) == 1 and t.shape[0] > 1 for t in (a, b))  # column-major?
     apart = {id(f): _distance(f, m, n, k, dtype, layouts) for f in fit_table()}
     table = sorted((f for f in fit_table() if apart[id(f)] < math.inf), key=lambda f: apart[id(f)])
     if not table:
@@ -206,23 +183,21 @@ def _plan_by_fit(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None) -> 
 
 def by_rules(path: str, dtype: torch.dtype) -> Config:
     """The configuration the rules give ``path`` where no fit decides: small tiles on the
-    interpreter; on a GPU, large ones (BLOCK_K halved for float32 on the grouped kernel)."""
+    interpreter; on a GPU, large ones (BLOCK_K halved for float32)."""
     if tmm_course.BACKEND != GPU:
         return ON_INTERPRETER
-    if path == "persistent_tma":
-        return FLOAT32_TMA if dtype == torch.float32 else LARGE_TMA
-    return for_float32(LARGE_GROUPED) if dtype == torch.float32 else LARGE_GROUPED
+    config = LARGE_TMA if path == "persistent_tma" else LARGE_GROUPED
+    return for_float32(config) if dtype == torch.float32 else config
 
 
 def _plan_by_shape(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None) -> Plan:
     if tmm_course.BACKEND != GPU:
-        return Plan("grouped", by_rules("grouped", a.dtype),
-                    "the interpreter: small tiles run fastest")  # fmt: skip
-    if (why_not := tma_problem(a, b, out)) is None:
-        return Plan("persistent_tma", by_rules("persistent_tma", a.dtype),
-                    "no fit: large tiles, read by the TMA")  # fmt: skip
-    return Plan("grouped", by_rules("grouped", a.dtype),
-                f"no fit, and no tensor descriptors: {why_not}")  # fmt: skip
+        path, why = "grouped", "the interpreter: small tiles run fastest"
+    elif (why_not := tma_problem(a, b, out)) is None:
+        path, why = "persistent_tma", "no fit: large tiles, read by the TMA"
+    else:
+        path, why = "grouped", f"no fit, and no tensor descriptors: {why_not}"
+    return Plan(path, by_rules(path, a.dtype), why)
 
 
 def smaller(config: Config) -> Config | None:

@@ -1,10 +1,7 @@
-"""The problems the capstone is raced on, as data.
-
-A :class:`Problem` is one product C = A @ B; ``GOALS`` are ``matmul_fast``'s targets on an H200.
-``GRID`` is the broad set of problems ``matmul_fast`` is judged on: its plan is fitted on
-``FITTED`` (every other problem) and ``EXTRA_FITTED`` (sizes between the grid's), and
-reported apart on ``HELD_OUT``.
-"""
+"""The problems the capstone is raced on, as data: a :class:`Problem` is one product C = A @ B;
+``GOALS`` are ``matmul_fast``'s targets on an H200. ``GRID`` is the broad set it is judged on:
+its plan is fitted on ``FITTED`` (every other problem) and ``EXTRA_FITTED`` (sizes between
+the grid's), and reported apart on ``HELD_OUT``."""
 
 from __future__ import annotations
 
@@ -19,8 +16,7 @@ from tmm_course.numerics import tolerance
 @dataclass(frozen=True)
 class Problem:
     """C = A @ B with A (m, k) and B (k, n) row-major, or column-major where ``a_layout`` or
-    ``b_layout`` is "col" (A is then the transpose of a row-major (k, m) tensor, B of a
-    row-major (n, k) one)."""
+    ``b_layout`` is "col" (the transpose of a row-major (k, m) A, or (n, k) B)."""
 
     m: int
     n: int
@@ -145,6 +141,7 @@ def _extra_fitted() -> tuple[Problem, ...]:
 
 
 EXTRA_FITTED = _extra_fitted()
+
 
 def family(problem: Problem) -> str:
     """The part of the grid a problem stands for."""

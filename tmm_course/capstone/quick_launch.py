@@ -4,18 +4,19 @@
 microseconds on a slow host: more than a small matmul takes on the GPU. A
 :class:`PreparedLaunch` makes its first launch that way and keeps the compiled kernel; later
 calls, whose arguments the caller promises Triton would specialize alike (the same dtypes,
-shapes, strides and alignment), go to the compiled kernel's launcher. On Triton 3.6's NVIDIA
-launcher they go further: the flat arguments its C launch function takes (tensor descriptors
-encoded) are kept per key, the tensors' addresses, so a repeated call makes none. The
-interpreter, profilers' launch hooks, and every launch inside :func:`plain_launches` take
-Triton's own path.
-"""
+shapes, strides and alignment), go to the compiled kernel's launcher, and on Triton 3.6's
+NVIDIA launcher reuse the flat arguments its C function takes (tensor descriptors encoded),
+kept per key (the tensors' addresses). The interpreter, profilers' launch hooks, and every
+launch inside :func:`plain_launches` take Triton's own path."""
 
 from __future__ import annotations
 
 import contextlib
 import inspect
 from collections.abc import Callable, Hashable, Iterator, Sequence
+
+from triton import knobs
+from triton.runtime import driver
 
 from tmm_course.backend import GPU
 
@@ -26,8 +27,7 @@ FLAT_LIMIT = 64  # argument lists a prepared launch keeps at most (then it start
 
 @contextlib.contextmanager
 def plain_launches() -> Iterator[None]:
-    """Inside the block every prepared launch takes Triton's own path (``kernel[grid](...)``),
-    which launch recorders, the interpreter and the compiler's caches see."""
+    """Inside, every prepared launch takes Triton's own path: recorders and caches see it."""
     global _plain
     _plain += 1
     try:
@@ -45,21 +45,21 @@ def _listening(hooks: object) -> bool:
 
 
 def direct_launch(compiled: object) -> tuple[Callable, Callable[[Sequence], list]] | None:
-    """Triton 3.6's NVIDIA launcher taken apart: its C launch function, and ``flatten(args)``:
-    the kernel's arguments as that function takes them (each tensor descriptor as its encoded
-    TMA descriptor, shape and strides; each tensor as its address). None for any other
-    launcher, and for one that allocates scratch memory per launch."""
+    """Triton 3.6's NVIDIA launcher taken apart: its C launch function, and ``flatten(args)``,
+    the arguments as it takes them (a tensor descriptor as its encoded TMA descriptor, shape
+    and strides; a tensor as its address). None for another launcher, or one that allocates
+    scratch memory per launch."""
     launcher = getattr(compiled, "run", None)
     scratch = (getattr(launcher, "global_scratch_size", 1),
                getattr(launcher, "profile_scratch_size", 1))  # fmt: skip
     try:
         from triton.backends.nvidia.driver import CudaLauncher, make_tensordesc_arg
+
         call = list(inspect.signature(CudaLauncher.__call__).parameters)
     except (ImportError, AttributeError, ValueError):
         return None
-    if call != ["self", "gridX", "gridY", "gridZ", "stream", "function", "args"] or scratch != (
-        0, 0
-    ):  # fmt: skip
+    expected = ["self", "gridX", "gridY", "gridZ", "stream", "function", "args"]  # Triton 3.6's
+    if call != expected or scratch != (0, 0):
         return None
     inner = launcher.launch
     if inspect.isbuiltin(inner):  # no tensor descriptors: the C function itself
@@ -99,9 +99,8 @@ def _addresses(args: Sequence) -> list:
 class PreparedLaunch:
     """``kernel`` on a fixed ``grid`` with fixed ``constexprs``: launched once now on ``args``
     through Triton's own path, then by ``launch(key, make_args)`` for arguments Triton
-    specializes alike. ``key`` must fix every argument ``make_args()`` would give (say, the
-    tensors' addresses); on Triton 3.6's NVIDIA launcher the flat arguments are kept per key
-    and ``make_args`` is called only for a new one."""
+    specializes alike. ``key`` must fix every argument ``make_args()`` gives (say, the tensors'
+    addresses): on Triton 3.6's NVIDIA launcher, ``make_args`` is called for a new key only."""
 
     def __init__(self, kernel: object, grid: Sequence[int], args: Sequence[object],
                  constexprs: dict, backend: str) -> None:  # fmt: skip
@@ -111,11 +110,6 @@ class PreparedLaunch:
         self.compiled = self.direct = None
         self.flat: dict[Hashable, list] = {}
         if backend != GPU or _plain or compiled is None:
-            return
-        try:
-            from triton import knobs
-            from triton.runtime import driver
-        except ImportError:  # a Triton before 3.4: its own path every time
             return
         self.compiled, self.hooks = compiled, knobs.runtime
         self.device = driver.active.get_current_device()
