@@ -154,12 +154,12 @@ def test_nearer_fitted_problems_weigh_e_to_the_nearness_more_per_unit(monkeypatc
 
     one = ("grouped", Config(64, 128, 64, num_warps=4, num_stages=4))  # two candidates
     other = ("grouped", Config(128, 64, 64, num_warps=4, num_stages=4))
-    # 2048^3 is 3 units from 1024^3 and 3 x log2(1.5) = 1.75 from 3072^3
-    near = _timed(3072, 3072, 3072, {one: 0.9, other: 1.0})
-    far = _timed(1024, 1024, 1024, {one: 1.2, other: 1.0})
+    # 2048^3 is 6 units from 512^3 and 3 x log2(4/3) = 1.25 from 1536^3
+    near = _timed(1536, 1536, 1536, {one: 0.9, other: 1.0})
+    far = _timed(512, 512, 512, {one: 1.2, other: 1.0})
     monkeypatch.setattr(plans, "_FIT", [near, far])
     a, b = torch.empty(2048, 2048).half(), torch.empty(2048, 2048).half()
-    assert plans._plan_by_fit(a, b, None).config == other[1]  # e**-3.5 against e**-6
+    assert plans._plan_by_fit(a, b, None).config == other[1]  # e**-2.5 against e**-12
     monkeypatch.setattr(plans, "NEARNESS", 0.1)  # nearly equal weights: the far 1.2 counts
     assert plans._plan_by_fit(a, b, None).config == one[1]
 
@@ -172,11 +172,24 @@ def test_a_split_last_wave_counts_as_a_wave_of_slices(monkeypatch):
     # 1536^3 in 128x128 tiles: 132 + 12, the 12 cut into 6 slices each: 1 + 1/6 of a wave
     assert abs(plans._filled(*split, 1536, 1536, 1536) - 144 / (132 * (1 + 1 / 6))) < 1e-9
     assert abs(plans._filled(*SMALLER_TILES, 1536, 1536, 1536) - 144 / 264) < 1e-9
-    # so what the split tiles did at 1536^3 is not scaled up as if most SMs had been idle
-    fitted = _timed(1536, 1536, 1536, {BIG_TILES: 0.60, split: 0.69})  # 72 big tiles
+    # so what split tiles did where big ones left SMs idle is not scaled up as if theirs had
+    fitted = _timed(2304, 2304, 2304, {BIG_TILES: 0.60, split: 0.69})  # 162 big tiles
     monkeypatch.setattr(plans, "_FIT", [fitted])
     a, b = torch.empty(4096, 4096).half(), torch.empty(4096, 4096).half()
     assert plans._plan_by_fit(a, b, None).config == BIG_TILES[1]
+
+
+def test_the_plan_reads_only_fitted_problems_of_the_same_size_class(monkeypatch):
+    from tmm_course.capstone import plans
+
+    one = ("grouped", Config(64, 128, 64, num_warps=4, num_stages=4))
+    other = ("grouped", Config(128, 64, 64, num_warps=4, num_stages=4))
+    few_rows = _timed(128, 4096, 4096, {one: 1.5, other: 1.0})  # nearer 160 rows, "few rows"
+    middle = _timed(512, 4096, 4096, {one: 0.9, other: 1.0})
+    monkeypatch.setattr(plans, "_FIT", [few_rows, middle])
+    a, b = torch.empty(160, 4096).half(), torch.empty(4096, 4096).half()
+    chosen = plans._plan_by_fit(a, b, None)
+    assert chosen.config == other[1] and "512x4096x4096" in chosen.reason
 
 
 def test_the_plan_weighs_nearer_fitted_problems_more(monkeypatch):
@@ -197,7 +210,7 @@ def test_a_fitted_persistent_choice_stages_unreadable_rows_or_falls_back_to_grou
 ):
     from tmm_course.capstone import plans
 
-    entry = _fitted(4096, 4096, 4096, path="persistent_tma")
+    entry = _fitted(512, 512, 512, path="persistent_tma")
     monkeypatch.setattr(plans, "_FIT", [entry])
     a, b = torch.empty(512, 510).half(), torch.empty(510, 512).half()  # 1020-byte rows
     staged = plans._plan_by_fit(a, b, None)

@@ -52,7 +52,7 @@ def test_extra_fitted_problems_are_none_of_the_grids():
 
 
 def test_extra_fitted_problems_cover_each_size_class():
-    classes = {size_class(p.m, p.n, p.k) for p in EXTRA_FITTED}
+    classes = {size_class(p.m, p.n) for p in EXTRA_FITTED}
     assert classes == set(CANDIDATES)  # few rows, middle and large each get neighbours
 
 

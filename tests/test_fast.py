@@ -276,6 +276,20 @@ def test_a_planned_config_too_big_for_the_gpu_is_shrunk_and_remembered(monkeypat
     assert torch.equal(again, c)
 
 
+def test_a_plan_shrunk_to_a_smaller_gpu_still_copies_what_the_tma_cannot_read(monkeypatch):
+    from tmm_course import gpu
+
+    staged = plans.Plan("persistent_tma", plans.LARGE_TMA, "fitted", stage=True)
+    small = gpu.Gpu("a GPU with 100 KB", (12, 0), 84, 100 * 1024)  # TMA, less shared memory
+    monkeypatch.setattr(plans, "_plan_by_fit", lambda *args: staged)
+    monkeypatch.setattr(plans.tmm_course, "BACKEND", "gpu")
+    monkeypatch.setattr(plans.gpu, "current", lambda: small)
+    a, b = operands(40, 36, 24, torch.float16)
+    shrunk = plans.plan(a, b)
+    assert shrunk.config != staged.config and "shrunk to fit 100 KB" in shrunk.reason
+    assert shrunk.stage and shrunk.path == "persistent_tma"
+
+
 def test_an_explicit_config_too_big_for_the_gpu_is_explained(monkeypatch):
     launch, _ = out_of_shared_memory_above(2, launches.prepare_grouped)
     capstone.reset()

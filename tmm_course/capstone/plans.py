@@ -13,7 +13,7 @@ import torch
 import tmm_course
 from tmm_course import gpu
 from tmm_course.backend import GPU
-from tmm_course.capstone.candidates import candidates_for, for_float32
+from tmm_course.capstone.candidates import candidates_for, for_float32, size_class
 from tmm_course.capstone.config import Config
 from tmm_course.capstone.fitted import Fitted, shipped
 from tmm_course.capstone.kernels import tma_problem
@@ -54,7 +54,7 @@ def plan(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None) -> P
     fitted = fit_shared_memory(chosen.config, a.element_size(), here)
     if fitted != chosen.config:
         reason = f"{chosen.reason}; shrunk to fit {here.shared_memory // 1024} KB of shared memory"
-        return Plan(chosen.path, fitted, reason)
+        return dataclasses.replace(chosen, config=fitted, reason=reason)
     return chosen
 
 
@@ -103,9 +103,12 @@ def _distance(fitted: Fitted, m: int, n: int, k: int, dtype: str, layouts: tuple
     """How far apart two problems are: the sizes' log2 distances, and half a unit each for a
     different layout of A or of B (``layouts``: whether each is column-major), a different
     alignment (rows the TMA reads, or copies) and the other 16-bit dtype (the same bytes through
-    the same kernels); infinitely far for an element of another size."""
+    the same kernels); infinitely far for an element of another size, or a problem of another
+    size class (its candidates differ: scores over different neighbours would not compare)."""
     p = fitted.problem
     if getattr(torch, p.dtype).itemsize != getattr(torch, dtype).itemsize:
+        return math.inf
+    if size_class(p.m, p.n) != size_class(m, n):
         return math.inf
     apart = sum(abs(math.log2(max(x, 1)) - math.log2(max(y, 1))) for x, y in
                 ((m, p.m), (n, p.n), (k, p.k)))  # fmt: skip
