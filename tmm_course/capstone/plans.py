@@ -123,13 +123,14 @@ def _filled(path: str, config: Config, m: int, n: int, k: int) -> float:
     """How full the persistent kernel's waves of tiles keep the SMs: a last wave of 24 tiles on
     132 SMs leaves most idle, unless ``split_tail`` cuts them into K-slices (a wave of slices
     takes a slice's share of a tile's time). 1 for the grouped kernel: the GPU schedules it."""
-    if path != "persistent_tma":
-        return 1.0
     slots, tiles = program_slots(), tile_count(config, m, n)
+    useful = m * n / (tiles * config.block_m * config.block_n)  # tiles past the edges
+    if path != "persistent_tma":
+        return useful
     splits = slices_of_the_tail(config, m, n, k, slots)
     full, tail = divmod(tiles, slots)
     waves = full + -(-tail * splits // slots) / splits
-    return tiles / (waves * slots)
+    return useful * tiles / (waves * slots)
 
 
 def _scores(table: list, apart: dict[int, float], candidates: list[tuple[str, Config]],
