@@ -179,17 +179,28 @@ def test_a_split_last_wave_counts_as_a_wave_of_slices(monkeypatch):
     assert plans._plan_by_fit(a, b, None).config == BIG_TILES[1]
 
 
+def test_tiles_past_the_edges_count_as_work_not_done(monkeypatch):
+    from tmm_course.capstone import plans
+
+    monkeypatch.setattr(plans, "program_slots", lambda: 132)
+    wide = Config(64, 128, 64)
+    # 4096 x 64 in 64x128 tiles: 64 tiles, each half past the last column
+    assert plans._filled("grouped", wide, 4096, 64, 4096) == 0.5
+    assert abs(plans._filled("persistent_tma", wide, 4096, 64, 4096) - 0.5 * 64 / 132) < 1e-9
+    assert plans._filled("grouped", wide, 4096, 128, 4096) == 1.0
+
+
 def test_the_plan_reads_only_fitted_problems_of_the_same_size_class(monkeypatch):
     from tmm_course.capstone import plans
 
     one = ("grouped", Config(64, 128, 64, num_warps=4, num_stages=4))
     other = ("grouped", Config(128, 64, 64, num_warps=4, num_stages=4))
-    few_rows = _timed(128, 4096, 4096, {one: 1.5, other: 1.0})  # nearer 160 rows, "few rows"
-    middle = _timed(512, 4096, 4096, {one: 0.9, other: 1.0})
+    few_rows = _timed(128, 4096, 4096, {one: 1.5, other: 1.0})  # nearer 256 rows, "few rows"
+    middle = _timed(1024, 4096, 4096, {one: 0.9, other: 1.0})
     monkeypatch.setattr(plans, "_FIT", [few_rows, middle])
-    a, b = torch.empty(160, 4096).half(), torch.empty(4096, 4096).half()
+    a, b = torch.empty(256, 4096).half(), torch.empty(4096, 4096).half()
     chosen = plans._plan_by_fit(a, b, None)
-    assert chosen.config == other[1] and "512x4096x4096" in chosen.reason
+    assert chosen.config == other[1] and "1024x4096x4096" in chosen.reason
 
 
 def test_the_plan_weighs_nearer_fitted_problems_more(monkeypatch):
