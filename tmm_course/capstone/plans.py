@@ -119,11 +119,15 @@ def _distance(fitted: Fitted, m: int, n: int, k: int, dtype: str, layouts: tuple
     return apart + (0.5 if aligned(m, n, k) != aligned(p.m, p.n, p.k) else 0.0)
 
 
-def _filled(path: str, config: Config, m: int, n: int, k: int) -> float:
-    """How full the persistent kernel's waves of tiles keep the SMs: a last wave of 24 tiles on
-    132 SMs leaves most idle, unless ``split_tail`` cuts them into K-slices (a wave of slices
-    takes a slice's share of a tile's time). 1 for the grouped kernel: the GPU schedules it."""
-    slots, tiles = program_slots(), tile_count(config, m, n)
+def _filled(path: str, config: Config, m: int, n: int, k: int, slots: int | None = None
+            ) -> float:  # fmt: skip
+    """How much of the work launched counts: the share of the tiles inside the product (rows
+    and columns past its edges compute nothing), times, for the persistent kernel, how full its
+    waves of tiles keep the ``slots`` SMs (a last wave of 24 tiles on 132 leaves most idle,
+    unless ``split_tail`` cuts them into K-slices: a wave of slices takes a slice's share of a
+    tile's time). The GPU schedules the grouped kernel's programs itself."""
+    slots = program_slots() if slots is None else slots
+    tiles = tile_count(config, m, n)
     useful = m * n / (tiles * config.block_m * config.block_n)  # tiles past the edges
     if path != "persistent_tma":
         return useful
@@ -141,12 +145,13 @@ def _scores(table: list, apart: dict[int, float], candidates: list[tuple[str, Co
         for key, ratio in fitted.measured().items():
             if key in near and len(near[key]) < NEIGHBOURS:
                 near[key].append((fitted, ratio))
-    scores = {}
+    scores, slots = {}, program_slots()
     for (path, config), timed in near.items():
         if not timed:
             continue
-        here = _filled(path, config, m, n, k)
-        there = [_filled(path, config, f.problem.m, f.problem.n, f.problem.k) for f, _ in timed]
+        here = _filled(path, config, m, n, k, slots)
+        there = [_filled(path, config, f.problem.m, f.problem.n, f.problem.k, slots)
+                 for f, _ in timed]  # fmt: skip
         logs = [math.log(r * (here / t) ** FILLED) for (_, r), t in zip(timed, there, strict=True)]
         weights = [math.exp(-NEARNESS * apart[id(f)]) for f, _ in timed]
         score = sum(w * x for w, x in zip(weights, logs, strict=True)) / sum(weights)
