@@ -13,7 +13,7 @@ from tmm_course.capstone.config import Config
 CANDIDATES = {
     "few rows": {
         "grouped": (
-            Config(16, 128, 256, num_warps=4, num_stages=3, split_k=4),  # one row, say
+            Config(16, 128, 256, num_warps=4, num_stages=3, split_k=4),  # up to 16 rows
             Config(64, 64, 128, num_warps=4, num_stages=4),
             # few columns: the same shapes turned around
             Config(64, 32, 128, num_warps=4, num_stages=4, split_k=4),
