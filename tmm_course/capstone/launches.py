@@ -113,7 +113,13 @@ def _ready(kernel: object, a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, 
 
 def tile_count(config: Config, m: int, n: int) -> int:
     """How many BLOCK_M x BLOCK_N tiles cover an m x n product."""
-    return -(-m // config.block_m) * -(-n // config.block_n)  # ceilings, in plain ints
+    return _cdiv(m, config.block_m) * _cdiv(n, config.block_n)
+
+
+def _cdiv(x: int, y: int) -> int:
+    """x / y rounded up, in plain ints (``triton.cdiv``'s wrapper costs microseconds a call,
+    and the plan counts tiles for every candidate and neighbour)."""
+    return -(-x // y)
 
 
 def _grouped(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, config: Config, precision: str
@@ -166,7 +172,7 @@ def slices_of_the_tail(config: Config, m: int, n: int, k: int, slots: int) -> in
     """:func:`tail_splits` for ``config`` on ``slots`` SMs (1 without ``split_tail``)."""
     if not config.split_tail:
         return 1
-    return tail_splits(tile_count(config, m, n), slots, triton.cdiv(k, config.block_k))
+    return tail_splits(tile_count(config, m, n), slots, _cdiv(k, config.block_k))
 
 
 def tail_splits(tiles: int, slots: int, k_steps: int) -> int:

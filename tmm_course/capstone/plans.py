@@ -40,7 +40,6 @@ PATHS = ("persistent_tma", "grouped")
 ON_INTERPRETER = Config(32, 32, 32, group_m=4)
 LARGE_TMA = Config(128, 256, 64, num_warps=8, num_stages=3, subtile=True)
 LARGE_GROUPED = Config(128, 256, 64, num_warps=8, num_stages=4)
-FLOAT32_TMA = for_float32(LARGE_TMA)  # 128x256x32: float32 takes BLOCK_K halved (by_rules)
 
 
 def plan(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None) -> Plan:
