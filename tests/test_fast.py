@@ -442,24 +442,44 @@ def test_copies_are_made_again_on_every_call_into_the_same_workspaces():
     a, b = operands(33, 70, 45, torch.float32)  # A and C staged (odd rows), B^T copied
     config = Config(16, 16, 16)
     first = matmul_fast(a, b, precision="ieee", path="persistent_tma", config=config)
-    staged = (launches.aligned_like(a, "staged A").data_ptr(),
-              launches.aligned_like(b.t(), "B^T").data_ptr())  # fmt: skip
+    staged = (launches.aligned_like(a, "A copied").data_ptr(),
+              launches.aligned_like(b.t(), "B copied").data_ptr())  # fmt: skip
     a.copy_(torch.randn_like(a))  # new values at the same addresses
     b.copy_(torch.randn_like(b))
     again = matmul_fast(a, b, precision="ieee", path="persistent_tma", config=config)
     assert error(again, a, b) <= tolerance(torch.float32, tmm_course.BACKEND, "ieee")
     assert not torch.equal(first, again)
-    assert (launches.aligned_like(a, "staged A").data_ptr(),
-            launches.aligned_like(b.t(), "B^T").data_ptr()) == staged  # fmt: skip
+    assert (launches.aligned_like(a, "A copied").data_ptr(),
+            launches.aligned_like(b.t(), "B copied").data_ptr()) == staged  # fmt: skip
 
 
-def test_the_transpose_copy_turns_ragged_and_strided_tensors_around():
-    src = torch.randn(70, 200, device=tmm_course.DEVICE)[:, 3:148]  # 70 x 145, rows 200 apart
-    dst = launches.aligned_like(src.t())
-    copy = launches._prepare_transpose(src, dst)
-    assert torch.equal(dst, src.t())
-    src.copy_(torch.randn_like(src))
-    assert torch.equal(copy(src, dst), src.t())
+def test_the_kernel_turns_a_ragged_strided_float32_b_around_where_its_descriptor_reads():
+    if kernels.TensorDescriptor is None:
+        pytest.skip("needs tensor descriptors")
+    a = torch.randn(33, 145, device=tmm_course.DEVICE)
+    b = torch.randn(145, 200, device=tmm_course.DEVICE)[:, 3:73]  # 145 x 70, rows 200 apart
+    c = matmul_fast(a, b, precision="ieee", path="persistent_tma", config=Config(16, 16, 16))
+    assert error(c, a, b) <= tolerance(torch.float32, tmm_course.BACKEND, "ieee")
+    assert torch.equal(launches.aligned_like(b.t(), "B copied"), b.t())
+
+
+def test_float32_copies_of_2_to_the_24_elements_or_more_go_in_tiles_of_128():
+    a = torch.empty(16, 4096, device=tmm_course.DEVICE)
+    for n, dtype, tile in [(4096, torch.float32, 128), (4095, torch.float32, 64),
+                           (4096, torch.float16, 64)]:  # fmt: skip
+        b = torch.empty(1, 1, dtype=dtype, device=a.device).expand(4096, n)  # rows 0 apart
+        out = torch.empty(16, n, dtype=dtype, device=a.device)
+        constexprs = launches._persistent(a.to(dtype), b, out, Config(64, 64, 32), "tf32")[2]
+        assert constexprs["COPY_B"] and constexprs["COPY_TILE"] == tile, (n, dtype)
+
+
+def test_copies_of_launches_with_different_program_counts_wait_for_their_own_programs():
+    if kernels.TensorDescriptor is None:
+        pytest.skip("needs tensor descriptors")
+    for m in (64, 4096, 16, 1000, 64):  # 1 tile to many waves: the grids share one count
+        a, b = operands(m, 192, 96, torch.float32)
+        c = matmul_fast(a, b, precision="ieee", path="persistent_tma", config=Config(64, 64, 32))
+        assert error(c, a, b) <= tolerance(torch.float32, tmm_course.BACKEND, "ieee"), m
 
 
 def test_a_c_the_tma_cannot_write_is_stored_by_pointer_and_nothing_around_it():

@@ -5,7 +5,6 @@ of the same signature straight from that prepared launch. :func:`reset` forgets 
 from __future__ import annotations
 
 import contextlib
-import functools
 from collections.abc import Callable, Iterator
 
 import torch
@@ -98,7 +97,7 @@ def _prepare(
     if a.shape[0] == 0 or b.shape[1] == 0 or a.shape[1] == 0:
         return _without_a_kernel, config
     if chosen.path == "persistent_tma":
-        return functools.partial(prepare_persistent_tma, stage=chosen.stage), config
+        return prepare_persistent_tma, config
     return prepare_grouped, config
 
 

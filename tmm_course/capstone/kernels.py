@@ -1,6 +1,6 @@
 """The capstone's Triton kernels: a grouped pointer kernel that runs anywhere, a persistent kernel
-that loads through tensor descriptors (TMA on Hopper), a tiled transpose for copies; and what
-the TMA can read."""
+that loads through tensor descriptors (TMA on Hopper), copying first what they cannot read as it
+is; and what the TMA can read."""
 
 from __future__ import annotations
 
@@ -10,13 +10,16 @@ import triton.language as tl
 from triton.tools.tensor_descriptor import TensorDescriptor
 
 from tmm_course import gpu
+from tmm_course.backend import GPU, chosen
 from tmm_course.kernels.launch_order import grouped_tile
+
+INTERPRETED = tl.constexpr(chosen() != GPU)  # inline PTX (a fence) exists on a GPU only
 
 # fmt: off
 # the kernels keep the hand layout a learner reads (argument groups, aligned comments)
 __all__ = ["TensorDescriptor", "grouped_matmul_kernel", "grouped_tile",
            "persistent_tma_matmul_kernel", "reads_a_transposed", "reads_b_transposed",
-           "tma_problem", "transpose_kernel"]
+           "tma_problem"]
 
 
 @triton.jit
@@ -124,15 +127,30 @@ def _store_tile(c, acc, pid_m, pid_n, M, N, stride_cm, stride_cn, BLOCK_M: tl.co
 @triton.jit
 def persistent_tma_matmul_kernel(a_desc, b_desc, c, partial_ptr, count_ptr, M, N, K,
                                  stride_cm, stride_cn,
+                                 a_src, a_room, stride_a0, stride_a1, pitch_a,
+                                 b_src, b_room, stride_b0, stride_b1, pitch_b, arrivals_ptr,
                                  PRECISION: tl.constexpr, BLOCK_M: tl.constexpr,
                                  BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
                                  GROUP_M: tl.constexpr, NUM_PROGRAMS: tl.constexpr,
                                  A_TRANSPOSED: tl.constexpr, B_TRANSPOSED: tl.constexpr,
                                  SUBTILE: tl.constexpr, TAIL_SPLITS: tl.constexpr,
-                                 C_BY_POINTER: tl.constexpr):
+                                 C_BY_POINTER: tl.constexpr, COPY_A: tl.constexpr,
+                                 COPY_B: tl.constexpr, COPY_TILE: tl.constexpr):
     # one program per SM, each walking tiles NUM_PROGRAMS apart; the descriptors know the
     # shapes, so the hardware (TMA) fills tiles past an edge with zeros and clips stores
     # (c: C's descriptor, or its address with C_BY_POINTER; see _store_tile)
+    if COPY_A or COPY_B:
+        # first, the copies the descriptors read (a_desc describes a_room, b_desc b_room):
+        # rows the TMA cannot read, or B^T for float32, whose TF32 tensor cores need K-major
+        # B; every program copies its share, then waits until all have. COPY_TILE: 64, or 128
+        # for float32 copies of 2**24 elements or more (8192^3: 3.48 ms, not 3.90, on an H200)
+        if COPY_A:
+            _copy_tiles(a_src, a_room, K if A_TRANSPOSED else M, M if A_TRANSPOSED else K,
+                        stride_a0, stride_a1, pitch_a, NUM_PROGRAMS, COPY_TILE)
+        if COPY_B:
+            _copy_tiles(b_src, b_room, N if B_TRANSPOSED else K, K if B_TRANSPOSED else N,
+                        stride_b0, stride_b1, pitch_b, NUM_PROGRAMS, COPY_TILE)
+        _wait_for_all(arrivals_ptr, NUM_PROGRAMS)
     grid_m = tl.cdiv(M, BLOCK_M)
     grid_n = tl.cdiv(N, BLOCK_N)
     tiles = grid_m * grid_n
@@ -178,16 +196,38 @@ def persistent_tma_matmul_kernel(a_desc, b_desc, c, partial_ptr, count_ptr, M, N
 
 
 @triton.jit
-def transpose_kernel(src_ptr, dst_ptr, R, C, stride_sr, stride_sc, stride_dr, stride_dc,
-                     BLOCK: tl.constexpr):
-    # dst (C x R) = src (R x C) turned around, a BLOCK x BLOCK tile per program: read along
-    # the rows of src, written along the rows of dst (the tile turns around on the chip)
-    rows = tl.program_id(axis=0) * BLOCK + tl.arange(0, BLOCK)
-    cols = tl.program_id(axis=1) * BLOCK + tl.arange(0, BLOCK)
-    inside = (rows[:, None] < R) & (cols[None, :] < C)
-    tile = tl.load(src_ptr + rows[:, None] * stride_sr + cols[None, :] * stride_sc, mask=inside)
-    tl.store(dst_ptr + cols[:, None] * stride_dr + rows[None, :] * stride_dc, tl.trans(tile),
-             mask=tl.trans(inside))
+def _copy_tiles(src, dst, R, C, stride_r, stride_c, pitch, NUM_PROGRAMS: tl.constexpr,
+                TILE: tl.constexpr):
+    # dst (R x C, rows pitch apart) = src (R x C, any strides), in TILE x TILE tiles, this
+    # program's share: read along whichever axis of src is contiguous, written along the rows
+    # of dst (a tile turned around goes through shared memory on the way)
+    per_row = tl.cdiv(C, TILE)
+    for t in range(tl.program_id(axis=0), tl.cdiv(R, TILE) * per_row, NUM_PROGRAMS):
+        rows = (t // per_row) * TILE + tl.arange(0, TILE)
+        cols = (t % per_row) * TILE + tl.arange(0, TILE)
+        inside = (rows[:, None] < R) & (cols[None, :] < C)
+        tile = tl.load(src + rows[:, None] * stride_r + cols[None, :] * stride_c, mask=inside)
+        tl.store(dst + rows[:, None] * pitch + cols[None, :], tile, mask=inside)
+
+
+@triton.jit
+def _wait_for_all(arrivals_ptr, NUM_PROGRAMS: tl.constexpr):
+    # a barrier across the grid (a cooperative launch: every program is on an SM at once). The
+    # count only grows: each program adds 1, and the last to arrive rounds it up to the next
+    # multiple of 2**20, which every program waits for. Release and acquire make the copies
+    # visible; the proxy fence, to the TMA's reads
+    tl.debug_barrier()  # this program's threads have all stored
+    arrived = tl.atomic_add(arrivals_ptr, 1, sem="acq_rel", scope="gpu")
+    goal = (arrived // 1048576 + 1) * 1048576
+    if arrived % 1048576 == NUM_PROGRAMS - 1:
+        tl.atomic_add(arrivals_ptr, 1048576 - NUM_PROGRAMS, sem="release", scope="gpu")
+    while tl.atomic_add(arrivals_ptr, 0, sem="acquire", scope="gpu") < goal:
+        pass
+    if not INTERPRETED:
+        tl.inline_asm_elementwise("fence.proxy.async.global; // $0", "=r", [], dtype=tl.int32,
+                                  is_pure=False, pack=1)
+
+
 # fmt: on
 
 

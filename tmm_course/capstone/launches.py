@@ -7,10 +7,10 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import torch
-import triton
 
 import tmm_course
 from tmm_course import gpu
+from tmm_course.backend import GPU
 from tmm_course.capstone import kernels
 from tmm_course.capstone.config import Config
 from tmm_course.capstone.kernels import readable, reads_a_transposed, reads_b_transposed
@@ -18,9 +18,8 @@ from tmm_course.capstone.quick_launch import PreparedLaunch
 
 # a prepared launch: ``ready(a, b, out)`` computes a @ b into out (a new tensor if None)
 Ready = Callable[[torch.Tensor, torch.Tensor, "torch.Tensor | None"], torch.Tensor]
-Tensors = tuple[torch.Tensor, torch.Tensor]
-# one call signature's launch (see _ready): reads, arguments, copies, scratch, constexprs, grid
-Setup = tuple[Callable[..., Tensors], Callable[..., tuple], bool, bool, dict, tuple[int, ...]]
+# one call signature's launch (see _ready): arguments, scratch, constexprs, grid
+Setup = tuple[Callable[..., tuple], bool, dict, tuple[int, ...]]
 
 
 def _precision(a: torch.Tensor, precision: str) -> str | None:
@@ -89,23 +88,19 @@ def aligned_like(t: torch.Tensor, what: str | None = None) -> torch.Tensor:
 def _ready(kernel: object, a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, setup: Setup
            ) -> Ready:  # fmt: skip
     """Launch ``kernel`` once with ``setup``; the :data:`Ready` that repeats it for tensors
-    like these. ``reads(a, b)``: the tensors the kernel reads (views, or with ``copies`` copies
-    made per call); ``arguments(a_read, b_read, out)``: its arguments, which depend on nothing
-    but the addresses (and with ``scratch`` the stream's workspaces), the launch's key."""
-    reads, arguments, copies, scratch, constexprs, grid = setup
-    launch = PreparedLaunch(kernel, grid, arguments(*reads(a, b), out), constexprs,
-                            tmm_course.BACKEND)  # fmt: skip
+    like these. ``arguments(a, b, out)``: its arguments, which depend on nothing but the
+    addresses (and with ``scratch`` the stream's workspaces), the launch's key."""
+    arguments, scratch, constexprs, grid = setup
+    launch = PreparedLaunch(kernel, grid, arguments(a, b, out), constexprs, tmm_course.BACKEND)
     shape, dtype, device = out.shape, out.dtype, out.device
 
     def ready(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None) -> torch.Tensor:
         if out is None:
             out = torch.empty(shape, dtype=dtype, device=device)
-        if copies:
-            a, b = reads(a, b)
         key = (a.data_ptr(), b.data_ptr(), out.data_ptr())
         if scratch:
             key += _workspaces_now(device)
-        launch(key, lambda: arguments(a, b, out) if copies else arguments(*reads(a, b), out))
+        launch(key, lambda: arguments(a, b, out))
         return out
 
     return ready
@@ -144,14 +139,14 @@ def _grouped(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, config: Config
         EVEN_K=k % (config.block_k * config.split_k) == 0,
         num_warps=config.num_warps, num_stages=config.num_stages,
     )  # fmt: skip
-    return lambda a, b: (a, b), arguments, False, split, constexprs, (tiles, config.split_k)
+    return arguments, split, constexprs, (tiles, config.split_k)
 
 
 def launch_grouped(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, config: Config,
                    precision: str = "tf32") -> torch.Tensor:  # fmt: skip
     """The grouped kernel into ``out`` on Triton's own path (no checks), split-K in one launch."""
     if a.shape[0] and b.shape[1]:
-        _, arguments, _, _, constexprs, grid = _grouped(a, b, out, config, precision)
+        arguments, _, constexprs, grid = _grouped(a, b, out, config, precision)
         kernels.grouped_matmul_kernel[grid](*arguments(a, b, out), **constexprs)
     return out
 
@@ -182,100 +177,66 @@ def tail_splits(tiles: int, slots: int, k_steps: int) -> int:
     return 1 if tail == 0 else max(1, min(slots // tail, k_steps // 4, 8))
 
 
-def _prepare_transpose(src: torch.Tensor, dst: torch.Tensor) -> Callable:
-    """Copy ``src`` turned around into ``dst`` now: ``copy(src, dst)`` for later ones alike."""
-    (r, c), block = src.shape, 64  # tiles of 64 x 64
-    grid = (triton.cdiv(r, block), triton.cdiv(c, block))
-
-    def arguments(src: torch.Tensor, dst: torch.Tensor) -> tuple:
-        return (src, dst, r, c, *src.stride(), *dst.stride())
-
-    launch = PreparedLaunch(kernels.transpose_kernel, grid, arguments(src, dst),
-                            dict(BLOCK=block, num_warps=4), tmm_course.BACKEND)  # fmt: skip
-
-    def copy(src: torch.Tensor, dst: torch.Tensor) -> torch.Tensor:
-        launch((src.data_ptr(), dst.data_ptr()), lambda: arguments(src, dst))
-        return dst
-
-    return copy
-
-
 def _persistent(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, config: Config,
-                precision: str, stage: bool) -> Setup:  # fmt: skip
+                precision: str) -> Setup:  # fmt: skip
     """The persistent kernel's :data:`Setup`. A column-major operand is read as the row-major
-    matrix it is the transpose of, B^T from a copy for float32; A or B staged is copied into
-    rows the TMA reads, in per-stream workspaces (so the copies keep their addresses)."""
+    matrix it is the transpose of; an operand whose rows the TMA cannot read as they are (and
+    B^T for float32) is copied by the kernel itself first, into a per-stream workspace (the
+    same address call after call); a C whose rows the TMA cannot write is stored by pointer."""
     (m, k), n = a.shape, b.shape[1]
     bm, bn, bk = config.block_m, config.block_n, config.block_k
     a_transposed, transposed = reads_a_transposed(a), reads_b_transposed(b)
-    copy_b = transposed and b.stride(0) != 1
-    stage_a = stage and not readable(a.t() if a_transposed else a)
-    by_pointer = stage and not readable(out)
-    stage_b = stage and not copy_b and not readable(b.t() if transposed else b)
+    view_a = (lambda a: a.t()) if a_transposed else (lambda a: a)  # what a_desc describes
+    view_b = (lambda b: b.t()) if transposed else (lambda b: b)
+    copy_a, copy_b = not readable(view_a(a)), not readable(view_b(b))
+    by_pointer = not readable(out)
     blocks = ([bk, bm] if a_transposed else [bm, bk], [bn, bk] if transposed else [bk, bn],
               [bm, bn // 2] if config.subtile else [bm, bn])  # fmt: skip
-    copies = stage_a or stage_b or copy_b
-    # the workspace B goes into, if any: B^T turned around by the transpose kernel, or B staged
-    b_into = "B^T" if copy_b else "staged B" if stage_b else None
     tiles = tile_count(config, m, n)
-    splits = slices_of_the_tail(config, m, n, k, program_slots())
-    programs = program_slots() if splits > 1 else min(program_slots(), tiles)
+    # the interpreter runs programs one after another: a copy's barrier waits for none
+    slots = 1 if (copy_a or copy_b) and tmm_course.BACKEND != GPU else program_slots()
+    splits = slices_of_the_tail(config, m, n, k, slots)
+    programs = slots if splits > 1 else min(slots, tiles)
     tail = tiles % programs
-    turn_around = None  # the copy of B^T, once prepared
-    # (stream, workspaces grown) -> where the copies of A and B go (None: read as it is)
-    kept: dict[tuple, tuple] = {}
+    copied = max(a.numel() if copy_a else 0, b.numel() if copy_b else 0)
+    copy_tile = 128 if a.dtype == torch.float32 and copied >= 1 << 24 else 64
 
-    def reads(a: torch.Tensor, b: torch.Tensor) -> Tensors:
-        nonlocal turn_around
-        a = a.t() if a_transposed else a
-        a_room = b_room = None
-        if copies:
-            where = _workspaces_now(a.device)
-            if where not in kept:  # another stream, or a workspace has grown
-                kept.clear()
-                if b_into is not None:
-                    b_room = aligned_like(b.t() if transposed else b, b_into)
-                kept[where] = (aligned_like(a, "staged A") if stage_a else None, b_room)
-            a_room, b_room = kept[where]
-        if a_room is not None:
-            a = a_room.copy_(a)
-        if copy_b:
-            if turn_around is None:
-                turn_around = _prepare_transpose(b, b_room)
-            else:
-                turn_around(b, b_room)
-            return a, b_room
-        b = b.t() if transposed else b
-        return a, (b_room.copy_(b) if b_room is not None else b)
+    def copy(t: torch.Tensor, copied: bool, what: str) -> tuple:
+        room = aligned_like(t, what) if copied else t
+        return room, (t, room, *t.stride(), room.stride(0))
 
     def arguments(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor) -> tuple:
+        (a_room, a_copy), (b_room, b_copy) = (copy(view_a(a), copy_a, "A copied"),
+                                              copy(view_b(b), copy_b, "B copied"))  # fmt: skip
         describe = kernels.TensorDescriptor.from_tensor
         c = out if by_pointer else describe(out, blocks[2])
         scratch = (partials(out.device, tail * splits * bm * bn),
                    tile_counters(out.device, tail)) if splits > 1 else (out, out)  # fmt: skip
-        return (describe(a, blocks[0]), describe(b, blocks[1]), c, *scratch, m, n, k,
-                *(out.stride() if by_pointer else (0, 0)))  # fmt: skip
+        return (describe(a_room, blocks[0]), describe(b_room, blocks[1]), c, *scratch, m, n, k,
+                *(out.stride() if by_pointer else (0, 0)), *a_copy, *b_copy,
+                _workspace("arrivals", out.device, 1, torch.int64))  # fmt: skip
 
     constexprs = dict(
         PRECISION=_precision(a, precision), BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk,
         GROUP_M=config.group_m, NUM_PROGRAMS=programs, A_TRANSPOSED=a_transposed,
         B_TRANSPOSED=transposed, SUBTILE=config.subtile, TAIL_SPLITS=splits,
-        C_BY_POINTER=by_pointer, num_warps=config.num_warps, num_stages=config.num_stages,
+        C_BY_POINTER=by_pointer, COPY_A=copy_a, COPY_B=copy_b, COPY_TILE=copy_tile,
+        num_warps=config.num_warps,
+        num_stages=config.num_stages, launch_cooperative_grid=copy_a or copy_b,
     )  # fmt: skip
-    return reads, arguments, copies, splits > 1, constexprs, (programs,)
+    return arguments, splits > 1 or copy_a or copy_b, constexprs, (programs,)
 
 
 def launch_persistent_tma(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, config: Config,
                           precision: str = "tf32") -> torch.Tensor:  # fmt: skip
     """The persistent kernel into ``out`` on Triton's own path, unchecked (:func:`tma_problem`)."""
-    reads, arguments, _, _, constexprs, grid = _persistent(a, b, out, config, precision, False)
-    kernels.persistent_tma_matmul_kernel[grid](*arguments(*reads(a, b), out), **constexprs)
+    arguments, _, constexprs, grid = _persistent(a, b, out, config, precision)
+    kernels.persistent_tma_matmul_kernel[grid](*arguments(a, b, out), **constexprs)
     return out
 
 
 def prepare_persistent_tma(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, config: Config,
-                           precision: str = "tf32", stage: bool = False) -> Ready:  # fmt: skip
-    """:func:`prepare_grouped` for the persistent kernel. ``stage``: tensors whose rows the TMA
-    cannot read go through aligned copies (A, B) or are stored by pointer (C)."""
-    setup = _persistent(a, b, out, config, precision, stage)
+                           precision: str = "tf32") -> Ready:  # fmt: skip
+    """:func:`prepare_grouped` for the persistent kernel (copies and C by pointer as needed)."""
+    setup = _persistent(a, b, out, config, precision)
     return _ready(kernels.persistent_tma_matmul_kernel, a, b, out, setup)

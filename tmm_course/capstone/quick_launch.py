@@ -21,7 +21,8 @@ from triton.runtime import driver
 from tmm_course.backend import GPU
 
 _plain = 0  # how many plain_launches() blocks are open
-OPTIONS = frozenset({"num_warps", "num_stages", "num_ctas", "maxnreg"})  # not kernel arguments
+# not kernel arguments
+OPTIONS = frozenset({"num_warps", "num_stages", "num_ctas", "maxnreg", "launch_cooperative_grid"})
 FLAT_LIMIT = 64  # argument lists a prepared launch keeps at most (then it starts again)
 
 
