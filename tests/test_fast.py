@@ -463,11 +463,11 @@ def test_the_kernel_turns_a_ragged_strided_float32_b_around_where_its_descriptor
     assert torch.equal(launches.aligned_like(b.t(), "B copied"), b.t())
 
 
-def test_float32_copies_of_2_to_the_24_elements_or_more_go_in_tiles_of_128():
-    a = torch.empty(16, 4096, device=tmm_course.DEVICE)
-    for n, dtype, tile in [(4096, torch.float32, 128), (4095, torch.float32, 64),
-                           (4096, torch.float16, 64)]:  # fmt: skip
-        b = torch.empty(1, 1, dtype=dtype, device=a.device).expand(4096, n)  # rows 0 apart
+def test_float32_copies_of_2_to_the_22_elements_or_more_go_in_tiles_of_128():
+    a = torch.empty(16, 2048, device=tmm_course.DEVICE)
+    for n, dtype, tile in [(2048, torch.float32, 128), (2047, torch.float32, 64),
+                           (2048, torch.float16, 64)]:  # fmt: skip
+        b = torch.empty(1, 1, dtype=dtype, device=a.device).expand(2048, n)  # rows 0 apart
         out = torch.empty(16, n, dtype=dtype, device=a.device)
         constexprs = launches._persistent(a.to(dtype), b, out, Config(64, 64, 32), "tf32")[2]
         assert constexprs["COPY_B"] and constexprs["COPY_TILE"] == tile, (n, dtype)

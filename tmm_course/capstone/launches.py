@@ -199,7 +199,7 @@ def _persistent(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, config: Con
     programs = slots if splits > 1 else min(slots, tiles)
     tail = tiles % programs
     copied = max(a.numel() if copy_a else 0, b.numel() if copy_b else 0)
-    copy_tile = 128 if a.dtype == torch.float32 and copied >= 1 << 24 else 64
+    copy_tile = 128 if a.dtype == torch.float32 and copied >= 1 << 22 else 64
 
     def copy(t: torch.Tensor, copied: bool, what: str) -> tuple:
         room = aligned_like(t, what) if copied else t
