@@ -124,12 +124,13 @@ def _filled(path: str, config: Config, m: int, n: int, k: int, slots: int | None
     and columns past its edges compute nothing), times, for the persistent kernel, how full its
     waves of tiles keep the ``slots`` SMs (a last wave of 24 tiles on 132 leaves most idle,
     unless ``split_tail`` cuts them into K-slices: a wave of slices takes a slice's share of a
-    tile's time). The GPU schedules the grouped kernel's programs itself."""
+    tile's time). The GPU schedules the grouped kernel's programs itself, but fewer programs
+    than SMs leave the others idle."""
     slots = program_slots() if slots is None else slots
     tiles = tile_count(config, m, n)
     useful = m * n / (tiles * config.block_m * config.block_n)  # tiles past the edges
     if path != "persistent_tma":
-        return useful
+        return useful * min(1.0, tiles * config.split_k / slots)
     splits = slices_of_the_tail(config, m, n, k, slots)
     full, tail = divmod(tiles, slots)
     waves = full + -(-tail * splits // slots) / splits
