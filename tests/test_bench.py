@@ -184,10 +184,20 @@ def test_tiles_past_the_edges_count_as_work_not_done(monkeypatch):
 
     monkeypatch.setattr(plans, "program_slots", lambda: 132)
     wide = Config(64, 128, 64)
-    # 4096 x 64 in 64x128 tiles: 64 tiles, each half past the last column
-    assert plans._filled("grouped", wide, 4096, 64, 4096) == 0.5
-    assert abs(plans._filled("persistent_tma", wide, 4096, 64, 4096) - 0.5 * 64 / 132) < 1e-9
-    assert plans._filled("grouped", wide, 4096, 128, 4096) == 1.0
+    # 16384 x 64 in 64x128 tiles: 256 tiles, each half past the last column
+    assert plans._filled("grouped", wide, 16384, 64, 4096) == 0.5
+    assert plans._filled("grouped", wide, 16384, 128, 4096) == 1.0
+    assert abs(plans._filled("persistent_tma", wide, 16384, 64, 4096) - 0.5 * 256 / 264) < 1e-9
+
+
+def test_a_grouped_launch_of_fewer_programs_than_sms_fills_only_its_share(monkeypatch):
+    from tmm_course.capstone import plans
+
+    monkeypatch.setattr(plans, "program_slots", lambda: 132)
+    # 64 x 4096 in 64x128 tiles: 32 programs; split-K 2 launches 64 (of 132 SMs)
+    assert abs(plans._filled("grouped", Config(64, 128, 64), 64, 4096, 4096) - 32 / 132) < 1e-9
+    split = Config(64, 128, 64, split_k=2)
+    assert abs(plans._filled("grouped", split, 64, 4096, 4096) - 64 / 132) < 1e-9
 
 
 def test_the_plan_reads_only_fitted_problems_of_the_same_size_class(monkeypatch):

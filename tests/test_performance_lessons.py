@@ -254,10 +254,11 @@ def test_lesson_8_says_how_it_fares_against_inductor():
     behind = {label for label, r in ratios.items() if r["matmul_fast"] < r[INDUCTOR]}
     assert len(ratios) == 8 and behind == set() and "ahead on all eight shapes" in text
     lead = {label: r["matmul_fast"] / r[INDUCTOR] for label, r in ratios.items()}
-    closest, *others = sorted(lead, key=lead.get)
-    assert closest == "256x8192x8192 float16"
+    closest, second, *others = sorted(lead, key=lead.get)
+    assert (closest, second) == ("256x8192x8192 float16", "128x4096x4096 float16")
     assert f"by {lead[closest] - 1:.1%} on `256x8192x8192`" in text
-    assert lead[others[0]] >= 1.05 and "by 5% or more on the other seven" in text
+    assert f"by {lead[second] - 1:.1%} on `128x4096x4096`" in text
+    assert lead[others[0]] >= 1.05 and "by 5% or more on the other six" in text
     seconds = sorted(races.compile_s.values())
     assert f"took {seconds[0]:.0f} to {seconds[-1]:.0f} seconds" in text
     assert "Triton search, ahead on all eight shapes" in text
