@@ -464,13 +464,9 @@ def test_the_kernel_turns_a_ragged_strided_float32_b_around_where_its_descriptor
 
 
 def test_float32_copies_of_2_to_the_22_elements_or_more_go_in_tiles_of_128():
-    a = torch.empty(16, 2048, device=tmm_course.DEVICE)
-    for n, dtype, tile in [(2048, torch.float32, 128), (2047, torch.float32, 64),
-                           (2048, torch.float16, 64)]:  # fmt: skip
-        b = torch.empty(1, 1, dtype=dtype, device=a.device).expand(2048, n)  # rows 0 apart
-        out = torch.empty(16, n, dtype=dtype, device=a.device)
-        constexprs = launches._persistent(a.to(dtype), b, out, Config(64, 64, 32), "tf32")[2]
-        assert constexprs["COPY_B"] and constexprs["COPY_TILE"] == tile, (n, dtype)
+    assert launches.copy_tile(torch.float32, 2048 * 2048) == 128
+    assert launches.copy_tile(torch.float32, 2048 * 2047) == 64
+    assert launches.copy_tile(torch.float16, 8192 * 8192) == 64
 
 
 def test_copies_of_launches_with_different_program_counts_wait_for_their_own_programs():

@@ -142,8 +142,8 @@ def persistent_tma_matmul_kernel(a_desc, b_desc, c, partial_ptr, count_ptr, M, N
     if COPY_A or COPY_B:
         # first, the copies the descriptors read (a_desc describes a_room, b_desc b_room):
         # rows the TMA cannot read, or B^T for float32, whose TF32 tensor cores need K-major
-        # B; every program copies its share, then waits until all have. COPY_TILE: 64, or 128
-        # for float32 copies of 2**22 elements or more (8192^3: 3.48 ms, not 3.90, on an H200)
+        # B; every program copies its share (in COPY_TILE-square tiles: launches.copy_tile),
+        # then waits until all have
         if COPY_A:
             _copy_tiles(a_src, a_room, K if A_TRANSPOSED else M, M if A_TRANSPOSED else K,
                         stride_a0, stride_a1, pitch_a, NUM_PROGRAMS, COPY_TILE)
