@@ -4,8 +4,9 @@ performance lab that measures it (:mod:`tmm_course.perf`). Its parts, one job ea
 
 - :mod:`~tmm_course.capstone.kernels`: the Triton kernels. A grouped pointer kernel (lesson 4's
   kernel in lesson 6's grouped tile order, K split into slices where few tiles fill few SMs)
-  and a persistent kernel that loads through tensor descriptors (TMA on Hopper), plus what the
-  TMA can read.
+  and a persistent kernel that loads through tensor descriptors (TMA on Hopper), which first
+  copies what they cannot read (and float32's B^T) behind a grid barrier; plus what the TMA
+  can read.
 - :mod:`~tmm_course.capstone.launches` and :mod:`~tmm_course.capstone.quick_launch`: each call
   signature's launch prepared once, then sent straight to the compiled binary (a small
   product takes a few microseconds on the GPU; Python must not take longer).
