@@ -469,10 +469,10 @@ def test_float32_copies_of_2_to_the_22_elements_or_more_go_in_tiles_of_128():
     assert launches.copy_tile(torch.float16, 8192 * 8192) == 64
 
 
-def test_copies_of_launches_with_different_program_counts_wait_for_their_own_programs():
+def test_copying_launches_in_turn_share_one_barrier_count_and_stay_correct():
     if kernels.TensorDescriptor is None:
         pytest.skip("needs tensor descriptors")
-    for m in (64, 4096, 16, 1000, 64):  # 1 tile to many waves: the grids share one count
+    for m in (64, 4096, 16, 1000, 64):  # 1 tile to many waves, one count
         a, b = operands(m, 192, 96, torch.float32)
         c = matmul_fast(a, b, precision="ieee", path="persistent_tma", config=Config(64, 64, 32))
         assert error(c, a, b) <= tolerance(torch.float32, tmm_course.BACKEND, "ieee"), m

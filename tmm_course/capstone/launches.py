@@ -203,7 +203,8 @@ def _persistent(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, config: Con
     # the interpreter runs programs one after another: a copy's barrier waits for none
     slots = 1 if (copy_a or copy_b) and tmm_course.BACKEND != GPU else program_slots()
     splits = slices_of_the_tail(config, m, n, k, slots)
-    programs = slots if splits > 1 else min(slots, tiles)
+    # every SM a program when tails are split or there are copies to share out; else one a tile
+    programs = slots if splits > 1 or copy_a or copy_b else min(slots, tiles)
     tail = tiles % programs
     tile = copy_tile(a.dtype, max(a.numel() if copy_a else 0, b.numel() if copy_b else 0))
 
