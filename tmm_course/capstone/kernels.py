@@ -14,6 +14,7 @@ from tmm_course.backend import GPU, chosen
 from tmm_course.kernels.launch_order import grouped_tile
 
 INTERPRETED = tl.constexpr(chosen() != GPU)  # inline PTX (a fence) exists on a GPU only
+ROUND = tl.constexpr(1 << 20)  # the grid barrier's count: more than any GPU has SMs
 
 # fmt: off
 # the kernels keep the hand layout a learner reads (argument groups, aligned comments)
@@ -214,13 +215,13 @@ def _copy_tiles(src, dst, R, C, stride_r, stride_c, pitch, NUM_PROGRAMS: tl.cons
 def _wait_for_all(arrivals_ptr, NUM_PROGRAMS: tl.constexpr):
     # a barrier across the grid (a cooperative launch: every program is on an SM at once). The
     # count only grows: each program adds 1, and the last to arrive rounds it up to the next
-    # multiple of 2**20, which every program waits for. Release and acquire make the copies
+    # multiple of ROUND, which every program waits for. Release and acquire make the copies
     # visible; the proxy fence, to the TMA's reads
     tl.debug_barrier()  # this program's threads have all stored
     arrived = tl.atomic_add(arrivals_ptr, 1, sem="acq_rel", scope="gpu")
-    goal = (arrived // 1048576 + 1) * 1048576
-    if arrived % 1048576 == NUM_PROGRAMS - 1:
-        tl.atomic_add(arrivals_ptr, 1048576 - NUM_PROGRAMS, sem="release", scope="gpu")
+    goal = (arrived // ROUND + 1) * ROUND
+    if arrived % ROUND == NUM_PROGRAMS - 1:
+        tl.atomic_add(arrivals_ptr, ROUND - NUM_PROGRAMS, sem="release", scope="gpu")
     while tl.atomic_add(arrivals_ptr, 0, sem="acquire", scope="gpu") < goal:
         pass
     if not INTERPRETED:

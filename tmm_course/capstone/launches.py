@@ -196,15 +196,16 @@ def _persistent(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, config: Con
     view_a = (lambda a: a.t()) if a_transposed else (lambda a: a)  # what a_desc describes
     view_b = (lambda b: b.t()) if transposed else (lambda b: b)
     copy_a, copy_b = not readable(view_a(a)), not readable(view_b(b))
+    copies = copy_a or copy_b
     by_pointer = not readable(out)
     blocks = ([bk, bm] if a_transposed else [bm, bk], [bn, bk] if transposed else [bk, bn],
               [bm, bn // 2] if config.subtile else [bm, bn])  # fmt: skip
     tiles = tile_count(config, m, n)
     # the interpreter runs programs one after another: a copy's barrier waits for none
-    slots = 1 if (copy_a or copy_b) and tmm_course.BACKEND != GPU else program_slots()
+    slots = 1 if copies and tmm_course.BACKEND != GPU else program_slots()
     splits = slices_of_the_tail(config, m, n, k, slots)
     # every SM a program when tails are split or there are copies to share out; else one a tile
-    programs = slots if splits > 1 or copy_a or copy_b else min(slots, tiles)
+    programs = slots if splits > 1 or copies else min(slots, tiles)
     tail = tiles % programs
     tile = copy_tile(a.dtype, max(a.numel() if copy_a else 0, b.numel() if copy_b else 0))
 
@@ -221,7 +222,7 @@ def _persistent(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, config: Con
                    tile_counters(out.device, tail)) if splits > 1 else (out, out)  # fmt: skip
         return (describe(a_room, blocks[0]), describe(b_room, blocks[1]), c, *scratch, m, n, k,
                 *(out.stride() if by_pointer else (0, 0)), *a_copy, *b_copy,
-                _workspace("arrivals", out.device, 1, torch.int64))  # fmt: skip
+                _workspace("arrivals", out.device, 1, torch.int64) if copies else out)  # fmt: skip
 
     constexprs = dict(
         PRECISION=_precision(a, precision), BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk,
@@ -229,9 +230,9 @@ def _persistent(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, config: Con
         B_TRANSPOSED=transposed, SUBTILE=config.subtile, TAIL_SPLITS=splits,
         C_BY_POINTER=by_pointer, COPY_A=copy_a, COPY_B=copy_b, COPY_TILE=tile,
         num_warps=config.num_warps,
-        num_stages=config.num_stages, launch_cooperative_grid=copy_a or copy_b,
+        num_stages=config.num_stages, launch_cooperative_grid=copies,
     )  # fmt: skip
-    return arguments, splits > 1 or copy_a or copy_b, constexprs, (programs,)
+    return arguments, splits > 1 or copies, constexprs, (programs,)
 
 
 def launch_persistent_tma(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, config: Config,
