@@ -190,7 +190,7 @@ class KeyRecorder:
     def __init__(self, kernel, grid, args, constexprs, backend):
         KeyRecorder.keys = []
 
-    def __call__(self, key, make_args):
+    def __call__(self, key, make_args, stream=None):
         self.keys.append(key)
 
 

@@ -38,11 +38,21 @@ def plain_launches() -> Iterator[None]:
 
 
 def _listening(hooks: object) -> bool:
-    """Whether a profiler has set a launch hook (Triton 3.6 keeps empty chains of hooks by
-    default; a launch that passed one would build launch metadata for nobody)."""
-    enter, leave = hooks.launch_enter_hook, hooks.launch_exit_hook  # checked on every call:
-    return (enter is not None and getattr(enter, "calls", True) != []) or (  # no generator
-        leave is not None and getattr(leave, "calls", True) != [])  # fmt: skip
+    """Whether a profiler has set a launch hook (a launch that passed one would build launch
+    metadata for nobody). Triton keeps empty chains of hooks by default; checked on every call,
+    so those are told apart by their type, the cheapest test there is."""
+    enter, leave = hooks.launch_enter_hook, hooks.launch_exit_hook
+    if type(enter) is _CHAIN and type(leave) is _CHAIN:
+        return bool(enter.calls or leave.calls)
+    return _hears(enter) or _hears(leave)
+
+
+def _hears(hook: object) -> bool:
+    """Whether one launch hook (a function, a chain of them, or None) would call anything."""
+    return hook is not None and getattr(hook, "calls", True) != []
+
+
+_CHAIN = getattr(knobs, "HookChain", None)  # Triton's chain of hooks
 
 
 def direct_launch(compiled: object) -> tuple[Callable, Callable[[Sequence], list]] | None:
@@ -122,13 +132,16 @@ class PreparedLaunch:
             self.head = (compiled.function, run.launch_cooperative_grid, run.launch_pdl, None,
                          None, compiled.packed_metadata, None, None, None)  # fmt: skip
 
-    def __call__(self, key: Hashable, make_args: Callable[[], Sequence[object]]) -> None:
+    def __call__(self, key: Hashable, make_args: Callable[[], Sequence[object]],
+                 stream: int | None = None) -> None:  # fmt: skip
+        """Launch on the current stream (``stream``: its handle, where the caller has it)."""
         compiled = self.compiled
         if compiled is None or _plain or _listening(self.hooks):
             self.kernel[self.grid](*make_args(), **self.constexprs)
             return
         g0, g1, g2 = self.grid3
-        stream = self.stream(self.device)
+        if stream is None:
+            stream = self.stream(self.device)
         if self.direct is None:  # a launcher this does not take apart: its public call
             compiled.run(g0, g1, g2, stream, compiled.function, compiled.packed_metadata, None,
                          None, None, *make_args(), *self.values)  # fmt: skip
