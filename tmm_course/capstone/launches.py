@@ -35,11 +35,6 @@ def _stream(device: torch.device) -> int:
     return torch._C._cuda_getCurrentRawStream(device.index) if device.type == "cuda" else 0
 
 
-def _workspaces_now(device: torch.device) -> tuple[int, int]:
-    """What workspaces' addresses depend on: the stream, and how many have grown (and moved)."""
-    return _stream(device), len(_outgrown)
-
-
 _workspaces: dict[tuple, torch.Tensor] = {}  # (what, dtype, device, stream) -> its buffer
 _outgrown: list[torch.Tensor] = []  # buffers replaced by larger ones: kept, see _workspace
 
@@ -92,15 +87,17 @@ def _ready(kernel: object, a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, 
     addresses (and with ``scratch`` the stream's workspaces), the launch's key."""
     arguments, scratch, constexprs, grid = setup
     launch = PreparedLaunch(kernel, grid, arguments(a, b, out), constexprs, tmm_course.BACKEND)
-    shape, dtype, device = out.shape, out.dtype, out.device
+    shape, device = tuple(out.shape), out.device  # C has A's dtype and device
 
     def ready(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None) -> torch.Tensor:
         if out is None:
-            out = torch.empty(shape, dtype=dtype, device=device)
-        key = (a.data_ptr(), b.data_ptr(), out.data_ptr())
-        if scratch:
-            key += _workspaces_now(device)
-        launch(key, lambda: arguments(a, b, out))
+            out = a.new_empty(shape)  # a plain tuple: the fastest allocation torch has
+        if scratch:  # the workspaces' addresses depend on the stream, and on their growth
+            stream = _stream(device)
+            key = (a.data_ptr(), b.data_ptr(), out.data_ptr(), stream, len(_outgrown))
+            launch(key, lambda: arguments(a, b, out), stream)
+        else:
+            launch((a.data_ptr(), b.data_ptr(), out.data_ptr()), lambda: arguments(a, b, out))
         return out
 
     return ready
