@@ -10,10 +10,8 @@ import triton.language as tl
 from triton.tools.tensor_descriptor import TensorDescriptor
 
 from tmm_course import gpu
-from tmm_course.backend import GPU, chosen
 from tmm_course.kernels.launch_order import grouped_tile
 
-INTERPRETED = tl.constexpr(chosen() != GPU)  # inline PTX (a fence) exists on a GPU only
 ROUND = tl.constexpr(1 << 20)  # the grid barrier's count: more than any GPU has SMs
 
 # fmt: off
@@ -144,14 +142,16 @@ def persistent_tma_matmul_kernel(a_desc, b_desc, c, partial_ptr, count_ptr, M, N
         # first, the copies the descriptors read (a_desc describes a_room, b_desc b_room):
         # rows the TMA cannot read, or B^T for float32, whose TF32 tensor cores need K-major
         # B; every program copies its share (in COPY_TILE-square tiles: launches.copy_tile),
-        # then waits until all have
+        # then waits until all have. On the interpreter, whose programs run one after another,
+        # the launch is one program (launches._persistent), which waits for nobody
         if COPY_A:
             _copy_tiles(a_src, a_room, K if A_TRANSPOSED else M, M if A_TRANSPOSED else K,
                         stride_a0, stride_a1, pitch_a, NUM_PROGRAMS, COPY_TILE)
         if COPY_B:
             _copy_tiles(b_src, b_room, N if B_TRANSPOSED else K, K if B_TRANSPOSED else N,
                         stride_b0, stride_b1, pitch_b, NUM_PROGRAMS, COPY_TILE)
-        _wait_for_all(arrivals_ptr, NUM_PROGRAMS)
+        if NUM_PROGRAMS > 1:
+            _wait_for_all(arrivals_ptr, NUM_PROGRAMS)
     grid_m = tl.cdiv(M, BLOCK_M)
     grid_n = tl.cdiv(N, BLOCK_N)
     tiles = grid_m * grid_n
@@ -224,9 +224,8 @@ def _wait_for_all(arrivals_ptr, NUM_PROGRAMS: tl.constexpr):
         tl.atomic_add(arrivals_ptr, ROUND - NUM_PROGRAMS, sem="release", scope="gpu")
     while tl.atomic_add(arrivals_ptr, 0, sem="acquire", scope="gpu") < goal:
         pass
-    if not INTERPRETED:
-        tl.inline_asm_elementwise("fence.proxy.async.global; // $0", "=r", [], dtype=tl.int32,
-                                  is_pure=False, pack=1)
+    tl.inline_asm_elementwise("fence.proxy.async.global; // $0", "=r", [], dtype=tl.int32,
+                              is_pure=False, pack=1)
 
 
 # fmt: on

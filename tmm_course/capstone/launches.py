@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import torch
+from triton import knobs
 
 import tmm_course
 from tmm_course import gpu
@@ -198,8 +199,10 @@ def _persistent(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, config: Con
     blocks = ([bk, bm] if a_transposed else [bm, bk], [bn, bk] if transposed else [bk, bn],
               [bm, bn // 2] if config.subtile else [bm, bn])  # fmt: skip
     tiles = tile_count(config, m, n)
-    # the interpreter runs programs one after another: a copy's barrier waits for none
-    slots = 1 if copies and tmm_course.BACKEND != GPU else program_slots()
+    # the interpreter (the check's replay of a GPU case too) runs programs one after another:
+    # a copying launch there is one program, with no barrier (a GPU has more than one SM)
+    interpreted = tmm_course.BACKEND != GPU or knobs.runtime.interpret
+    slots = 1 if copies and interpreted else program_slots()
     splits = slices_of_the_tail(config, m, n, k, slots)
     # every SM a program when tails are split or there are copies to share out; else one a tile
     programs = slots if splits > 1 or copies else min(slots, tiles)
