@@ -21,6 +21,7 @@ from triton.runtime import driver
 from tmm_course.backend import GPU
 
 _plain = 0  # how many plain_launches() blocks are open
+_CHAIN = knobs.HookChain  # the type of Triton's default launch hooks
 # not kernel arguments
 OPTIONS = frozenset({"num_warps", "num_stages", "num_ctas", "maxnreg", "launch_cooperative_grid"})
 FLAT_LIMIT = 64  # argument lists a prepared launch keeps at most (then it starts again)
@@ -39,20 +40,12 @@ def plain_launches() -> Iterator[None]:
 
 def _listening(hooks: object) -> bool:
     """Whether a profiler has set a launch hook (a launch that passed one would build launch
-    metadata for nobody). Triton keeps empty chains of hooks by default; checked on every call,
-    so those are told apart by their type, the cheapest test there is."""
+    metadata for nobody). Checked on every call: Triton's default, an empty chain of hooks, is
+    told by its type first, the cheapest test there is."""
     enter, leave = hooks.launch_enter_hook, hooks.launch_exit_hook
     if type(enter) is _CHAIN and type(leave) is _CHAIN:
         return bool(enter.calls or leave.calls)
-    return _hears(enter) or _hears(leave)
-
-
-def _hears(hook: object) -> bool:
-    """Whether one launch hook (a function, a chain of them, or None) would call anything."""
-    return hook is not None and getattr(hook, "calls", True) != []
-
-
-_CHAIN = getattr(knobs, "HookChain", None)  # Triton's chain of hooks
+    return any(hook is not None and getattr(hook, "calls", True) != [] for hook in (enter, leave))
 
 
 def direct_launch(compiled: object) -> tuple[Callable, Callable[[Sequence], list]] | None:
