@@ -117,11 +117,19 @@ def test_a_loop_that_never_ends_times_out_within_the_limit(monkeypatch):
 
 @pytest.mark.skipif(not INTERPRETER, reason="an interpreted kernel is Python to interrupt")
 def test_an_interrupt_leaves_no_traceback_from_inside_triton():
+    import signal
+
+    # Ctrl-C raises KeyboardInterrupt, as in a notebook (a library that ran before in this
+    # process may have left SIGINT ignored, and then interrupt_main does nothing)
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     timer = threading.Timer(1.0, _thread.interrupt_main)
     timer.start()
-    with pytest.raises(KeyboardInterrupt) as caught:
-        check_matmul(bug_bank.looped("while"))
-    timer.cancel()
+    try:
+        with pytest.raises(KeyboardInterrupt) as caught:
+            check_matmul(bug_bank.looped("while"))
+    finally:
+        timer.cancel()
+        signal.signal(signal.SIGINT, previous)
     package = os.path.dirname(triton.__file__)
     assert caught.value.__suppress_context__
     assert not any(str(entry.path).startswith(package) for entry in caught.traceback)
