@@ -11,7 +11,6 @@ from triton import knobs
 
 import tmm_course
 from tmm_course import gpu
-from tmm_course.backend import GPU
 from tmm_course.capstone import kernels
 from tmm_course.capstone.config import Config
 from tmm_course.capstone.kernels import readable, reads_a_transposed, reads_b_transposed
@@ -93,12 +92,11 @@ def _ready(kernel: object, a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, 
     def ready(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None) -> torch.Tensor:
         if out is None:
             out = a.new_empty(shape)  # a plain tuple: the fastest allocation torch has
+        key, stream = (a.data_ptr(), b.data_ptr(), out.data_ptr()), None
         if scratch:  # the workspaces' addresses depend on the stream, and on their growth
             stream = _stream(device)
-            key = (a.data_ptr(), b.data_ptr(), out.data_ptr(), stream, len(_outgrown))
-            launch(key, lambda: arguments(a, b, out), stream)
-        else:
-            launch((a.data_ptr(), b.data_ptr(), out.data_ptr()), lambda: arguments(a, b, out))
+            key += (stream, len(_outgrown))
+        launch(key, lambda: arguments(a, b, out), stream)
         return out
 
     return ready
@@ -199,10 +197,10 @@ def _persistent(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, config: Con
     blocks = ([bk, bm] if a_transposed else [bm, bk], [bn, bk] if transposed else [bk, bn],
               [bm, bn // 2] if config.subtile else [bm, bn])  # fmt: skip
     tiles = tile_count(config, m, n)
-    # the interpreter (the check's replay of a GPU case too) runs programs one after another:
-    # a copying launch there is one program, with no barrier (a GPU has more than one SM)
-    interpreted = tmm_course.BACKEND != GPU or knobs.runtime.interpret
-    slots = 1 if copies and interpreted else program_slots()
+    # the interpreter (Triton's knob: the check's replay of a GPU case too) runs programs one
+    # after another: a copying launch there is one program, with no barrier (a GPU has more
+    # than one SM)
+    slots = 1 if copies and knobs.runtime.interpret else program_slots()
     splits = slices_of_the_tail(config, m, n, k, slots)
     # every SM a program when tails are split or there are copies to share out; else one a tile
     programs = slots if splits > 1 or copies else min(slots, tiles)
