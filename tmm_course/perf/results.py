@@ -25,7 +25,6 @@ import torch
 
 from tmm_course.capstone.config import Config
 from tmm_course.capstone.fitted import Fitted
-from tmm_course.capstone.launches import slices_of_the_tail, tile_count
 from tmm_course.capstone.problems import Problem, family
 
 DATA_PACKAGE = "tmm_course.perf"
@@ -299,24 +298,6 @@ class Grid:
                       if "matmul_fast" in r.device_ratio_to_torch]  # fmt: skip
             table[name] = (len(rows), _geomean(host), _geomean(device))
         return table
-
-    def split_tails(self, slots: int = 132) -> list[tuple[str, str, int, int, float, float]]:
-        """Where the fit timed a persistent configuration with and without ``split_tail`` (and
-        otherwise the same) and the split applies (``slots`` SMs: 132 on an H200): the problem,
-        the configuration, the last wave's tiles, the K-slices each is cut into, and both
-        ratios to torch."""
-        found = []
-        for fitted in self.fit:
-            p = fitted.problem
-            ratios = fitted.measured()
-            for (path, config), ratio in ratios.items():
-                whole = dataclasses.replace(config, split_tail=False)
-                plain = ratios.get((path, whole)) if config.split_tail else None
-                splits = slices_of_the_tail(config, p.m, p.n, p.k, slots)
-                if plain is not None and splits > 1:
-                    last = tile_count(config, p.m, p.n) % slots
-                    found.append((p.label, str(config), last, splits, ratio, plain))
-        return found
 
     @classmethod
     def from_dict(cls, data: dict) -> Grid:
