@@ -169,8 +169,8 @@ def test_a_split_last_wave_counts_as_a_wave_of_slices(monkeypatch):
 
     monkeypatch.setattr(plans, "program_slots", lambda: 132)
     split = ("persistent_tma", Config(128, 128, 64, num_warps=8, num_stages=4, split_tail=True))
-    # 1536^3 in 128x128 tiles: 132 + 12, the 12 cut into 6 slices each: 1 + 1/6 of a wave
-    assert abs(plans._filled(*split, 1536, 1536, 1536) - 144 / (132 * (1 + 1 / 6))) < 1e-9
+    # 1536^3 in 128x128 tiles: 132 + 12, the 12 cut into 3 slices of 8 K-steps: 1 + 1/3 of a wave
+    assert abs(plans._filled(*split, 1536, 1536, 1536) - 144 / (132 * (1 + 1 / 3))) < 1e-9
     assert abs(plans._filled(*SMALLER_TILES, 1536, 1536, 1536) - 144 / 264) < 1e-9
     # so what split tiles did where big ones left SMs idle is not scaled up as if theirs had
     fitted = _timed(2304, 2304, 2304, {BIG_TILES: 0.60, split: 0.69})  # 162 big tiles

@@ -44,13 +44,11 @@ CANDIDATES = {
         ),
         "persistent_tma": (
             Config(128, 256, 64, num_warps=8, num_stages=3, subtile=True),
-            Config(128, 128, 64, num_warps=8, num_stages=4, split_tail=True),
             Config(128, 256, 64, num_warps=8, num_stages=3, subtile=True, split_tail=True),
             Config(128, 64, 64, num_warps=4, num_stages=6),  # one wave, deep pipeline
             Config(64, 64, 64, num_warps=4, num_stages=6),
             Config(64, 128, 128, num_warps=4, num_stages=4, split_tail=True),  # deep K
             Config(64, 128, 128, num_warps=4, num_stages=4),  # the same, a whole last wave
-            Config(128, 128, 64, num_warps=8, num_stages=4),
             Config(128, 128, 64, num_warps=4, num_stages=5),  # Inductor's persistent
             Config(128, 128, 64, num_warps=4, num_stages=5, split_tail=True),
             Config(128, 64, 64, num_warps=4, num_stages=8),  # one wave, deeper still
@@ -65,11 +63,9 @@ CANDIDATES = {
         "persistent_tma": (
             Config(128, 256, 64, num_warps=8, num_stages=3, subtile=True),
             Config(128, 256, 64, num_warps=8, num_stages=4, subtile=True),
-            Config(128, 128, 64, num_warps=8, num_stages=4, split_tail=True),
             Config(128, 256, 64, num_warps=8, num_stages=3, subtile=True, split_tail=True),
             Config(128, 256, 64, num_warps=8, num_stages=4, subtile=True, split_tail=True),
             Config(128, 128, 64, num_warps=4, num_stages=5),  # Inductor's persistent
-            Config(128, 128, 64, num_warps=8, num_stages=4),
         ),
     },
 }
