@@ -295,3 +295,10 @@ def test_lesson_figures_carry_the_run_that_measured_them():
     owner, turn = persistent_owners(3, 4, programs=5)
     assert "5 persistent programs" in figures.owners_figure(owner, turn, 5).axes[0].get_title()
     assert "8 programs" in figures.split_k_figure(4096, 8).axes[0].get_title()
+
+
+def test_lesson_8_says_how_short_a_tail_slice_may_be():
+    from tmm_course.capstone import launches
+
+    assert "K-slices of 8 K-steps or more" in prose("08_racing_cublas.ipynb")
+    assert launches.tail_splits(133, 132, 16) == 2 and launches.tail_splits(133, 132, 15) == 1
