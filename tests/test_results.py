@@ -145,3 +145,18 @@ def test_the_shipped_inductor_races_time_both_triton_gemms_against_torch():
         assert race.wrong == [] and {"matmul_fast", INDUCTOR} <= set(race.ratio_to_torch)
         assert races.compile_s[race.label] > 0
     assert races.host_us["matmul_fast()"] > 0 and races.host_us["torch.matmul"] > 0
+
+
+def test_a_row_raced_again_later_names_its_code_and_day_in_the_provenance():
+    grid = results.grid()
+    later = [r for r in grid.rows if r.code]
+    assert later and all(r.code != grid.provenance.code and r.date for r in later)
+    codes = {r.code for r in later}
+    where = grid.provenance.of(grid.rows)
+    assert where.endswith(f"code {grid.provenance.code} and {len(codes)} later versions")
+    assert f"{grid.provenance.date} to {max(r.date for r in later)}" in where
+    untouched = [r for r in grid.rows if not r.code]
+    assert grid.provenance.of(untouched).endswith(f"code {grid.provenance.code}")
+    again = results.Race.from_dict(later[0].as_dict())
+    assert (again.code, again.date) == (later[0].code, later[0].date)
+    assert "code" not in untouched[0].as_dict()  # a row of the file's own run names none

@@ -16,7 +16,7 @@ import json
 import math
 import platform
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -49,6 +49,18 @@ class Provenance:
         """'NVIDIA H200, 2026-11-30, torch 2.11.0+cu130, triton 3.6.0'."""
         v = self.versions
         return f"{self.device}, {self.date}, torch {v['torch']}, triton {v['triton']}"
+
+    def of(self, rows: Sequence[Race]) -> str:
+        """:attr:`where` for ``rows``: every day they were measured on, the file's code version
+        and how many later ones raced some of them again (each such row names its own
+        ``Race.code`` and ``Race.date``)."""
+        dates = sorted({row.date or self.date for row in rows} or {self.date})
+        later = [c for c in dict.fromkeys(row.code for row in rows) if c and c != self.code]
+        v = self.versions
+        when = dates[0] if len(dates) == 1 else f"{dates[0]} to {dates[-1]}"
+        again = f" and {len(later)} later version{'s' * (len(later) > 1)}" if later else ""
+        code = f"code {self.code or 'not recorded'}{again}"
+        return f"{self.device}, {when}, torch {v['torch']}, triton {v['triton']}, {code}"
 
     @classmethod
     def from_dict(cls, data: dict) -> Provenance:
@@ -86,6 +98,8 @@ class Race:
     plan: str | None = None  # goals: what matmul_fast chose
     fraction_of_peak: dict[str, float] = field(default_factory=dict)
     steps: list[dict[str, str]] = field(default_factory=list)  # journey: name and change
+    code: str | None = None  # raced again after its file's run: the code version then
+    date: str | None = None  # and the day
 
     @property
     def label(self) -> str:
@@ -108,6 +122,9 @@ class Race:
         data = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
         data["problem"] = self.problem.as_dict()
         data["device_ms_cuda_graph"] = data.pop("device_ms")
+        for key in ("code", "date"):
+            if data[key] is None:
+                del data[key]
         return data
 
 
