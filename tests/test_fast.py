@@ -370,7 +370,7 @@ def test_a_last_wave_is_split_only_when_it_leaves_most_sms_idle():
     assert launches.tail_splits(288, 132, 48) == 5  # 3072^3 in 128x256 tiles: 24 tiles left
     assert launches.tail_splits(264, 132, 48) == 1  # whole waves
     assert launches.tail_splits(250, 132, 48) == 1  # 118 tiles left: the wave is nearly full
-    assert launches.tail_splits(133, 132, 48) == 6  # one tile left: 6 slices of 8 K-steps
+    assert launches.tail_splits(133, 132, 48) == 6  # one tile left: one slice per 8 K-steps
     assert launches.tail_splits(133, 132, 96) == 8  # at most 8 slices
     assert launches.tail_splits(32, 132, 16) == 2  # at least 8 K-steps a slice
     assert launches.tail_splits(32, 132, 15) == 1

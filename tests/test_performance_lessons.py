@@ -300,5 +300,7 @@ def test_lesson_figures_carry_the_run_that_measured_them():
 def test_lesson_8_says_how_short_a_tail_slice_may_be():
     from tmm_course.capstone import launches
 
-    assert "K-slices of 8 K-steps or more" in prose("08_racing_cublas.ipynb")
-    assert launches.tail_splits(133, 132, 16) == 2 and launches.tail_splits(133, 132, 15) == 1
+    each = launches.K_STEPS_A_SLICE
+    assert f"no more than one for every {each} K-steps" in prose("08_racing_cublas.ipynb")
+    assert launches.tail_splits(133, 132, 2 * each) == 2
+    assert launches.tail_splits(133, 132, 2 * each - 1) == 1

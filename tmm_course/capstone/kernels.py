@@ -239,10 +239,11 @@ def reads_a_transposed(a: torch.Tensor) -> bool:
 
 def reads_b_transposed(b: torch.Tensor) -> bool:
     """Whether the persistent kernel reads B as B^T (N x K, rows along K): free when B is
-    column-major already; a copy for float32, whose TF32 tensor cores need K-major B. Read as
-    it is (or with the operands swapped, C^T = B^T A^T), Triton 3.6 turns each float32 tile
-    around in shared memory every K-step: swapped, 2048^3 and 4096^3 ran at 0.20-0.35x torch
-    on an H200, against 0.82-0.87x with the copy."""
+    column-major already (and has more than one row); a copy for row-major float32 B, since
+    TF32 tensor cores need K-major B. Without the copy, Triton 3.6 turns each float32 tile
+    around in shared memory every K-step: computed as C^T = B^T A^T to read both operands as
+    they are, 2048^3 and 4096^3 ran at 0.20-0.35x torch on an H200 (a diagnostic race),
+    where the copying kernel's stored rows read 0.81x and 0.86x."""
     return (b.stride(0) == 1 and b.shape[0] > 1) or b.dtype == torch.float32
 
 

@@ -166,14 +166,20 @@ def slices_of_the_tail(config: Config, m: int, n: int, k: int, slots: int) -> in
     return tail_splits(tile_count(config, m, n), slots, _cdiv(k, config.block_k))
 
 
+K_STEPS_A_SLICE = 8  # a split last wave has at most one K-slice per this many K-steps
+MOST_SLICES = 8  # and at most this many slices a tile
+
+
 def tail_splits(tiles: int, slots: int, k_steps: int) -> int:
     """Into how many K-slices the persistent kernel cuts each tile of its last wave, for about
-    one slice per SM: 1 for a full or more than half full wave; at most 8, of 8+ K-steps each.
-    A slice pays a pipeline's fill and a partial's round trip through memory, which shorter
-    slices do not earn back: on an H200, 512^3 float32 in 2 slices of 4 K-steps ran at 0.74x
-    torch and whole at 0.86x; 3072^3 float16 in 5 slices of 9 or 10 ran at 0.85x, whole 0.78x."""
+    one slice per SM: 1 for a full or more than half full wave; at most MOST_SLICES, and at
+    most one per K_STEPS_A_SLICE K-steps (slices take ceil(k_steps / slices) K-steps each, the
+    last what is left). A slice pays a pipeline's fill and a partial's round trip through
+    memory, which short slices do not earn back: on an H200, 512^3 float32 in 2 slices of 4
+    K-steps ran at 0.74x torch and whole at 0.86x; 3072^3 float16 in 5 slices (10 K-steps,
+    the last 8) at 0.85x, whole at 0.78x."""
     tail = tiles % slots
-    return 1 if tail == 0 else max(1, min(slots // tail, k_steps // 8, 8))
+    return 1 if tail == 0 else max(1, min(slots // tail, k_steps // K_STEPS_A_SLICE, MOST_SLICES))
 
 
 def copy_tile(dtype: torch.dtype, elements: int) -> int:

@@ -51,14 +51,15 @@ class Provenance:
         return f"{self.device}, {self.date}, torch {v['torch']}, triton {v['triton']}"
 
     def of(self, rows: Sequence[Race]) -> str:
-        """:attr:`where` for ``rows``: every day they were measured on, the file's code version
-        and how many later ones raced some of them again (each such row names its own
-        ``Race.code`` and ``Race.date``)."""
+        """Device, dates, versions and code of ``rows``: every day they were measured on, the
+        file's code version and how many later ones raced some of them again (such a row
+        names its own ``Race.code`` and ``Race.date``, set when it is merged into the file)."""
         dates = sorted({row.date or self.date for row in rows} or {self.date})
         later = [c for c in dict.fromkeys(row.code for row in rows) if c and c != self.code]
         v = self.versions
         when = dates[0] if len(dates) == 1 else f"{dates[0]} to {dates[-1]}"
-        again = f" and {len(later)} later version{'s' * (len(later) > 1)}" if later else ""
+        versions = "version" if len(later) == 1 else "versions"
+        again = f" and {len(later)} later {versions}" if later else ""
         code = f"code {self.code or 'not recorded'}{again}"
         return f"{self.device}, {when}, torch {v['torch']}, triton {v['triton']}, {code}"
 
