@@ -238,12 +238,10 @@ def reads_a_transposed(a: torch.Tensor) -> bool:
 
 
 def reads_b_transposed(b: torch.Tensor) -> bool:
-    """Whether the persistent kernel reads B as B^T (N x K, rows along K): free when B is
-    column-major already (and has more than one row); a copy for row-major float32 B, since
-    TF32 tensor cores need K-major B. Without the copy, Triton 3.6 turns each float32 tile
-    around in shared memory every K-step: computed as C^T = B^T A^T to read both operands as
-    they are, 2048^3 and 4096^3 ran at 0.20-0.35x torch on an H200 (a diagnostic race),
-    where the copying kernel's stored rows read 0.81x and 0.86x."""
+    """Whether the persistent kernel reads B as B^T (N x K, rows along K): free for column-major
+    B of 2+ rows; a copy for row-major float32 B (TF32 tensor cores need K-major B). Uncopied,
+    Triton 3.6 turns each float32 tile around in shared memory every K-step: as C^T = B^T A^T,
+    2048^3 and 4096^3 ran at 0.20-0.35x torch on an H200, against 0.81x and 0.86x stored."""
     return (b.stride(0) == 1 and b.shape[0] > 1) or b.dtype == torch.float32
 
 

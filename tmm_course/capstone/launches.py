@@ -166,18 +166,15 @@ def slices_of_the_tail(config: Config, m: int, n: int, k: int, slots: int) -> in
     return tail_splits(tile_count(config, m, n), slots, _cdiv(k, config.block_k))
 
 
-K_STEPS_A_SLICE = 8  # a split last wave has at most one K-slice per this many K-steps
-MOST_SLICES = 8  # and at most this many slices a tile
+K_STEPS_A_SLICE, MOST_SLICES = 8, 8  # a split tile: 1 K-slice per 8 K-steps, 8 slices at most
 
 
 def tail_splits(tiles: int, slots: int, k_steps: int) -> int:
-    """Into how many K-slices the persistent kernel cuts each tile of its last wave, for about
-    one slice per SM: 1 for a full or more than half full wave; at most MOST_SLICES, and at
-    most one per K_STEPS_A_SLICE K-steps (slices take ceil(k_steps / slices) K-steps each, the
-    last what is left). A slice pays a pipeline's fill and a partial's round trip through
-    memory, which short slices do not earn back: on an H200, 512^3 float32 in 2 slices of 4
-    K-steps ran at 0.74x torch and whole at 0.86x; 3072^3 float16 in 5 slices (10 K-steps,
-    the last 8) at 0.85x, whole at 0.78x."""
+    """Into how many K-slices (of ceil(k_steps / slices) K-steps, the last what is left) the
+    persistent kernel cuts each tile of its last wave, for about one slice per SM: 1 for a full
+    or more than half full wave. A slice pays a pipeline's fill and a partial's trip through
+    memory, which short ones do not earn back: on an H200 512^3 float32 ran at 0.74x torch in 2
+    slices of 4 K-steps, 0.86x whole; 3072^3 float16 at 0.85x in 5 slices of 10, 0.78x whole."""
     tail = tiles % slots
     return 1 if tail == 0 else max(1, min(slots // tail, k_steps // K_STEPS_A_SLICE, MOST_SLICES))
 
