@@ -300,10 +300,10 @@ def test_lesson_figures_carry_the_run_that_measured_them():
 def test_lesson_8_says_how_short_a_tail_slice_may_be():
     from tmm_course.capstone import launches
 
-    each = launches.K_STEPS_A_SLICE
-    assert f"no more than one for every {each} K-steps" in prose("08_racing_cublas.ipynb")
+    text, each = prose("08_racing_cublas.ipynb"), launches.K_STEPS_A_SLICE
+    assert f"no more than one for every {each} K-steps" in text
     assert launches.tail_splits(133, 132, 2 * each) == 2
     assert launches.tail_splits(133, 132, 2 * each - 1) == 1  # "fewer than 16 K-steps"
-    assert "more than half the SMs busy, or `K` is fewer than 16" in prose("08_racing_cublas.ipynb")
+    assert "more than half the SMs busy, or `K` is fewer than 16" in text
     assert launches.tail_splits(132 + 67, 132, 64) == 1  # 67 of 132 SMs busy
     assert launches.tail_splits(132 + 66, 132, 64) == 2

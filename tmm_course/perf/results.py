@@ -47,8 +47,11 @@ class Provenance:
     @property
     def where(self) -> str:
         """'NVIDIA H200, 2026-11-30, torch 2.11.0+cu130, triton 3.6.0'."""
+        return self._on(self.date)
+
+    def _on(self, when: str) -> str:
         v = self.versions
-        return f"{self.device}, {self.date}, torch {v['torch']}, triton {v['triton']}"
+        return f"{self.device}, {when}, torch {v['torch']}, triton {v['triton']}"
 
     def of(self, rows: Sequence[Race]) -> str:
         """Device, dates, versions and code of ``rows``: every day they were measured on, the
@@ -56,12 +59,10 @@ class Provenance:
         names its own ``Race.code`` and ``Race.date``, set when it is merged into the file)."""
         dates = sorted({row.date or self.date for row in rows} or {self.date})
         later = [c for c in dict.fromkeys(row.code for row in rows) if c and c != self.code]
-        v = self.versions
         when = dates[0] if len(dates) == 1 else f"{dates[0]} to {dates[-1]}"
         versions = "version" if len(later) == 1 else "versions"
         again = f" and {len(later)} later {versions}" if later else ""
-        code = f"code {self.code or 'not recorded'}{again}"
-        return f"{self.device}, {when}, torch {v['torch']}, triton {v['triton']}, {code}"
+        return f"{self._on(when)}, code {self.code or 'not recorded'}{again}"
 
     @classmethod
     def from_dict(cls, data: dict) -> Provenance:
