@@ -137,15 +137,39 @@ def _filled(path: str, config: Config, m: int, n: int, k: int, slots: int | None
     return useful * tiles / (waves * slots)
 
 
+def as_run(config: Config, m: int, n: int, k: int, slots: int) -> Config:
+    """``config`` as the persistent kernel runs it on m x n x k: a split tail that cuts nothing
+    there (:func:`~tmm_course.capstone.launches.tail_splits` gives 1) is its whole twin."""
+    if config.split_tail and slices_of_the_tail(config, m, n, k, slots) == 1:
+        return dataclasses.replace(config, split_tail=False)
+    return config
+
+
+def measured_as_run(fitted: Fitted, slots: int) -> dict[tuple[str, Config], float]:
+    """``fitted.measured()``, where a split tail cut nothing: one kernel timed as two
+    candidates, each credited with the geometric mean of both (not the luckier of the two)."""
+    p, ratios = fitted.problem, fitted.measured()
+    kernel = {key: (key[0], as_run(key[1], p.m, p.n, p.k, slots)) for key in ratios}
+    logs: dict[tuple[str, Config], list[float]] = {}
+    for key, ratio in ratios.items():
+        logs.setdefault(kernel[key], []).append(math.log(ratio))
+    return {key: math.exp(sum(logs[kernel[key]]) / len(logs[kernel[key]])) for key in ratios}
+
+
 def _scores(table: list, apart: dict[int, float], candidates: list[tuple[str, Config]],
             m: int, n: int, k: int) -> dict[tuple[str, Config], tuple[float, object]]:  # fmt: skip
-    """Each candidate's expected log-ratio to torch, and the nearest of ``table`` that timed it."""
-    near: dict[tuple[str, Config], list] = {key: [] for key in candidates}
+    """Each candidate's expected log-ratio to torch, and the nearest of ``table`` that timed it;
+    a split tail that would cut nothing here only where its whole twin is no candidate."""
+    slots = program_slots()
+    twin = {(path, c): (path, as_run(c, m, n, k, slots)) for path, c in candidates}
+    near: dict[tuple[str, Config], list] = {
+        key: [] for key in candidates if twin[key] == key or twin[key] not in twin
+    }
     for fitted in table:
-        for key, ratio in fitted.measured().items():
+        for key, ratio in measured_as_run(fitted, slots).items():
             if key in near and len(near[key]) < NEIGHBOURS:
                 near[key].append((fitted, ratio))
-    scores, slots = {}, program_slots()
+    scores = {}
     for (path, config), timed in near.items():
         if not timed:
             continue
@@ -184,6 +208,7 @@ def _plan_by_fit(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None) -> 
         runnable, scores[key] = [key], (math.log(ratio), nearest)
     path, config = max(runnable, key=lambda key: scores[key][0])
     score, nearest = scores[path, config]
+    config = as_run(config, m, n, k, program_slots()) if path == "persistent_tma" else config
     why = f"fitted on {nearest.problem.label} and nearby ({math.exp(score):.2f}x torch expected)"
     if path == "persistent_tma" and not readable:
         return Plan(path, config, why + "; rows the TMA cannot read are copied", stage=True)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import json
 import statistics
 import sys
 from collections.abc import Callable
@@ -339,7 +340,7 @@ def main(argv: list[str] | None = None) -> int:
               file=sys.stderr)  # fmt: skip
         return 2
     torch.manual_seed(0)
-    earlier = results._read(args.out) if args.out.is_file() else {}
+    earlier = json.loads(args.out.read_text(encoding="utf-8")) if args.out.is_file() else {}
     data = results.provenance("tmm_course.perf.bench", argv)
     data["clocks_before"] = gpu_clocks()
     data["copy_bandwidth_gbs"] = copy_bandwidth_gbs()

@@ -356,8 +356,8 @@ class Races:
 
 def _read(name: str | Path) -> dict:
     """A results file: a path, or the name of one the package ships."""
-    path = Path(name)
-    if path.suffix == ".json" and (path.is_absolute() or path.parent != Path(".")):
+    path = Path(name)  # "./mine.json" names a path: Path drops its "./"
+    if path.suffix == ".json" and (path.is_absolute() or "/" in str(name).replace("\\", "/")):
         return json.loads(path.read_text(encoding="utf-8"))
     in_package = resources.files(DATA_PACKAGE) / DATA_FOLDER / str(name)
     if not in_package.is_file():
