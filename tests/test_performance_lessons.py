@@ -229,24 +229,25 @@ def test_lesson_8_says_which_goals_it_misses():
     rows = {r.label: r for r in results.grid().rows}
     raced = [(p.label, t) for p, t in GOALS if p.label in rows]
     missed = [(label, t) for label, t in raced if rows[label].ratio_to_torch["matmul_fast"] < t]
-    assert len(raced) == 10 and len(missed) == 2 and "of the ten goals this run raced" in text
-    assert "two are missed" in text and "eight met, two large squares" in text
-    assert {label for label, _ in missed} == {"4096^3 float16", "4096^3 bfloat16"}
+    assert len(raced) == 10 and len(missed) == 1 and "of the ten goals this run raced" in text
+    assert "one is missed" in text and "nine met, one large square" in text
+    assert [label for label, _ in missed] == ["4096^3 float16"]  # "the bfloat16 one is met"
     for dtype in ("float16", "bfloat16"):  # "8192^3 is met in both dtypes"
         assert rows[f"8192^3 {dtype}"].ratio_to_torch["matmul_fast"] >= 1
-    gaps = [1 - rows[label].ratio_to_torch["matmul_fast"] for label, _ in missed]
-    assert f"{min(gaps):.1%} to {max(gaps):.1%}" in text
+    (gap,) = [1 - rows[label].ratio_to_torch["matmul_fast"] for label, _ in missed]
+    assert f"cuBLAS stayed {gap:.1%} faster" in text
     assert rows["4096x4096x4093 float16"].ratio_to_torch["matmul_fast"] > 4  # "more than four"
     small = rows["1024^3 float16"]
     assert round(small.device_ms["torch.matmul"] * 1e3, 1) == 5.6  # "about 5.6 microseconds"
-    assert 4.5 < small.host_us["torch.matmul"] / (small.device_ms["torch.matmul"] * 1e3) < 5.5
+    assert small.host_us["torch.matmul"] / (small.device_ms["torch.matmul"] * 1e3) > 4  # "< 1/4"
     assert small.host_us["matmul_fast"] <= small.host_us["torch.matmul"]  # "no more than"
     assert len(rows) == 70 and "70-problem grid" in text and "a grid of 70 problems" in text
-    assert f"missed by up to {max(gaps):.1%}" in text
+    assert f"missed by {gap:.1%}" in text
 
 
 def test_lesson_8_says_how_it_fares_against_inductor():
     from tmm_course.capstone.fitted import shipped
+    from tmm_course.capstone.plans import measured_as_run
     from tmm_course.perf.bench import INDUCTOR
 
     text = prose("08_racing_cublas.ipynb")
@@ -254,20 +255,22 @@ def test_lesson_8_says_how_it_fares_against_inductor():
     ratios = {r.label: r.ratio_to_torch for r in races.inductor}
     lead = {label: r["matmul_fast"] / r[INDUCTOR] for label, r in ratios.items()}
     ahead = sorted((label for label in lead if lead[label] > 1.005), key=lead.get)
-    assert len(ratios) == 8 and len(ahead) == 6 and "ahead on six of the eight shapes" in text
+    assert len(ratios) == 8 and len(ahead) == 7 and "ahead on seven of the eight shapes" in text
     assert f"by {lead[ahead[0]] - 1:.1%} on `{ahead[0].split()[0]}`" in text
-    assert f"up to {lead[ahead[-1]] - 1:.0%} on `{ahead[-1]}`" in text
-    behind = min(lead, key=lead.get)
-    assert behind == "1536^3 float16"
-    assert f"Inductor is ahead on `1536^3`, by {1 - lead[behind]:.1%}" in text
-    best = max(next(f for f in shipped() if f.problem.label == behind).measured().values())
+    most = ahead[-1]
+    assert most == "1536^3 float16" and f"up to {lead[most] - 1:.0%} on `1536^3`" in text
+    best = max(measured_as_run(next(f for f in shipped() if f.problem.label == most), 132).values())
     assert f"best kernel in the fit reached {best:.2f} of `torch.matmul`" in text
-    (even,) = set(lead) - set(ahead) - {behind}
+    # "its figure has read from 0.40 to 0.83 in four runs": this one, and three the notes keep
+    now = ratios[most][INDUCTOR]
+    assert f"read from {now:.2f} to 0.83 of `torch.matmul` in four runs" in text
+    assert any("0.66, 0.83, 0.81 and " + f"{now:.2f}" in note for note in races.notes)
+    (even,) = set(lead) - set(ahead)
     assert f"On `{even.split()[0]}` the two are even ({abs(1 - lead[even]):.1%} apart)" in text
     assert abs(1 - lead[even]) <= 0.005
     seconds = sorted(races.compile_s.values())
     assert f"took {seconds[0]:.0f} to {seconds[-1]:.0f} seconds" in text
-    assert "Triton search, ahead on six shapes of eight, even on one" in text
+    assert "Triton search, ahead on seven shapes of eight, even on one" in text
 
 
 @pytest.mark.parametrize(
