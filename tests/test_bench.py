@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 import torch
 
@@ -65,6 +67,34 @@ def test_unknown_suite_is_named(tmp_path, capsys):
     with pytest.raises(SystemExit):
         bench.main(["gools", "--out", str(tmp_path / "x.json")])
     assert "unknown suite(s) gools; expected any of fit, grid, goals" in capsys.readouterr().err
+
+
+def _on_a_pretend_gpu(monkeypatch, today: str) -> None:
+    monkeypatch.setattr(tmm_course, "BACKEND", GPU)
+    monkeypatch.setattr(bench.results, "provenance", lambda *_: {"date": today, "command": "now"})
+    monkeypatch.setattr(bench, "gpu_clocks", lambda: None)
+    monkeypatch.setattr(bench, "copy_bandwidth_gbs", lambda: 0.0)
+    monkeypatch.setitem(bench.SUITES, "grid", lambda rounds, done, keep: [*done, {"row": "new"}])
+
+
+def test_a_resumed_file_stamps_each_row_it_adds_with_the_code_and_date(tmp_path, monkeypatch):
+    out = tmp_path / "grid.json"
+    before = {"date": "2026-12-01", "command": "then", "code": "aaaaaaa", "grid": [{"row": "old"}]}
+    out.write_text(json.dumps(before))
+    _on_a_pretend_gpu(monkeypatch, "2026-12-02")
+    assert bench.main(["grid", "--out", str(out), "--code-version", "bbbbbbb"]) == 0
+    data = json.loads(out.read_text())
+    assert data["code"] == "aaaaaaa"  # the file's code is that of the rows it kept
+    assert data["grid"] == [{"row": "old"}, {"row": "new", "code": "bbbbbbb", "date": "2026-12-02"}]
+    assert data["earlier"] == [{"date": "2026-12-01", "command": "then", "code": "aaaaaaa"}]
+
+
+def test_a_new_file_names_its_code_once(tmp_path, monkeypatch):
+    out = tmp_path / "grid.json"
+    _on_a_pretend_gpu(monkeypatch, "2026-12-02")
+    assert bench.main(["grid", "--out", str(out), "--code-version", "bbbbbbb"]) == 0
+    data = json.loads(out.read_text())
+    assert data["code"] == "bbbbbbb" and data["grid"] == [{"row": "new"}]
 
 
 def test_the_grid_is_broad_and_split_into_two_halves_that_each_cover_every_family():

@@ -8,8 +8,11 @@ On a GPU::
     python -m tmm_course.perf.bench fit grid --out grid_mine.json       # fit the plan, race it
 
 writes TFLOP/s, ratios to torch, the fraction of the measured peak, host launch time, GPU
-clocks, and where, when and how it was measured. The committed H200 files live in
-``tmm_course/perf/data`` (read them with :mod:`tmm_course.perf.results`).
+clocks, and where, when and how it was measured (``--code-version "$(git rev-parse --short
+HEAD)"``: which code). Given a file it wrote before, it keeps that file's fit and grid rows and
+measures only what is missing; each row it adds then names its own code version and date. The
+committed H200 files live in ``tmm_course/perf/data`` (read them with
+:mod:`tmm_course.perf.results`).
 """
 
 from __future__ import annotations
@@ -330,6 +333,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--out", type=Path, required=True, help="JSON file to write")
     parser.add_argument("--rounds", type=int, default=5, help="interleaved rounds per problem")
+    parser.add_argument(
+        "--code-version", help='the code measured, e.g. "$(git rev-parse --short HEAD)": the '
+        "file's, or in a file resumed, each new row's (with its date)")  # fmt: skip
     args = parser.parse_args(argv)
     unknown = sorted(set(args.suites) - set(SUITES))
     if unknown:
@@ -345,9 +351,22 @@ def main(argv: list[str] | None = None) -> int:
     data["clocks_before"] = gpu_clocks()
     data["copy_bandwidth_gbs"] = copy_bandwidth_gbs()
     data.update({suite: earlier[suite] for suite in RESUMABLE if suite in earlier})
-    if any(suite in earlier for suite in RESUMABLE):  # what measured the rows kept
-        before = {key: earlier[key] for key in ("date", "command") if key in earlier}
+    resumed = any(suite in earlier for suite in RESUMABLE)
+    if resumed:  # what measured the rows kept
+        before = {key: earlier[key] for key in ("date", "command", "code") if key in earlier}
         data["earlier"] = [*earlier.get("earlier", []), before]
+    if args.code_version and not resumed:
+        data["code"] = args.code_version
+    elif "code" in earlier:
+        data["code"] = earlier["code"]
+    kept = {id(row) for suite in RESUMABLE for row in data.get(suite, [])}
+
+    def stamped(rows: list[dict]) -> list[dict]:
+        """Rows measured in this run of a resumed file, each naming its own code and date."""
+        if not (resumed and args.code_version):
+            return rows
+        mark = {"code": args.code_version, "date": data["date"]}
+        return [row if id(row) in kept else {**row, **mark} for row in rows]
     if "fit" in data and not {"fit", "refit"} & set(args.suites):  # a grid after its fit
         capstone.use_fit([Fitted.from_dict(r) for r in data["fit"]])
     for suite in args.suites or DEFAULT:
@@ -355,12 +374,12 @@ def main(argv: list[str] | None = None) -> int:
             name = "fit" if suite == "refit" else suite
 
             def keep(rows: list[dict], name: str = name) -> None:
-                data[name] = rows
+                data[name] = stamped(rows)
                 results.write(args.out, data)
 
-            data[name] = SUITES[suite](args.rounds, data.get(name, []), keep)
+            data[name] = stamped(SUITES[suite](args.rounds, data.get(name, []), keep))
         else:
-            data[suite] = SUITES[suite](args.rounds)
+            data[suite] = stamped(SUITES[suite](args.rounds))
         results.write(args.out, data)  # after each suite: a long run keeps what it measured
     if "goals" in data:
         data["peak_tflops"] = add_peak_fractions(data["goals"])
