@@ -165,6 +165,41 @@ def test_the_plan_prefers_tiles_that_fill_the_sms_here_over_the_winner_there(mon
     assert chosen.config == SMALLER_TILES[1] and "fitted on 4096^3 float16" in chosen.reason
 
 
+SPLIT_TAIL = ("persistent_tma", Config(64, 128, 128, num_warps=4, num_stages=4, split_tail=True))
+WHOLE_TAIL = ("persistent_tma", Config(64, 128, 128, num_warps=4, num_stages=4))
+
+
+def test_a_split_tail_that_cuts_nothing_and_its_whole_twin_count_as_one_kernel():
+    from tmm_course.capstone import plans
+
+    # 1536^3 in 64x128 tiles: 288 on 132 SMs, a last wave of 24 whose 12 K-steps make 1 slice
+    fitted = _timed(1536, 1536, 1536, {SPLIT_TAIL: 0.81, WHOLE_TAIL: 0.79})
+    ratios = plans.measured_as_run(fitted, 132)
+    assert ratios[SPLIT_TAIL] == ratios[WHOLE_TAIL] == pytest.approx((0.81 * 0.79) ** 0.5)
+
+
+def test_a_split_tail_that_cuts_keeps_its_own_timing():
+    from tmm_course.capstone import plans
+
+    # 64 rows: 64 tiles of 64x64 on 132 SMs, each cut into 2 K-slices of 16 K-steps
+    split = ("persistent_tma", Config(64, 64, 128, num_warps=4, num_stages=4, split_tail=True))
+    whole = ("persistent_tma", Config(64, 64, 128, num_warps=4, num_stages=4))
+    fitted = _timed(64, 4096, 4096, {split: 0.9, whole: 0.8})
+    assert plans.measured_as_run(fitted, 132) == {split: 0.9, whole: 0.8}
+
+
+def test_the_plan_names_the_whole_twin_where_a_split_tail_would_cut_nothing(monkeypatch):
+    from tmm_course.capstone import plans
+
+    monkeypatch.setattr(plans, "program_slots", lambda: 132)
+    monkeypatch.setattr(
+        plans, "_FIT", [_timed(1536, 1536, 1536, {SPLIT_TAIL: 0.81, WHOLE_TAIL: 0.79})]
+    )
+    a, b = torch.empty(1536, 1536).half(), torch.empty(1536, 1536).half()
+    chosen = plans._plan_by_fit(a, b, None)
+    assert chosen.config == WHOLE_TAIL[1] and "(0.80x torch expected)" in chosen.reason
+
+
 def test_the_fill_correction_takes_only_the_square_root_of_the_fills(monkeypatch):
     from tmm_course.capstone import plans
 
