@@ -74,6 +74,18 @@ def test_refit_fully_fits_the_fitted_and_extra_problems_the_file_lacks(monkeypat
     assert asked == [p for p in FITTED + EXTRA_FITTED if p != have]
 
 
+def test_a_refit_with_nothing_new_to_time_keeps_the_row_it_had(monkeypatch):
+    fitted = shipped()[0]
+    done = [{**fitted.as_dict()}]
+    monkeypatch.setattr(bench.fit, "refit", lambda earlier, *_: earlier)
+    monkeypatch.setattr(bench.fit, "fit", lambda *_: iter(()))
+    try:
+        rows = bench.suite_refit(1, done, lambda rows: None)
+    finally:
+        capstone.use_fit(None)
+    assert rows[0] is done[0] and rows[0]["refitted"]  # not a row this run measured
+
+
 class _NoFit:
     """Stands for Fitted where the rows are not real fit records."""
 
