@@ -105,8 +105,7 @@ def _without_a_kernel(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, *_: o
     """An empty C, or K = 0 (every sum is empty: C is zero)."""
 
     def ready(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None) -> torch.Tensor:
-        if out is None:
-            out = torch.empty((a.shape[0], b.shape[1]), dtype=a.dtype, device=a.device)
+        out = a.new_empty((a.shape[0], b.shape[1])) if out is None else out
         return out.zero_() if a.shape[1] == 0 else out
 
     ready(a, b, out)

@@ -155,9 +155,8 @@ def persistent_tma_matmul_kernel(a_desc, b_desc, c, partial_ptr, count_ptr, M, N
     grid_m = tl.cdiv(M, BLOCK_M)
     grid_n = tl.cdiv(N, BLOCK_N)
     tiles = grid_m * grid_n
-    whole = tiles  # tiles computed whole; with TAIL_SPLITS > 1, the full waves only
-    if TAIL_SPLITS > 1:
-        whole = tiles - tiles % NUM_PROGRAMS
+    # tiles computed whole: with TAIL_SPLITS > 1, those of the full waves only
+    whole = tiles - tiles % NUM_PROGRAMS if TAIL_SPLITS > 1 else tiles
     # flatten: the compiler pipelines loads across the end of one tile and the start of the next
     for tile_id in tl.range(tl.program_id(axis=0), whole, NUM_PROGRAMS, flatten=True):
         pid_m, pid_n = grouped_tile(tile_id, grid_m, grid_n, GROUP_M)
@@ -180,8 +179,7 @@ def persistent_tma_matmul_kernel(a_desc, b_desc, c, partial_ptr, count_ptr, M, N
             for k in range(piece * per_slice, k_end):
                 acc = _dot_step(a_desc, b_desc, acc, pid_m, pid_n, k, PRECISION, BLOCK_M,
                                 BLOCK_N, BLOCK_K, A_TRANSPOSED, B_TRANSPOSED)
-            # leave this slice's float32 partial; the last slice of the tile to arrive adds
-            # up all TAIL_SPLITS partials and stores the tile
+            # this slice's float32 partial; the tile's last slice to arrive adds up all of them
             in_tail = tile_id - whole
             in_tile = tl.arange(0, BLOCK_M)[:, None] * BLOCK_N + tl.arange(0, BLOCK_N)[None, :]
             first = partial_ptr + in_tail * TAIL_SPLITS * BLOCK_M * BLOCK_N

@@ -108,8 +108,7 @@ def tile_count(config: Config, m: int, n: int) -> int:
 
 
 def _cdiv(x: int, y: int) -> int:
-    """x / y rounded up, in plain ints (``triton.cdiv``'s wrapper costs microseconds a call,
-    and the plan counts tiles for every candidate and neighbour)."""
+    """x / y rounded up in plain ints: the plan counts tiles for every candidate and neighbour."""
     return -(-x // y)
 
 
@@ -203,9 +202,8 @@ def _persistent(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, config: Con
     blocks = ([bk, bm] if a_transposed else [bm, bk], [bn, bk] if transposed else [bk, bn],
               [bm, bn // 2] if config.subtile else [bm, bn])  # fmt: skip
     tiles = tile_count(config, m, n)
-    # the interpreter (Triton's knob: the check's replay of a GPU case too) runs programs one
-    # after another: a copying launch there is one program, with no barrier (a GPU has more
-    # than one SM)
+    # the interpreter (Triton's knob; the check's replay of a GPU case too) runs programs in
+    # turn: a copying launch there is one program, with no barrier (a GPU has more than one SM)
     slots = 1 if copies and knobs.runtime.interpret else program_slots()
     splits = slices_of_the_tail(config, m, n, k, slots)
     # every SM a program when tails are split or there are copies to share out; else one a tile

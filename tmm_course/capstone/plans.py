@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -47,14 +48,12 @@ def plan(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None) -> P
     GPU, the best candidate on the nearest fitted problems (:func:`_plan_by_fit`), else rules."""
     chosen = _plan_by_fit(a, b, out) if tmm_course.BACKEND == GPU else None
     chosen = chosen or _plan_by_shape(a, b, out)
-    here = gpu.current()
-    if here is None:
+    here, config = gpu.current(), chosen.config
+    fitted = config if here is None else fit_shared_memory(config, a.element_size(), here)
+    if fitted == config:
         return chosen
-    fitted = fit_shared_memory(chosen.config, a.element_size(), here)
-    if fitted != chosen.config:
-        reason = f"{chosen.reason}; shrunk to fit {here.shared_memory // 1024} KB of shared memory"
-        return dataclasses.replace(chosen, config=fitted, reason=reason)
-    return chosen
+    reason = f"{chosen.reason}; shrunk to fit {here.shared_memory // 1024} KB of shared memory"
+    return dataclasses.replace(chosen, config=fitted, reason=reason)
 
 
 def shared_memory_bytes(config: Config, itemsize: int, pipelining: bool = True) -> int:
@@ -138,22 +137,18 @@ def _filled(path: str, config: Config, m: int, n: int, k: int, slots: int | None
 
 
 def as_run(config: Config, m: int, n: int, k: int, slots: int) -> Config:
-    """``config`` as the persistent kernel runs it on m x n x k: a split tail that cuts nothing
-    there (:func:`~tmm_course.capstone.launches.tail_splits` gives 1) is its whole twin."""
-    if config.split_tail and slices_of_the_tail(config, m, n, k, slots) == 1:
-        return dataclasses.replace(config, split_tail=False)
-    return config
+    """``config`` as run on m x n x k: a split tail that cuts nothing there is its whole twin."""
+    cuts = slices_of_the_tail(config, m, n, k, slots) > 1  # 1 without split_tail
+    return config if cuts else dataclasses.replace(config, split_tail=False)
 
 
 def measured_as_run(fitted: Fitted, slots: int) -> dict[tuple[str, Config], float]:
     """``fitted.measured()``, where a split tail cut nothing: one kernel timed as two
     candidates, each credited with the geometric mean of both (not the luckier of the two)."""
     p, ratios = fitted.problem, fitted.measured()
-    kernel = {key: (key[0], as_run(key[1], p.m, p.n, p.k, slots)) for key in ratios}
-    logs: dict[tuple[str, Config], list[float]] = {}
-    for key, ratio in ratios.items():
-        logs.setdefault(kernel[key], []).append(math.log(ratio))
-    return {key: math.exp(sum(logs[kernel[key]]) / len(logs[kernel[key]])) for key in ratios}
+    runs = {key: (key[0], as_run(key[1], p.m, p.n, p.k, slots)) for key in ratios}
+    alike = lambda key: [r for other, r in ratios.items() if runs[other] == runs[key]]
+    return {key: statistics.geometric_mean(alike(key)) for key in ratios}
 
 
 def _scores(table: list, apart: dict[int, float], candidates: list[tuple[str, Config]],
@@ -162,9 +157,7 @@ def _scores(table: list, apart: dict[int, float], candidates: list[tuple[str, Co
     a split tail that would cut nothing here only where its whole twin is no candidate."""
     slots = program_slots()
     twin = {(path, c): (path, as_run(c, m, n, k, slots)) for path, c in candidates}
-    near: dict[tuple[str, Config], list] = {
-        key: [] for key in candidates if twin[key] == key or twin[key] not in twin
-    }
+    near: dict = {key: [] for key, run in twin.items() if run == key or run not in twin}
     for fitted in table:
         for key, ratio in measured_as_run(fitted, slots).items():
             if key in near and len(near[key]) < NEIGHBOURS:
@@ -208,7 +201,7 @@ def _plan_by_fit(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None) -> 
         runnable, scores[key] = [key], (math.log(ratio), nearest)
     path, config = max(runnable, key=lambda key: scores[key][0])
     score, nearest = scores[path, config]
-    config = as_run(config, m, n, k, program_slots()) if path == "persistent_tma" else config
+    config = as_run(config, m, n, k, program_slots())  # grouped: as it is
     why = f"fitted on {nearest.problem.label} and nearby ({math.exp(score):.2f}x torch expected)"
     if path == "persistent_tma" and not readable:
         return Plan(path, config, why + "; rows the TMA cannot read are copied", stage=True)

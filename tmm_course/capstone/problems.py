@@ -90,29 +90,19 @@ def _grid() -> tuple[Problem, ...]:
     problems += [Problem(m, 8192, 8192, "bfloat16") for m in (16, 128)]
     problems += [Problem(4096, n, 4096) for n in (1, 16, 64, 256)]
     problems += [Problem(4096, 4096, k) for k in (16, 64, 128, 256)]
-    problems += [
-        Problem(m, n, k)
-        for m, n, k in [(4095, 4097, 4093), (1023, 1025, 1027), (3001, 2999, 4093),
-                        (777, 1333, 2049), (4096, 4096, 4093), (2048, 2048, 2047)]
-    ]  # fmt: skip
-    problems += [
-        Problem(m, n, k, dtype, b_layout="col")
-        for m, n, k, dtype in [(1024, 1024, 1024, "float16"), (4096, 4096, 4096, "float16"),
-                               (8192, 8192, 8192, "float16"), (128, 4096, 4096, "float16"),
-                               (4096, 4096, 4096, "bfloat16"), (2048, 2048, 2048, "float32")]
-    ]  # fmt: skip
-    problems += [
-        Problem(m, n, k)
-        for m, n, k in [(8192, 1024, 1024), (1024, 8192, 1024), (1024, 1024, 8192),
-                        (2048, 8192, 512), (16384, 4096, 256)]
-    ]  # fmt: skip
-    problems += [
-        Problem(m, n, k, dtype, b_layout=b_layout, a_layout="col")
-        for m, n, k, dtype, b_layout in [(4096, 4096, 4096, "float16", "row"),
-                                         (2048, 2048, 2048, "bfloat16", "col"),
-                                         (1024, 1024, 1024, "float16", "row"),
-                                         (4096, 4096, 4096, "float16", "col")]
-    ]  # fmt: skip
+    problems += [Problem(m, n, k) for m, n, k in [  # odd sizes
+        (4095, 4097, 4093), (1023, 1025, 1027), (3001, 2999, 4093), (777, 1333, 2049),
+        (4096, 4096, 4093), (2048, 2048, 2047)]]  # fmt: skip
+    problems += [Problem(m, n, k, dtype, b_layout="col") for m, n, k, dtype in [
+        (1024, 1024, 1024, "float16"), (4096, 4096, 4096, "float16"), (8192, 8192, 8192, "float16"),
+        (128, 4096, 4096, "float16"), (4096, 4096, 4096, "bfloat16"), (2048, 2048, 2048, "float32")
+    ]]  # fmt: skip
+    problems += [Problem(m, n, k) for m, n, k in [  # rectangles
+        (8192, 1024, 1024), (1024, 8192, 1024), (1024, 1024, 8192), (2048, 8192, 512),
+        (16384, 4096, 256)]]  # fmt: skip
+    problems += [Problem(m, n, k, dtype, b_layout=b, a_layout="col") for m, n, k, dtype, b in [
+        (4096, 4096, 4096, "float16", "row"), (2048, 2048, 2048, "bfloat16", "col"),
+        (1024, 1024, 1024, "float16", "row"), (4096, 4096, 4096, "float16", "col")]]  # fmt: skip
     return tuple(problems)
 
 

@@ -108,12 +108,9 @@ def suite_refit(rounds: int, done: list[dict], keep: Keep) -> list[dict]:
     known = {r["problem"]["label"] for r in rows}
     for i, row in enumerate(rows):
         if not row.get("refitted"):
-            earlier = Fitted.from_dict(row)
-            merged = fit.refit(earlier, NEW, _timer(rounds), _say)
-            if merged is earlier:  # nothing new to time here: the row as it was
-                row["refitted"] = True
-            else:
-                rows[i] = {**merged.as_dict(), "refitted": True}
+            merged = fit.refit(earlier := Fitted.from_dict(row), NEW, _timer(rounds), _say)
+            row = rows[i] = row if merged is earlier else merged.as_dict()  # nothing new: as it was
+            row["refitted"] = True
             keep(rows)
     missing = [p for p in FITTED + EXTRA_FITTED if p.label not in known]
     for fitted in fit.fit(missing, _timer(rounds), _say):
