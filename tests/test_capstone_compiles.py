@@ -1,0 +1,52 @@
+"""The capstone's persistent kernel, compiled for an H200 on this machine (``triton.compile``
+for sm_90: ptxas ships in the wheel), as ``matmul_fast`` would launch it there."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+import torch
+
+from tmm_course import gpu
+from tmm_course.capstone import kernels, launches
+from tmm_course.capstone.config import Config
+from tmm_course.compile_ahead import compile_for, specialize
+
+BIG = Config(128, 256, 64, num_warps=8, num_stages=3, subtile=True)
+OPTIONS = ("num_warps", "num_stages", "launch_cooperative_grid")
+
+
+def _compiled_for_an_h200(monkeypatch, a, b, config):
+    if kernels.TensorDescriptor is None:
+        pytest.skip("this triton has no host-side tensor descriptors")
+    monkeypatch.setattr(launches, "program_slots", lambda: gpu.KNOWN["H200"].sms)
+    monkeypatch.setattr(launches.knobs.runtime, "interpret", False)  # a GPU's launch
+    out = torch.empty(a.shape[0], b.shape[1], dtype=a.dtype)
+    arguments, _, constexprs, _ = launches._persistent(a, b, out, config, "tf32")
+    given = {name: value for name, value in constexprs.items() if name not in OPTIONS}
+    kernel = kernels.persistent_tma_matmul_kernel
+    launch = specialize(kernel, arguments(a, b, out), given)
+    return given, compile_for(kernel, launch, "sm_90", config.num_warps, config.num_stages)
+
+
+@pytest.mark.parametrize(
+    "what, shape, dtype, switch",
+    [
+        ("a last wave cut into K-slices", (3072, 3072, 3072), torch.float16, "TAIL_SPLITS"),
+        ("float32's B^T copied first", (256, 256, 256), torch.float32, "COPY_B"),
+        ("rows the TMA cannot read copied", (200, 250, 260), torch.float16, "COPY_A"),
+    ],
+)
+def test_the_persistent_kernel_compiles_for_an_h200(monkeypatch, what, shape, dtype, switch):
+    m, n, k = shape
+    a, b = torch.zeros(m, k, dtype=dtype), torch.zeros(k, n, dtype=dtype)
+    config = dataclasses.replace(BIG, split_tail=True) if switch == "TAIL_SPLITS" else BIG
+    if dtype == torch.float32:
+        config = dataclasses.replace(config, block_k=32)
+    given, compiled = _compiled_for_an_h200(monkeypatch, a, b, config)
+    taken = given[switch] is True if switch.startswith("COPY") else given[switch] > 1
+    assert taken, what  # the launch takes that path
+    assert compiled.ok, compiled.error
+    assert compiled.matrix_unit == "wgmma"  # Hopper's warpgroup tensor cores
+    assert compiled.shared_bytes <= gpu.KNOWN["H200"].shared_memory
