@@ -161,3 +161,12 @@ def test_a_row_raced_again_later_names_its_code_and_day_in_the_provenance():
         assert results.Race.from_dict(row.as_dict()) == row
     stored = untouched[0].as_dict()
     assert "code" not in stored and "date" not in stored  # the file's own run names neither
+
+
+def test_a_file_of_your_own_is_read_by_the_path_the_readme_gives(tmp_path, monkeypatch):
+    from importlib import resources
+
+    shipped = resources.files(results.DATA_PACKAGE) / results.DATA_FOLDER / "grid_h200.json"
+    (tmp_path / "grid_mine.json").write_text(shipped.read_text(encoding="utf-8"))
+    monkeypatch.chdir(tmp_path)  # "./grid_mine.json" is a path here, not a shipped file's name
+    assert len(results.grid("./grid_mine.json").rows) == len(results.grid().rows)
