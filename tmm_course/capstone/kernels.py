@@ -155,8 +155,7 @@ def persistent_tma_matmul_kernel(a_desc, b_desc, c, partial_ptr, count_ptr, M, N
     grid_m = tl.cdiv(M, BLOCK_M)
     grid_n = tl.cdiv(N, BLOCK_N)
     tiles = grid_m * grid_n
-    # tiles computed whole: with TAIL_SPLITS > 1, those of the full waves only
-    whole = tiles - tiles % NUM_PROGRAMS if TAIL_SPLITS > 1 else tiles
+    whole = tiles - tiles % NUM_PROGRAMS if TAIL_SPLITS > 1 else tiles  # the full waves' tiles
     # flatten: the compiler pipelines loads across the end of one tile and the start of the next
     for tile_id in tl.range(tl.program_id(axis=0), whole, NUM_PROGRAMS, flatten=True):
         pid_m, pid_n = grouped_tile(tile_id, grid_m, grid_n, GROUP_M)

@@ -138,17 +138,18 @@ def _filled(path: str, config: Config, m: int, n: int, k: int, slots: int | None
 
 def as_run(config: Config, m: int, n: int, k: int, slots: int) -> Config:
     """``config`` as run on m x n x k: a split tail that cuts nothing there is its whole twin."""
-    cuts = slices_of_the_tail(config, m, n, k, slots) > 1  # 1 without split_tail
-    return config if cuts else dataclasses.replace(config, split_tail=False)
+    whole = config.split_tail and slices_of_the_tail(config, m, n, k, slots) == 1
+    return dataclasses.replace(config, split_tail=False) if whole else config
 
 
 def measured_as_run(fitted: Fitted, slots: int) -> dict[tuple[str, Config], float]:
     """``fitted.measured()``, where a split tail cut nothing: one kernel timed as two
     candidates, each credited with the geometric mean of both (not the luckier of the two)."""
-    p, ratios = fitted.problem, fitted.measured()
+    p, ratios, alike = fitted.problem, fitted.measured(), {}
     runs = {key: (key[0], as_run(key[1], p.m, p.n, p.k, slots)) for key in ratios}
-    alike = lambda key: [r for other, r in ratios.items() if runs[other] == runs[key]]
-    return {key: statistics.geometric_mean(alike(key)) for key in ratios}
+    for key, ratio in ratios.items():
+        alike.setdefault(runs[key], []).append(ratio)
+    return {key: statistics.geometric_mean(alike[runs[key]]) for key in ratios}
 
 
 def _scores(table: list, apart: dict[int, float], candidates: list[tuple[str, Config]],
