@@ -10,8 +10,10 @@ import json
 import os
 
 import pytest
+import torch
 from conftest import ROOT
 
+import tmm_course
 from tmm_course.kernels import pitfalls
 from tmm_course.teach import exercise_rules, graded_notebook, judge, sandbox
 from tmm_course.teach.grade import graded_exercises, main
@@ -251,6 +253,48 @@ def test_the_judge_names_a_wrong_answer_and_a_stray_write():
     outcome = judge.judge_case(case, [blobs[0], stray.numpy().tobytes()], None)
     assert outcome.code == "out_of_bounds_write"
     assert judge.judge_case(case, blobs, None).code == "unwritten"
+
+
+def _run_in_process(case: judge.Case, fn) -> list[bytes]:
+    """What a worker sends back for ``case`` after ``fn`` ran on it (no sandbox)."""
+    storages = [b.storage.clone().to(tmm_course.DEVICE) for b in case.buffers]
+    args = [
+        torch.as_strided(s, b.size, b.stride, b.offset)
+        for s, b in zip(storages, case.buffers, strict=True)
+    ]
+    fn(*[args[i] for i in case.order])
+    return [s.cpu().numpy().tobytes() for s in storages]
+
+
+def test_every_input_sits_between_nan_margins():
+    for entry in judge.EXERCISES:
+        for case in entry.cases(judge.seed_generator(7)):
+            for index, buffer in enumerate(case.buffers):
+                if index == case.output:
+                    continue
+                covered = buffer.covered().nonzero()
+                first, last = int(covered[0]), int(covered[-1])
+                margin = judge.INPUT_MARGIN * max(buffer.size)
+                assert first >= margin and buffer.storage.numel() - 1 - last >= margin
+                assert buffer.storage[:margin].isnan().all()  # the gaps of a layout aside
+                assert buffer.storage[-margin:].isnan().all()
+
+
+def test_a_read_past_an_input_meets_nan():
+    # mystery a's K mask never moves: its last K-step reads rows of B past K, outside B
+    cases = judge.matmul_cases(judge.seed_generator(1))
+    fn = pitfalls.launcher(pitfalls.mystery_a_kernel)
+    deep = next(c for c in cases if c.label.endswith("x48 contiguous"))  # 2 K-steps of 32
+    outcome = judge.judge_case(deep, _run_in_process(deep, fn), None)
+    assert not outcome.passed  # NaN cells: "unwritten" where the output's poison was NaN too
+    assert outcome.code in {"wrong_values", "unwritten"}
+
+
+def test_the_broken_kernel_pasted_unchanged_is_not_a_fix():
+    entry = next(e for _, e in graded_exercises(load(PITFALLS)) if e.fix_of)
+    kernel = getattr(pitfalls, entry.fix_of)
+    problem = judge.fix_problem(entry, pasted(kernel, entry.kernel.removesuffix("_kernel")))
+    assert problem == f"{entry.kernel} is {entry.fix_of} unchanged: find its bug and fix it"
 
 
 def test_a_deep_tree_with_links_out_is_removed_without_recursion(tmp_path):

@@ -3,7 +3,7 @@
 The judge never runs student code. For each exercise it draws fresh random inputs from a
 secret seed (random shapes; exact-size outputs as well as outputs inside larger storage with
 canary values around them; poison that is sometimes NaN and sometimes random numbers, so no
-input looks like a check's), sends them to the worker, reads back every storage it sent, and
+input looks like a check's; inputs between NaN margins), sends them to the worker, reads back every storage it sent, and
 decides from those bytes alone: the output against a float64 torch reference computed here, the
 canaries and the inputs against what it sent. New exercises are one :data:`EXERCISES` entry.
 """
@@ -74,20 +74,32 @@ def _size(gen: torch.Generator, low: int, high: int) -> int:
     return int(torch.randint(low, high + 1, (1,), generator=gen))
 
 
+# every input sits between NaN margins this many times its longest side long: a lane that reads
+# past the view (a mask missing or wrong) reads NaN, which no product or copy hides, instead of
+# whatever the worker's memory holds there (often zeros, which hide it)
+INPUT_MARGIN = 64
+
+
 def _input(gen: torch.Generator, shape: tuple[int, int], dtype, layout: str) -> Buffer:
     """A random input under ``layout``: contiguous, transposed storage, sliced rows, or every
-    other column."""
+    other column; inside NaN margins (:data:`INPUT_MARGIN`)."""
     m, n = shape
+    offset = 0
     if layout == "transposed":
-        data = torch.randn(n * m, generator=gen).to(dtype)
-        return Buffer(data, (m, n), (1, m))
-    if layout == "sliced":
-        data = torch.randn(2 * m * (n + 3), generator=gen).to(dtype)
-        return Buffer(data, (m, n), (2 * (n + 3), 1), 1)
-    if layout == "columns":
-        data = torch.randn(m * 2 * n, generator=gen).to(dtype)
-        return Buffer(data, (m, n), (2 * n, 2))
-    return Buffer(torch.randn(m * n, generator=gen).to(dtype), (m, n), (n, 1))
+        data, stride = torch.randn(n * m, generator=gen), (1, m)
+    elif layout == "sliced":
+        data, stride, offset = torch.randn(2 * m * (n + 3), generator=gen), (2 * (n + 3), 1), 1
+    elif layout == "columns":
+        data, stride = torch.randn(m * 2 * n, generator=gen), (2 * n, 2)
+    else:
+        data, stride = torch.randn(m * n, generator=gen), (n, 1)
+    return _framed(data.to(dtype), (m, n), stride, offset)
+
+
+def _framed(data: torch.Tensor, size: tuple[int, ...], stride: tuple[int, ...], offset: int = 0):
+    """An input's buffer: its data between NaN margins (:data:`INPUT_MARGIN`)."""
+    nan = torch.full((INPUT_MARGIN * max(size),), float("nan"), dtype=data.dtype)
+    return Buffer(torch.cat([nan, data, nan]), size, stride, offset + len(nan))
 
 
 def _output(
@@ -270,7 +282,7 @@ def linear_relu_cases(gen: torch.Generator) -> list[Case]:
     for index, (m, n, k, layout) in enumerate(_matmul_shapes(gen)[:-1]):
         x = _input(gen, (m, k), torch.float16, layout)
         w = _input(gen, (n, k), torch.float16, layout)
-        bias = Buffer(torch.randn(n, generator=gen).half(), (n,), (1,))
+        bias = _framed(torch.randn(n, generator=gen).half(), (n,), (1,))
         out, poison = _output(gen, (m, n), torch.float16, padded=index % 3 == 1, nan=next(nan))
         x64, w64, bias64 = x.view().double(), w.view().double(), bias.view().double()
         bound = FP16_TOLERANCE * (x64.abs() @ w64.abs().t() + bias64.abs())
@@ -337,6 +349,8 @@ def fix_problem(exercise: Exercise, source: str) -> str | None:
         return f"the cell defines no kernel named {exercise.kernel}"
     text = ast.get_source_segment(source, found[-1]) or ""
     changed = fixes.lines_changed(getattr(pitfalls, exercise.fix_of), SimpleNamespace(src=text))
+    if changed == 0:
+        return f"{exercise.kernel} is {exercise.fix_of} unchanged: find its bug and fix it"
     if changed > fixes.MOST_LINES_CHANGED:
         return (
             f"{exercise.kernel} differs from {exercise.fix_of} in {changed} statements (at most "
