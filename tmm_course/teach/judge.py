@@ -3,9 +3,10 @@
 The judge never runs student code. For each exercise it draws fresh random inputs from a
 secret seed (random shapes; exact-size outputs as well as outputs inside larger storage with
 canary values around them; poison that is sometimes NaN and sometimes random numbers, so no
-input looks like a check's; inputs between NaN margins), sends them to the worker, reads back every storage it sent, and
-decides from those bytes alone: the output against a float64 torch reference computed here, the
-canaries and the inputs against what it sent. New exercises are one :data:`EXERCISES` entry.
+input looks like a check's; inputs between NaN margins), sends them to the worker, reads back
+every storage it sent, and decides from those bytes alone: the output against a float64 torch
+reference computed here, the canaries and the inputs against what it sent. New exercises are
+one :data:`EXERCISES` entry.
 """
 
 from __future__ import annotations
@@ -96,7 +97,9 @@ def _input(gen: torch.Generator, shape: tuple[int, int], dtype, layout: str) -> 
     return _framed(data.to(dtype), (m, n), stride, offset)
 
 
-def _framed(data: torch.Tensor, size: tuple[int, ...], stride: tuple[int, ...], offset: int = 0):
+def _framed(
+    data: torch.Tensor, size: tuple[int, ...], stride: tuple[int, ...], offset: int = 0
+) -> Buffer:
     """An input's buffer: its data between NaN margins (:data:`INPUT_MARGIN`)."""
     nan = torch.full((INPUT_MARGIN * max(size),), float("nan"), dtype=data.dtype)
     return Buffer(torch.cat([nan, data, nan]), size, stride, offset + len(nan))
