@@ -258,19 +258,20 @@ def test_lesson_8_says_how_it_fares_against_inductor():
     assert len(ratios) == 8 and len(ahead) == 7 and "ahead on seven of the eight shapes" in text
     assert f"by {lead[ahead[0]] - 1:.1%} on `{ahead[0].split()[0]}`" in text
     most = ahead[-1]
-    assert most == "1536^3 float16" and f"up to {lead[most] - 1:.0%} on `1536^3`" in text
-    best = max(measured_as_run(next(f for f in shipped() if f.problem.label == most), 132).values())
+    assert f"up to {lead[most] - 1:.0%} on `{most.split()[0]}`" in text
+    (behind,) = set(lead) - set(ahead)
+    assert behind == "1536^3 float16" and lead[behind] < 0.995
+    assert f"It is {1 - lead[behind]:.1%} behind on `1536^3`" in text
+    fitted = next(f for f in shipped() if f.problem.label == behind)
+    best = max(measured_as_run(fitted, 132).values())
     assert f"best kernel in the fit reached {best:.2f} of `torch.matmul`" in text
-    # "its figure has read from 0.40 to 0.83 in four runs": this one, and three the notes keep
-    now = ratios[most][INDUCTOR]
-    assert f"read from {now:.2f} to 0.83 of `torch.matmul` in four runs" in text
-    assert any("0.66, 0.83, 0.81 and " + f"{now:.2f}" in note for note in races.notes)
-    (even,) = set(lead) - set(ahead)
-    assert f"On `{even.split()[0]}` the two are even ({abs(1 - lead[even]):.1%} apart)" in text
-    assert abs(1 - lead[even]) <= 0.005
+    # "has read from 0.40 to 0.83 in five runs": this one, and four the notes keep
+    now = ratios[behind][INDUCTOR]
+    assert "read from 0.40 to 0.83 of `torch.matmul` in five runs" in text
+    assert any("0.66, 0.83, 0.81, 0.40 and " + f"{now:.2f}" in note for note in races.notes)
     seconds = sorted(races.compile_s.values())
     assert f"took {seconds[0]:.0f} to {seconds[-1]:.0f} seconds" in text
-    assert "Triton search, ahead on seven shapes of eight, even on one" in text
+    assert "Triton search, ahead on seven shapes of eight, behind on one" in text
 
 
 @pytest.mark.parametrize(
