@@ -26,6 +26,7 @@ course: $(COURSE_ENV)
 
 test: $(TEST_ENV)
 	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
 	$(BIN)/lint-imports
 	$(BIN)/python -m pytest -n auto --dist loadfile
 

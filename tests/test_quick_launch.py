@@ -134,7 +134,8 @@ def test_a_launch_on_the_same_addresses_passes_what_it_passed_before(triton_3_6,
     assert made == [1, 2]  # arguments made once per address
     head = (132, 1, 1, "stream", "function", False, False, None, None, "packed", None, None, None)
     assert [call[HEAD:] for call in launched] == [("map of desc1 with m", 7, "constexpr")] * 2 + [
-        ("map of desc2 with m", 7, "constexpr"), ("map of desc1 with m", 7, "constexpr")
+        ("map of desc2 with m", 7, "constexpr"),
+        ("map of desc1 with m", 7, "constexpr"),
     ]
     assert all(call[:HEAD] == head for call in launched)
     assert kernel.plain == [((132,), ("first", 7))]  # only the first launch took Triton's path

@@ -130,7 +130,10 @@ def test_the_shipped_layouts_cover_every_combination_of_a_and_b():
     layouts = results.grid().layouts
     assert [r.label for r in layouts] == [p.label for p in LAYOUTS]
     assert {(r.problem.a_layout, r.problem.b_layout) for r in layouts} == {
-        ("row", "row"), ("row", "col"), ("col", "row"), ("col", "col")
+        ("row", "row"),
+        ("row", "col"),
+        ("col", "row"),
+        ("col", "col"),
     }
     for race in layouts:
         assert race.wrong == [] and race.ratio_to_torch["matmul_fast"] > 0

@@ -94,9 +94,7 @@ def test_widget_pictures_are_set_from_the_kernel_side_not_captured(monkeypatch):
     """The picture lands in the Output widget's ``outputs`` directly: a captured ``display()``
     makes batch runners answer on the shell socket mid-cell, which stalled nbconvert runs."""
     captured = []
-    monkeypatch.setattr(
-        ipywidgets.Output, "__enter__", lambda self: captured.append(self) or self
-    )
+    monkeypatch.setattr(ipywidgets.Output, "__enter__", lambda self: captured.append(self) or self)
     box = widgets.tile_fill_explorer(m=6, n=5, block_m=4, block_n=4)
     out = box.children[1]
     assert not captured

@@ -368,6 +368,7 @@ def main(argv: list[str] | None = None) -> int:
             return rows
         mark = {"code": args.code_version, "date": data["date"]}
         return [row if id(row) in kept else {**row, **mark} for row in rows]
+
     if "fit" in data and not {"fit", "refit"} & set(args.suites):  # a grid after its fit
         capstone.use_fit([Fitted.from_dict(r) for r in data["fit"]])
     for suite in args.suites or DEFAULT:
