@@ -47,11 +47,13 @@ def grouped_matmul_kernel(a_ptr, b_ptr, c_ptr, partial_ptr, count_ptr, M, N, K,
     wrapped_m = tl.max_contiguous(tl.multiple_of(offs_m % M, ALIGN_M), ALIGN_M)
     wrapped_n = tl.max_contiguous(tl.multiple_of(offs_n % N, ALIGN_N), ALIGN_N)
     a_rows = tl.multiple_of(wrapped_m * stride_am, ALIGN_AM)
-    a_cols = tl.multiple_of((k_first + offs_k) * stride_ak, ALIGN_AK)
-    b_rows = tl.multiple_of((k_first + offs_k) * stride_bk, ALIGN_BK)
+    a_cols = tl.multiple_of(offs_k * stride_ak, ALIGN_AK)
+    b_rows = tl.multiple_of(offs_k * stride_bk, ALIGN_BK)
     b_cols = tl.multiple_of(wrapped_n * stride_bn, ALIGN_BN)
-    a_ptrs = a_ptr + a_rows[:, None] + a_cols[None, :]
-    b_ptrs = b_ptr + b_rows[:, None] + b_cols[None, :]
+    # the slice's first K column moves the base pointers, not every offset: with k_first in
+    # the offsets, Triton 3.6's loads ran 12-19% slower on an H200 (1536^3, 2048^3)
+    a_ptrs = a_ptr + k_first * stride_ak + a_rows[:, None] + a_cols[None, :]
+    b_ptrs = b_ptr + k_first * stride_bk + b_rows[:, None] + b_cols[None, :]
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
     # whole slabs load without a mask; a last, partial one (K not a multiple of BLOCK_K)
     # is masked on its own, so that a mask does not stop every load moving 16 bytes at once
