@@ -255,12 +255,17 @@ def test_lesson_8_says_how_it_fares_against_inductor():
     ratios = {r.label: r.ratio_to_torch for r in races.inductor}
     lead = {label: r["matmul_fast"] / r[INDUCTOR] for label, r in ratios.items()}
     ahead = sorted((label for label in lead if lead[label] > 1.005), key=lead.get)
-    assert len(ratios) == 8 and len(ahead) == 7 and "ahead on seven of the eight shapes" in text
+    assert len(ratios) == 8 and len(ahead) == 6 and "ahead on six of the eight shapes" in text
     assert f"by {lead[ahead[0]] - 1:.1%} on `{ahead[0].split()[0]}`" in text
     most = ahead[-1]
     assert f"up to {lead[most] - 1:.0%} on `{most.split()[0]}`" in text
-    (behind,) = set(lead) - set(ahead)
-    assert behind == "1536^3 float16" and lead[behind] < 0.995
+    behind, few_rows = "1536^3 float16", "128x4096x4096 float16"
+    assert set(lead) - set(ahead) == {behind, few_rows} and lead[behind] < 0.995
+    # "2.4% behind on 128x4096x4096 ... ran at 0.92 ... read 0.85 ... and 0.94 in this one"
+    assert f"It is {1 - lead[few_rows]:.1%} behind on `128x4096x4096`" in text
+    assert f"ran at {ratios[few_rows]['matmul_fast']:.2f} of `torch.matmul`" in text
+    assert f"0.85 in an earlier run and {ratios[few_rows][INDUCTOR]:.2f} in this one" in text
+    assert any("Inductor 0.851)" in note and few_rows in note for note in races.notes)
     assert f"It is {1 - lead[behind]:.1%} behind on `1536^3`" in text
     fitted = next(f for f in shipped() if f.problem.label == behind)
     best = max(measured_as_run(fitted, 132).values())
@@ -272,7 +277,7 @@ def test_lesson_8_says_how_it_fares_against_inductor():
     assert any("0.66, 0.83, 0.81, 0.40 and " + f"{now:.2f}" in note for note in races.notes)
     seconds = sorted(races.compile_s.values())
     assert f"took {seconds[0]:.0f} to {seconds[-1]:.0f} seconds" in text
-    assert "Triton search, ahead on seven shapes of eight, behind on one" in text
+    assert "Triton search, ahead on six shapes of eight, behind on two" in text
 
 
 @pytest.mark.parametrize(
