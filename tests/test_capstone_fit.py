@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from tmm_course import capstone, gpu
+from tmm_course.capstone import fit
 from tmm_course.capstone.candidates import CANDIDATES, NEW, for_float32, size_class
 from tmm_course.capstone.fitted import shipped
 from tmm_course.capstone.plans import shared_memory_bytes
@@ -84,6 +85,54 @@ def test_a_refit_with_nothing_new_to_time_keeps_the_row_it_had(monkeypatch):
     finally:
         capstone.use_fit(None)
     assert rows[0] is done[0] and rows[0]["refitted"]  # not a row this run measured
+
+
+_MIDDLE = Problem(1536, 1536, 1536)
+_PERSISTENT = [("persistent_tma", c) for c in CANDIDATES["middle"]["persistent_tma"][:2]]
+_GROUPED = ("grouped", CANDIDATES["middle"]["grouped"][0])
+
+
+def _refit_where_this_run_measures(monkeypatch, now: dict) -> fit.Fitted:
+    """A refit of a record (persistent 1.00 and 0.98, grouped 0.90) that times the grouped
+    candidate again, with this run's ratios ``now``."""
+    earlier = fit.Fitted.best_of(_MIDDLE, {_PERSISTENT[0]: 1.0, _PERSISTENT[1]: 0.98,
+                                           _GROUPED: 0.9})  # fmt: skip
+    asked = []
+
+    def fit_one(problem, timed, say, pairs):
+        asked.append(list(pairs))
+        return fit.Fitted.best_of(problem, now)
+
+    monkeypatch.setattr(fit, "fit_one", fit_one)
+    refitted = fit.refit(earlier, [_GROUPED], None, lambda line: None)
+    assert asked == [[_GROUPED, _PERSISTENT[0]]]  # the new one beside the known best
+    return refitted
+
+
+def test_a_refit_puts_what_it_times_on_the_earlier_runs_scale(monkeypatch):
+    # this run is 10% slower on the anchor: the grouped 0.99 counts as 0.99 / 0.9 = 1.10
+    refitted = _refit_where_this_run_measures(monkeypatch, {_PERSISTENT[0]: 0.9, _GROUPED: 0.99})
+    assert (refitted.path, refitted.config) == _GROUPED
+    assert abs(refitted.ratio - 1.1) < 1e-9
+    assert refitted.measured()[_PERSISTENT[1]] == 0.98  # not timed again: as it was
+
+
+def test_noise_on_the_anchor_moves_no_known_winner(monkeypatch):
+    # the anchor reads 0.90 now, below the runner-up's 0.98 then: it still wins, at 1.00
+    refitted = _refit_where_this_run_measures(monkeypatch, {_PERSISTENT[0]: 0.9, _GROUPED: 0.85})
+    assert ((refitted.path, refitted.config), refitted.ratio) == (_PERSISTENT[0], 1.0)
+
+
+def test_a_refit_again_of_a_kernel_times_every_candidate_of_it(monkeypatch):
+    asked = []
+    monkeypatch.setattr(bench.fit, "refit", lambda earlier, new, *_: asked.append(new) or earlier)
+    monkeypatch.setattr(bench.fit, "fit", lambda *_: iter(()))
+    try:
+        bench.suite_refit(1, [shipped()[0].as_dict()], lambda rows: None, again=("grouped",))
+    finally:
+        capstone.use_fit(None)
+    grouped = {("grouped", c) for family in CANDIDATES.values() for c in family["grouped"]}
+    assert asked == [NEW | grouped]
 
 
 class _NoFit:

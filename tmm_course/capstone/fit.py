@@ -62,17 +62,24 @@ def fit(problems: Iterable[Problem], timed: Timer, say: Callable[[str], None] = 
 
 def refit(earlier: Fitted, new: Pairs, timed: Timer, say: Callable[[str], None] = print
           ) -> Fitted:  # fmt: skip
-    """``earlier`` :meth:`~Fitted.merged` with the ``new`` candidates of its size class timed
-    beside its two winners (new ratios from the same run as known ones), or unchanged."""
+    """``earlier`` with the ``new`` candidates of its size class timed in one run beside an
+    anchor, ``earlier``'s best pair that is not new, and put on ``earlier``'s scale through it
+    (times the anchor's ratio then over its ratio now); winners chosen anew, or unchanged.
+    The known ratios stay as they were: noise between two runs moves no known winner."""
     p = earlier.problem
     fresh = {(path, for_float32(c) if p.dtype == "float32" else c) for path, c in new}
     wanted = [pair for pair in candidates_for(p.m, p.n, p.k, p.dtype) if pair in fresh]
-    if not wanted:
+    known = {pair: r for pair, r in earlier.measured().items() if pair not in fresh}
+    if not wanted or not known:
         return earlier
-    wanted += [(earlier.path, earlier.config), ("grouped", earlier.grouped)]
-    fitted = fit_one(p, timed, say, dict.fromkeys(wanted))
-    if fitted is None:
+    anchor = max(known, key=known.get)
+    fitted = fit_one(p, timed, say, dict.fromkeys([*wanted, anchor]))
+    now = fitted.measured() if fitted is not None else {}
+    if anchor not in now:
         return earlier
-    merged = earlier.merged(fitted)
-    say(f"{p.label:34s} {earlier.ratio:.3f} -> {merged.ratio:.3f} {merged.path} {merged.config}")
+    scale = known[anchor] / now[anchor]
+    timed_now = {pair: r * scale for pair, r in now.items() if pair != anchor}
+    merged = Fitted.best_of(p, {**earlier.measured(), **timed_now})
+    say(f"{p.label:34s} {earlier.ratio:.3f} -> {merged.ratio:.3f} {merged.path} {merged.config}"
+        f" (anchor {now[anchor]:.3f} now, {known[anchor]:.3f} then)")  # fmt: skip
     return merged

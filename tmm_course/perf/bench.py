@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import functools
 import json
 import statistics
 import sys
@@ -31,7 +32,7 @@ import tmm_course
 from tmm_course import capstone
 from tmm_course.backend import GPU
 from tmm_course.capstone import fit, launches, plans
-from tmm_course.capstone.candidates import NEW
+from tmm_course.capstone.candidates import CANDIDATES, NEW
 from tmm_course.capstone.config import Config
 from tmm_course.capstone.fitted import Fitted
 from tmm_course.capstone.kernels import TensorDescriptor
@@ -99,16 +100,19 @@ def suite_fit(rounds: int, done: list[dict], keep: Keep) -> list[dict]:
     return rows
 
 
-def suite_refit(rounds: int, done: list[dict], keep: Keep) -> list[dict]:
+def suite_refit(rounds: int, done: list[dict], keep: Keep, again: tuple[str, ...] = ()
+                ) -> list[dict]:  # fmt: skip
     """The fit of the --out file brought up to date: on each fitted problem, the candidates
-    not measured before (``candidates.NEW``) timed beside its earlier winners and merged in
-    (marked ``"refitted"``); FITTED and EXTRA_FITTED problems the fit lacks get every
-    candidate."""
+    not measured before (``candidates.NEW``), and every candidate of the kernels ``again``
+    names (after a change to that kernel), timed by :func:`fit.refit` and merged in (marked
+    ``"refitted"``); FITTED and EXTRA_FITTED problems the fit lacks get every candidate."""
+    new = NEW | {(path, c) for family in CANDIDATES.values()
+                 for path, configs in family.items() if path in again for c in configs}  # fmt: skip
     rows = list(done)
     known = {r["problem"]["label"] for r in rows}
     for i, row in enumerate(rows):
         if not row.get("refitted"):
-            merged = fit.refit(earlier := Fitted.from_dict(row), NEW, _timer(rounds), _say)
+            merged = fit.refit(earlier := Fitted.from_dict(row), new, _timer(rounds), _say)
             row = rows[i] = row if merged is earlier else merged.as_dict()  # nothing new: as it was
             row["refitted"] = True
             keep(rows)
@@ -337,6 +341,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--code-version", help='the code measured, e.g. "$(git rev-parse --short HEAD)": the '
         "file's, or in a file resumed, each new row's (with its date)")  # fmt: skip
+    parser.add_argument(
+        "--again", action="append", default=[], choices=("grouped", "persistent_tma"),
+        help="refit: time every candidate of this kernel again (after a change to it)")  # fmt: skip
     args = parser.parse_args(argv)
     unknown = sorted(set(args.suites) - set(SUITES))
     if unknown:
@@ -379,7 +386,10 @@ def main(argv: list[str] | None = None) -> int:
                 data[name] = stamped(rows)
                 results.write(args.out, data)
 
-            data[name] = stamped(SUITES[suite](args.rounds, data.get(name, []), keep))
+            run = SUITES[suite]
+            if suite == "refit":
+                run = functools.partial(suite_refit, again=tuple(args.again))
+            data[name] = stamped(run(args.rounds, data.get(name, []), keep))
         else:
             data[suite] = stamped(SUITES[suite](args.rounds))
         results.write(args.out, data)  # after each suite: a long run keeps what it measured
