@@ -6,6 +6,7 @@ On a GPU::
     python -m tmm_course.perf.bench --out bench_mine.json               # goals, journey, host
     python -m tmm_course.perf.bench sweep --out sweep_mine.json         # every configuration
     python -m tmm_course.perf.bench fit grid --out grid_mine.json       # fit the plan, race it
+    python -m tmm_course.perf.bench refit --again grouped --out grid_mine.json  # kernel changed
 
 writes TFLOP/s, ratios to torch, the fraction of the measured peak, host launch time, GPU
 clocks, and where, when and how it was measured (``--code-version "$(git rev-parse --short
