@@ -84,6 +84,15 @@ def run_python(code: str, **env: str) -> subprocess.CompletedProcess:
 
 
 @pytest.fixture
+def use_fit():
+    """``capstone.use_fit``: plans from the fit a test gives it, the shipped one again after."""
+    from tmm_course import capstone
+
+    yield capstone.use_fit
+    capstone.use_fit(None)
+
+
+@pytest.fixture
 def device() -> torch.device:
     return tmm_course.DEVICE
 

@@ -126,15 +126,15 @@ def _fitted(m, n, k, path="grouped", dtype="float16", layout="row"):
     return Fitted(Problem(m, n, k, dtype, b_layout=layout), path, config, 1.1, config, 1.0)
 
 
-def test_the_plan_takes_the_nearest_fitted_problem_of_the_same_dtype(monkeypatch):
+def test_the_plan_takes_the_nearest_fitted_problem_of_the_same_dtype(use_fit, monkeypatch):
     from tmm_course.capstone import plans
 
     near, far = _fitted(16, 4096, 4096), _fitted(4096, 4096, 4096)
-    monkeypatch.setattr(plans, "_FIT", [far, near, _fitted(24, 4096, 4096, dtype="bfloat16")])
+    use_fit([far, near, _fitted(24, 4096, 4096, dtype="bfloat16")])
     a, b = torch.empty(20, 3000), torch.empty(3000, 5000)
-    chosen = plans._plan_by_fit(a.half(), b.half(), None)
+    chosen = plans.plan_by_fit(a.half(), b.half(), None)
     assert chosen.config == near.config and "fitted on 16x4096x4096 float16" in chosen.reason
-    assert plans._plan_by_fit(a.double(), b.double(), None) is None  # nothing fitted
+    assert plans.plan_by_fit(a.double(), b.double(), None) is None  # nothing fitted
 
 
 def _timed(m, n, k, ratios, dtype="float16"):
@@ -150,18 +150,18 @@ BIG_TILES = ("persistent_tma", Config(128, 256, 64, num_warps=8, num_stages=4, s
 SMALLER_TILES = ("persistent_tma", Config(128, 128, 64, num_warps=4, num_stages=5))
 
 
-def test_the_plan_prefers_tiles_that_fill_the_sms_here_over_the_winner_there(monkeypatch):
+def test_the_plan_prefers_tiles_that_fill_the_sms_here_over_the_winner_there(use_fit, monkeypatch):
     from tmm_course.capstone import plans
 
     monkeypatch.setattr(plans, "program_slots", lambda: 132)  # an H200's SMs
     fitted = _timed(4096, 4096, 4096, {BIG_TILES: 1.0, SMALLER_TILES: 0.95})
-    monkeypatch.setattr(plans, "_FIT", [fitted])
+    use_fit([fitted])
     a, b = torch.empty(4096, 4096).half(), torch.empty(4096, 4096).half()
-    assert plans._plan_by_fit(a, b, None).config == BIG_TILES[1]  # 512 tiles: 4 waves
+    assert plans.plan_by_fit(a, b, None).config == BIG_TILES[1]  # 512 tiles: 4 waves
     # 3072^3: 288 big tiles make 3 waves, the last 18% full; 576 smaller ones fill 87% of 5
     # (square roots of the fills: 1.0 * 0.87 for big tiles against 0.95 * 0.95 for smaller)
     a, b = torch.empty(3072, 3072).half(), torch.empty(3072, 3072).half()
-    chosen = plans._plan_by_fit(a, b, None)
+    chosen = plans.plan_by_fit(a, b, None)
     assert chosen.config == SMALLER_TILES[1] and "fitted on 4096^3 float16" in chosen.reason
 
 
@@ -196,25 +196,25 @@ def test_the_plan_names_the_whole_twin_where_a_split_tail_would_cut_nothing(monk
         plans, "_FIT", [_timed(1536, 1536, 1536, {SPLIT_TAIL: 0.81, WHOLE_TAIL: 0.79})]
     )
     a, b = torch.empty(1536, 1536).half(), torch.empty(1536, 1536).half()
-    chosen = plans._plan_by_fit(a, b, None)
+    chosen = plans.plan_by_fit(a, b, None)
     assert chosen.config == WHOLE_TAIL[1] and "(0.80x torch expected)" in chosen.reason
 
 
-def test_the_fill_correction_takes_only_the_square_root_of_the_fills(monkeypatch):
+def test_the_fill_correction_takes_only_the_square_root_of_the_fills(use_fit, monkeypatch):
     from tmm_course.capstone import plans
 
     monkeypatch.setattr(plans, "program_slots", lambda: 132)
     fitted = _timed(4096, 4096, 4096, {BIG_TILES: 1.0, SMALLER_TILES: 0.9})
-    monkeypatch.setattr(plans, "_FIT", [fitted])
+    use_fit([fitted])
     a, b = torch.empty(3072, 3072).half(), torch.empty(3072, 3072).half()
     # the whole fills (0.73 against 0.87 at 3072^3) would choose the smaller tiles; their
     # square roots keep the big ones: 1.0 * 0.866 against 0.9 * 0.949
-    assert plans._plan_by_fit(a, b, None).config == BIG_TILES[1]
+    assert plans.plan_by_fit(a, b, None).config == BIG_TILES[1]
     monkeypatch.setattr(plans, "FILLED", 1.0)
-    assert plans._plan_by_fit(a, b, None).config == SMALLER_TILES[1]
+    assert plans.plan_by_fit(a, b, None).config == SMALLER_TILES[1]
 
 
-def test_nearer_fitted_problems_weigh_e_to_the_nearness_more_per_unit(monkeypatch):
+def test_nearer_fitted_problems_weigh_e_to_the_nearness_more_per_unit(use_fit, monkeypatch):
     from tmm_course.capstone import plans
 
     one = ("grouped", Config(64, 128, 64, num_warps=4, num_stages=4))  # two candidates
@@ -222,26 +222,26 @@ def test_nearer_fitted_problems_weigh_e_to_the_nearness_more_per_unit(monkeypatc
     # 2048^3 is 6 units from 512^3 and 3 x log2(4/3) = 1.25 from 1536^3
     near = _timed(1536, 1536, 1536, {one: 0.9, other: 1.0})
     far = _timed(512, 512, 512, {one: 1.2, other: 1.0})
-    monkeypatch.setattr(plans, "_FIT", [near, far])
+    use_fit([near, far])
     a, b = torch.empty(2048, 2048).half(), torch.empty(2048, 2048).half()
-    assert plans._plan_by_fit(a, b, None).config == other[1]  # e**-2.5 against e**-12
+    assert plans.plan_by_fit(a, b, None).config == other[1]  # e**-2.5 against e**-12
     monkeypatch.setattr(plans, "NEARNESS", 0.1)  # nearly equal weights: the far 1.2 counts
-    assert plans._plan_by_fit(a, b, None).config == one[1]
+    assert plans.plan_by_fit(a, b, None).config == one[1]
 
 
-def test_a_split_last_wave_counts_as_a_wave_of_slices(monkeypatch):
+def test_a_split_last_wave_counts_as_a_wave_of_slices(use_fit, monkeypatch):
     from tmm_course.capstone import plans
 
     monkeypatch.setattr(plans, "program_slots", lambda: 132)
     split = ("persistent_tma", Config(128, 128, 64, num_warps=8, num_stages=4, split_tail=True))
     # 1536^3 in 128x128 tiles: 132 + 12, the 12 cut into 3 slices of 8 K-steps: 1 + 1/3 of a wave
-    assert abs(plans._filled(*split, 1536, 1536, 1536) - 144 / (132 * (1 + 1 / 3))) < 1e-9
-    assert abs(plans._filled(*SMALLER_TILES, 1536, 1536, 1536) - 144 / 264) < 1e-9
+    assert abs(plans.filled(*split, 1536, 1536, 1536) - 144 / (132 * (1 + 1 / 3))) < 1e-9
+    assert abs(plans.filled(*SMALLER_TILES, 1536, 1536, 1536) - 144 / 264) < 1e-9
     # so what split tiles did where big ones left SMs idle is not scaled up as if theirs had
     fitted = _timed(2304, 2304, 2304, {BIG_TILES: 0.60, split: 0.69})  # 162 big tiles
-    monkeypatch.setattr(plans, "_FIT", [fitted])
+    use_fit([fitted])
     a, b = torch.empty(4096, 4096).half(), torch.empty(4096, 4096).half()
-    assert plans._plan_by_fit(a, b, None).config == BIG_TILES[1]
+    assert plans.plan_by_fit(a, b, None).config == BIG_TILES[1]
 
 
 def test_tiles_past_the_edges_count_as_work_not_done(monkeypatch):
@@ -250,9 +250,9 @@ def test_tiles_past_the_edges_count_as_work_not_done(monkeypatch):
     monkeypatch.setattr(plans, "program_slots", lambda: 132)
     wide = Config(64, 128, 64)
     # 16384 x 64 in 64x128 tiles: 256 tiles, each half past the last column
-    assert plans._filled("grouped", wide, 16384, 64, 4096) == 0.5
-    assert plans._filled("grouped", wide, 16384, 128, 4096) == 1.0
-    assert abs(plans._filled("persistent_tma", wide, 16384, 64, 4096) - 0.5 * 256 / 264) < 1e-9
+    assert plans.filled("grouped", wide, 16384, 64, 4096) == 0.5
+    assert plans.filled("grouped", wide, 16384, 128, 4096) == 1.0
+    assert abs(plans.filled("persistent_tma", wide, 16384, 64, 4096) - 0.5 * 256 / 264) < 1e-9
 
 
 def test_a_grouped_launch_of_fewer_programs_than_sms_fills_only_its_share(monkeypatch):
@@ -260,50 +260,50 @@ def test_a_grouped_launch_of_fewer_programs_than_sms_fills_only_its_share(monkey
 
     monkeypatch.setattr(plans, "program_slots", lambda: 132)
     # 64 x 4096 in 64x128 tiles: 32 programs; split-K 2 launches 64 (of 132 SMs)
-    assert abs(plans._filled("grouped", Config(64, 128, 64), 64, 4096, 4096) - 32 / 132) < 1e-9
+    assert abs(plans.filled("grouped", Config(64, 128, 64), 64, 4096, 4096) - 32 / 132) < 1e-9
     split = Config(64, 128, 64, split_k=2)
-    assert abs(plans._filled("grouped", split, 64, 4096, 4096) - 64 / 132) < 1e-9
+    assert abs(plans.filled("grouped", split, 64, 4096, 4096) - 64 / 132) < 1e-9
 
 
-def test_the_plan_reads_only_fitted_problems_of_the_same_size_class(monkeypatch):
+def test_the_plan_reads_only_fitted_problems_of_the_same_size_class(use_fit, monkeypatch):
     from tmm_course.capstone import plans
 
     one = ("grouped", Config(64, 128, 64, num_warps=4, num_stages=4))
     other = ("grouped", Config(128, 64, 64, num_warps=4, num_stages=4))
     few_rows = _timed(128, 4096, 4096, {one: 1.5, other: 1.0})  # nearer 256 rows, "few rows"
     middle = _timed(1024, 4096, 4096, {one: 0.9, other: 1.0})
-    monkeypatch.setattr(plans, "_FIT", [few_rows, middle])
+    use_fit([few_rows, middle])
     a, b = torch.empty(256, 4096).half(), torch.empty(4096, 4096).half()
-    chosen = plans._plan_by_fit(a, b, None)
+    chosen = plans.plan_by_fit(a, b, None)
     assert chosen.config == other[1] and "1024x4096x4096" in chosen.reason
 
 
-def test_the_plan_weighs_nearer_fitted_problems_more(monkeypatch):
+def test_the_plan_weighs_nearer_fitted_problems_more(use_fit, monkeypatch):
     from tmm_course.capstone import plans
 
     monkeypatch.setattr(plans, "program_slots", lambda: 132)
     near = _timed(4096, 4096, 4096, {BIG_TILES: 1.0, SMALLER_TILES: 0.9})
     far = _timed(8192, 8192, 8192, {BIG_TILES: 0.9, SMALLER_TILES: 1.0})
-    monkeypatch.setattr(plans, "_FIT", [far, near])
+    use_fit([far, near])
     a, b = torch.empty(4608, 4608).half(), torch.empty(4608, 4608).half()
-    assert plans._plan_by_fit(a, b, None).config == BIG_TILES[1]
+    assert plans.plan_by_fit(a, b, None).config == BIG_TILES[1]
     a, b = torch.empty(7680, 7680).half(), torch.empty(7680, 7680).half()
-    assert plans._plan_by_fit(a, b, None).config == SMALLER_TILES[1]
+    assert plans.plan_by_fit(a, b, None).config == SMALLER_TILES[1]
 
 
 def test_a_fitted_persistent_choice_stages_unreadable_rows_or_falls_back_to_grouped(
-    monkeypatch,
+    use_fit, monkeypatch
 ):
     from tmm_course.capstone import plans
 
     entry = _fitted(512, 512, 512, path="persistent_tma")
-    monkeypatch.setattr(plans, "_FIT", [entry])
+    use_fit([entry])
     a, b = torch.empty(512, 510).half(), torch.empty(510, 512).half()  # 1020-byte rows
-    staged = plans._plan_by_fit(a, b, None)
+    staged = plans.plan_by_fit(a, b, None)
     assert (staged.path, staged.stage) == ("persistent_tma", True) and "copied" in staged.reason
     no_tma = lambda *args, stage=False: "TMA needs compute capability 9.0"
     monkeypatch.setattr(plans, "tma_problem", no_tma)
-    assert plans._plan_by_fit(a, b, None).path == "grouped"
+    assert plans.plan_by_fit(a, b, None).path == "grouped"
 
 
 def test_the_grid_summary_is_a_geometric_mean_with_the_worst_first():
@@ -325,12 +325,12 @@ def test_the_grid_summary_is_a_geometric_mean_with_the_worst_first():
     assert held_out.below == 1 and grid.summary(fitted=True).below == 1
 
 
-def test_the_shipped_grid_was_raced_with_the_plan_this_code_makes(monkeypatch):
+def test_the_shipped_grid_was_raced_with_the_plan_this_code_makes(use_fit, monkeypatch):
     from tmm_course.capstone import plans
     from tmm_course.perf import results
 
     monkeypatch.setattr(plans, "program_slots", lambda: 132)  # the H200 it was measured on
-    monkeypatch.setattr(plans, "_FIT", None)  # the shipped fit
+    use_fit(None)  # the shipped fit
     grid = results.grid()
     replanned = set()
     for row in grid.rows:
@@ -338,7 +338,7 @@ def test_the_shipped_grid_was_raced_with_the_plan_this_code_makes(monkeypatch):
         a = torch.empty(p.k, p.m).t() if p.a_layout == "col" else torch.empty(p.m, p.k)
         b = torch.empty(p.n, p.k).t() if p.b_layout == "col" else torch.empty(p.k, p.n)
         dtype = getattr(torch, p.dtype)
-        chosen = plans._plan_by_fit(a.to(dtype), b.to(dtype), None)
+        chosen = plans.plan_by_fit(a.to(dtype), b.to(dtype), None)
         if not row.plan.startswith(f"{chosen.path} kernel, {chosen.config}: "):
             replanned.add(p.label)
     # rows raced before a change of plan say so in the file, and only those differ

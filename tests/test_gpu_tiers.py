@@ -10,7 +10,7 @@ import torch
 import tmm_course
 from tmm_course import gpu, validate
 from tmm_course.backend import GPU
-from tmm_course.capstone import calls, kernels, plans
+from tmm_course.capstone import kernels, matmul_fast, plans
 from tmm_course.capstone.problems import GOALS
 from tmm_course.perf import journey
 
@@ -71,7 +71,7 @@ def test_unaligned_rows_are_staged_on_hopper_and_the_grouped_kernel_runs_elsewhe
         assert card.tma and chosen.stage
     if not card.tma:
         with pytest.raises(validate.KernelInputError, match=r"cannot run here: TMA needs"):
-            calls._prepare(a, b, torch.empty(4096, 4096, dtype=a.dtype), "persistent_tma", None)
+            matmul_fast(a, b, path="persistent_tma")  # refused before any launch
 
 
 @pytest.mark.parametrize(("problem", "target"), GOALS, ids=[p.label for p, _ in GOALS])
@@ -89,7 +89,9 @@ def test_every_plan_exists_on_the_gpu_and_fits_its_shared_memory(card, problem, 
         assert chosen.config.num_stages == 1
 
 
-def test_the_h200_runs_a_configuration_its_fit_timed_and_the_rules_without_one(card, monkeypatch):
+def test_the_h200_runs_a_configuration_its_fit_timed_and_the_rules_without_one(
+    use_fit, card, monkeypatch
+):
     if card is not gpu.KNOWN["H200"]:
         pytest.skip("the H200's plans are the ones its fit measured")
     a, b = operands(4096, 4096, 4096)
@@ -97,7 +99,7 @@ def test_the_h200_runs_a_configuration_its_fit_timed_and_the_rules_without_one(c
     chosen = plans.plan(a, b)
     assert (chosen.path, chosen.config) in fitted.measured()  # timed on it
     assert "fitted on 4096^3 float16" in chosen.reason
-    monkeypatch.setattr(plans, "_FIT", [])  # a package without a fit: the rules decide
+    use_fit([])  # a package without a fit: the rules decide
     assert plans.plan(a, b).config == plans.LARGE_TMA
 
 

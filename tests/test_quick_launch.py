@@ -211,13 +211,13 @@ def test_workspace_addresses_are_looked_up_again_once_a_workspace_grows(monkeypa
 def test_a_hook_added_to_tritons_default_chain_is_heard_and_the_empty_chains_are_not():
     from triton import knobs
 
-    from tmm_course.capstone.quick_launch import _listening
+    from tmm_course.capstone.quick_launch import listening
 
     chain = knobs.runtime.launch_exit_hook
-    assert type(chain) is knobs.HookChain and not _listening(knobs.runtime)
+    assert type(chain) is knobs.HookChain and not listening(knobs.runtime)
     chain.add(print)
     try:
-        assert _listening(knobs.runtime)
+        assert listening(knobs.runtime)
     finally:
         chain.remove(print)
-    assert not _listening(knobs.runtime)
+    assert not listening(knobs.runtime)

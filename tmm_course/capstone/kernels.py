@@ -145,7 +145,7 @@ def persistent_tma_matmul_kernel(a_desc, b_desc, c, partial_ptr, count_ptr, M, N
         # rows the TMA cannot read, or B^T for float32, whose TF32 tensor cores need K-major
         # B; every program copies its share (in COPY_TILE-square tiles: launches.copy_tile),
         # then waits until all have. On the interpreter, whose programs run one after another,
-        # the launch is one program (launches._persistent), which waits for nobody
+        # the launch is one program (launches.persistent_tma_setup), which waits for nobody
         if COPY_A:
             _copy_tiles(a_src, a_room, K if A_TRANSPOSED else M, M if A_TRANSPOSED else K,
                         stride_a0, stride_a1, pitch_a, NUM_PROGRAMS, COPY_TILE)

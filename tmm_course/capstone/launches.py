@@ -26,7 +26,7 @@ def _precision(a: torch.Tensor, precision: str) -> str | None:
     return gpu.precision_for(precision) if a.dtype == torch.float32 else None
 
 
-def _alignment(stride: int) -> int:
+def alignment(stride: int) -> int:
     """The largest power of two, up to 16, that divides ``stride`` (1 for 0)."""
     return min(stride & -stride, 16) if stride > 0 else 1
 
@@ -112,8 +112,8 @@ def _cdiv(x: int, y: int) -> int:
     return -(-x // y)
 
 
-def _grouped(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, config: Config, precision: str
-             ) -> Setup:  # fmt: skip
+def grouped_setup(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, config: Config,
+                  precision: str) -> Setup:  # fmt: skip
     """The grouped kernel's :data:`Setup`: it reads A and B as they are."""
     (m, k), n = a.shape, b.shape[1]
     tiles = tile_count(config, m, n)
@@ -128,9 +128,9 @@ def _grouped(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, config: Config
     constexprs = dict(
         PRECISION=_precision(a, precision), BLOCK_M=config.block_m, BLOCK_N=config.block_n,
         BLOCK_K=config.block_k, GROUP_M=config.group_m, SPLIT_K=config.split_k,
-        ALIGN_M=_alignment(m), ALIGN_N=_alignment(n),
-        ALIGN_AM=_alignment(a.stride(0)), ALIGN_AK=_alignment(a.stride(1)),
-        ALIGN_BK=_alignment(b.stride(0)), ALIGN_BN=_alignment(b.stride(1)),
+        ALIGN_M=alignment(m), ALIGN_N=alignment(n),
+        ALIGN_AM=alignment(a.stride(0)), ALIGN_AK=alignment(a.stride(1)),
+        ALIGN_BK=alignment(b.stride(0)), ALIGN_BN=alignment(b.stride(1)),
         EVEN_K=k % (config.block_k * config.split_k) == 0,
         num_warps=config.num_warps, num_stages=config.num_stages,
     )  # fmt: skip
@@ -141,7 +141,7 @@ def launch_grouped(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, config: 
                    precision: str = "tf32") -> torch.Tensor:  # fmt: skip
     """The grouped kernel into ``out`` on Triton's own path (no checks), split-K in one launch."""
     if a.shape[0] and b.shape[1]:
-        arguments, _, constexprs, grid = _grouped(a, b, out, config, precision)
+        arguments, _, constexprs, grid = grouped_setup(a, b, out, config, precision)
         kernels.grouped_matmul_kernel[grid](*arguments(a, b, out), **constexprs)
     return out
 
@@ -149,7 +149,8 @@ def launch_grouped(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, config: 
 def prepare_grouped(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, config: Config,
                     precision: str = "tf32") -> Ready:  # fmt: skip
     """Launch the grouped kernel once: a :data:`Ready` for later calls of this signature."""
-    return _ready(kernels.grouped_matmul_kernel, a, b, out, _grouped(a, b, out, config, precision))
+    setup = grouped_setup(a, b, out, config, precision)
+    return _ready(kernels.grouped_matmul_kernel, a, b, out, setup)
 
 
 def program_slots() -> int:
@@ -185,8 +186,8 @@ def copy_tile(dtype: torch.dtype, elements: int) -> int:
     return 128 if dtype == torch.float32 and elements >= 1 << 22 else 64
 
 
-def _persistent(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, config: Config,
-                precision: str) -> Setup:  # fmt: skip
+def persistent_tma_setup(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, config: Config,
+                         precision: str) -> Setup:  # fmt: skip
     """The persistent kernel's :data:`Setup`. A column-major operand is read as the row-major
     matrix it is the transpose of; an operand whose rows the TMA cannot read as they are (and
     B^T for float32) is copied by the kernel itself first, into a per-stream workspace (the
@@ -240,7 +241,7 @@ def _persistent(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, config: Con
 def launch_persistent_tma(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, config: Config,
                           precision: str = "tf32") -> torch.Tensor:  # fmt: skip
     """The persistent kernel into ``out`` on Triton's own path, unchecked (:func:`tma_problem`)."""
-    arguments, _, constexprs, grid = _persistent(a, b, out, config, precision)
+    arguments, _, constexprs, grid = persistent_tma_setup(a, b, out, config, precision)
     kernels.persistent_tma_matmul_kernel[grid](*arguments(a, b, out), **constexprs)
     return out
 
@@ -248,5 +249,5 @@ def launch_persistent_tma(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, c
 def prepare_persistent_tma(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, config: Config,
                            precision: str = "tf32") -> Ready:  # fmt: skip
     """:func:`prepare_grouped` for the persistent kernel (copies and C by pointer as needed)."""
-    setup = _persistent(a, b, out, config, precision)
+    setup = persistent_tma_setup(a, b, out, config, precision)
     return _ready(kernels.persistent_tma_matmul_kernel, a, b, out, setup)

@@ -45,8 +45,8 @@ LARGE_GROUPED = Config(128, 256, 64, num_warps=8, num_stages=4)
 
 def plan(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None) -> Plan:
     """Choose a kernel and a configuration for ``a @ b`` (into ``out``) on this backend: on a
-    GPU, the best candidate on the nearest fitted problems (:func:`_plan_by_fit`), else rules."""
-    chosen = _plan_by_fit(a, b, out) if tmm_course.BACKEND == GPU else None
+    GPU, the best candidate on the nearest fitted problems (:func:`plan_by_fit`), else rules."""
+    chosen = plan_by_fit(a, b, out) if tmm_course.BACKEND == GPU else None
     chosen = chosen or _plan_by_shape(a, b, out)
     here, config = gpu.current(), chosen.config
     fitted = config if here is None else fit_shared_memory(config, a.element_size(), here)
@@ -93,7 +93,7 @@ def use_fit(fitted: Sequence[Fitted] | None) -> None:
 OTHER_DTYPE = 0.5  # how much further away a fitted problem of another 16-bit dtype counts
 NEIGHBOURS = 6  # the fitted problems nearest a new one that score each configuration
 NEARNESS = 2.0  # a neighbour one unit of distance further weighs e**-NEARNESS as much
-FILLED = 0.5  # how much of the waves' fill (_filled) the scores take over: its square root
+FILLED = 0.5  # how much of the waves' fill (see filled) the scores take over: its square root
 
 
 def _distance(fitted: Fitted, m: int, n: int, k: int, dtype: str, layouts: tuple[bool, bool]
@@ -117,7 +117,7 @@ def _distance(fitted: Fitted, m: int, n: int, k: int, dtype: str, layouts: tuple
     return apart + (0.5 if aligned(m, n, k) != aligned(p.m, p.n, p.k) else 0.0)
 
 
-def _filled(path: str, config: Config, m: int, n: int, k: int, slots: int | None = None
+def filled(path: str, config: Config, m: int, n: int, k: int, slots: int | None = None
             ) -> float:  # fmt: skip
     """How much of the work launched counts: the share of the tiles inside the product (rows
     and columns past its edges compute nothing), times, for the persistent kernel, how full its
@@ -167,8 +167,8 @@ def _scores(table: list, apart: dict[int, float], candidates: list[tuple[str, Co
     for (path, config), timed in near.items():
         if not timed:
             continue
-        here = _filled(path, config, m, n, k, slots)
-        there = [_filled(path, config, f.problem.m, f.problem.n, f.problem.k, slots)
+        here = filled(path, config, m, n, k, slots)
+        there = [filled(path, config, f.problem.m, f.problem.n, f.problem.k, slots)
                  for f, _ in timed]  # fmt: skip
         logs = [math.log(r * (here / t) ** FILLED) for (_, r), t in zip(timed, there, strict=True)]
         weights = [math.exp(-NEARNESS * apart[id(f)]) for f, _ in timed]
@@ -177,10 +177,10 @@ def _scores(table: list, apart: dict[int, float], candidates: list[tuple[str, Co
     return scores
 
 
-def _plan_by_fit(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None) -> Plan | None:
+def plan_by_fit(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None) -> Plan | None:
     """Score every candidate by its log-ratio to torch on the NEIGHBOURS nearest fitted problems
     that timed it (weighed by e**-NEARNESS per unit of :func:`_distance`), each corrected for
-    the square root of how full the kernel keeps the SMs here against there (:func:`_filled`:
+    the square root of how full the kernel keeps the SMs here against there (:func:`filled`:
     whole, it over-corrects); run the best that can read the tensors."""
     dtype = str(a.dtype).removeprefix("torch.")
     (m, k), n = a.shape, b.shape[1]

@@ -38,7 +38,7 @@ def plain_launches() -> Iterator[None]:
         _plain -= 1
 
 
-def _listening(hooks: object) -> bool:
+def listening(hooks: object) -> bool:
     """Whether a profiler has set a launch hook (a launch that passed one would build launch
     metadata for nobody). Checked on every call: Triton's default, an empty chain of hooks, is
     told by its type first, the cheapest test there is."""
@@ -129,7 +129,7 @@ class PreparedLaunch:
                  stream: int | None = None) -> None:  # fmt: skip
         """Launch on the current stream (``stream``: its handle, where the caller has it)."""
         compiled = self.compiled
-        if compiled is None or _plain or _listening(self.hooks):
+        if compiled is None or _plain or listening(self.hooks):
             self.kernel[self.grid](*make_args(), **self.constexprs)
             return
         g0, g1, g2 = self.grid3
