@@ -126,7 +126,7 @@ def _fitted(m, n, k, path="grouped", dtype="float16", layout="row"):
     return Fitted(Problem(m, n, k, dtype, b_layout=layout), path, config, 1.1, config, 1.0)
 
 
-def test_the_plan_takes_the_nearest_fitted_problem_of_the_same_dtype(use_fit, monkeypatch):
+def test_the_plan_takes_the_nearest_fitted_problem_of_the_same_dtype(use_fit):
     from tmm_course.capstone import plans
 
     near, far = _fitted(16, 4096, 4096), _fitted(4096, 4096, 4096)
@@ -188,13 +188,11 @@ def test_a_split_tail_that_cuts_keeps_its_own_timing():
     assert plans.measured_as_run(fitted, 132) == pytest.approx({split: 0.9, whole: 0.8})
 
 
-def test_the_plan_names_the_whole_twin_where_a_split_tail_would_cut_nothing(monkeypatch):
+def test_the_plan_names_the_whole_twin_where_a_split_tail_would_cut_nothing(use_fit, monkeypatch):
     from tmm_course.capstone import plans
 
     monkeypatch.setattr(plans, "program_slots", lambda: 132)
-    monkeypatch.setattr(
-        plans, "_FIT", [_timed(1536, 1536, 1536, {SPLIT_TAIL: 0.81, WHOLE_TAIL: 0.79})]
-    )
+    use_fit([_timed(1536, 1536, 1536, {SPLIT_TAIL: 0.81, WHOLE_TAIL: 0.79})])
     a, b = torch.empty(1536, 1536).half(), torch.empty(1536, 1536).half()
     chosen = plans.plan_by_fit(a, b, None)
     assert chosen.config == WHOLE_TAIL[1] and "(0.80x torch expected)" in chosen.reason
@@ -265,7 +263,7 @@ def test_a_grouped_launch_of_fewer_programs_than_sms_fills_only_its_share(monkey
     assert abs(plans.filled("grouped", split, 64, 4096, 4096) - 64 / 132) < 1e-9
 
 
-def test_the_plan_reads_only_fitted_problems_of_the_same_size_class(use_fit, monkeypatch):
+def test_the_plan_reads_only_fitted_problems_of_the_same_size_class(use_fit):
     from tmm_course.capstone import plans
 
     one = ("grouped", Config(64, 128, 64, num_warps=4, num_stages=4))

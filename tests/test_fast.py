@@ -301,7 +301,7 @@ def test_an_explicit_config_too_big_for_the_gpu_is_explained(monkeypatch):
         matmul_fast(a, b, path="grouped", config=Config(32, 32, 32, num_stages=3))
 
 
-def test_the_plan_prefers_a_fitted_problem_whose_sizes_align_alike(use_fit, monkeypatch):
+def test_the_plan_prefers_a_fitted_problem_whose_sizes_align_alike(use_fit):
     from tmm_course.capstone.fitted import Fitted
     from tmm_course.capstone.problems import Problem
 
@@ -316,7 +316,7 @@ def test_the_plan_prefers_a_fitted_problem_whose_sizes_align_alike(use_fit, monk
         assert plans.plan_by_fit(a, b, None).config == expected
 
 
-def test_the_plan_learns_from_the_other_16_bit_dtype_but_not_from_float32(use_fit, monkeypatch):
+def test_the_plan_learns_from_the_other_16_bit_dtype_but_not_from_float32(use_fit):
     from tmm_course.capstone.fitted import Fitted
     from tmm_course.capstone.problems import Problem
 

@@ -89,9 +89,7 @@ def test_every_plan_exists_on_the_gpu_and_fits_its_shared_memory(card, problem, 
         assert chosen.config.num_stages == 1
 
 
-def test_the_h200_runs_a_configuration_its_fit_timed_and_the_rules_without_one(
-    use_fit, card, monkeypatch
-):
+def test_the_h200_runs_a_configuration_its_fit_timed_and_the_rules_without_one(use_fit, card):
     if card is not gpu.KNOWN["H200"]:
         pytest.skip("the H200's plans are the ones its fit measured")
     a, b = operands(4096, 4096, 4096)

@@ -69,7 +69,8 @@ def refit(earlier: Fitted, new: Pairs, timed: Timer, say: Callable[[str], None] 
     p = earlier.problem
     fresh = {(path, for_float32(c) if p.dtype == "float32" else c) for path, c in new}
     wanted = [pair for pair in candidates_for(p.m, p.n, p.k, p.dtype) if pair in fresh]
-    known = {pair: r for pair, r in earlier.measured().items() if pair not in fresh}
+    measured = earlier.measured()
+    known = {pair: r for pair, r in measured.items() if pair not in fresh}
     if not wanted or not known:
         return earlier
     anchor = max(known, key=known.get)
@@ -79,7 +80,7 @@ def refit(earlier: Fitted, new: Pairs, timed: Timer, say: Callable[[str], None] 
         return earlier
     scale = known[anchor] / now[anchor]
     timed_now = {pair: r * scale for pair, r in now.items() if pair != anchor}
-    merged = Fitted.best_of(p, {**earlier.measured(), **timed_now})
+    merged = Fitted.best_of(p, {**measured, **timed_now})
     say(f"{p.label:34s} {earlier.ratio:.3f} -> {merged.ratio:.3f} {merged.path} {merged.config}"
         f" (anchor {now[anchor]:.3f} now, {known[anchor]:.3f} then)")  # fmt: skip
     return merged

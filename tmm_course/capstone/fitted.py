@@ -32,10 +32,6 @@ class Fitted:
                     ("grouped", self.grouped): self.grouped_ratio}  # fmt: skip
         return {(path, config): ratio for path, config, ratio in self.tried}
 
-    def merged(self, later: Fitted) -> Fitted:
-        """Both fits' candidates, ``later``'s ratio where both timed one; winners chosen anew."""
-        return Fitted.best_of(self.problem, {**self.measured(), **later.measured()})
-
     @classmethod
     def best_of(cls, problem: Problem, ratios: dict[tuple[str, Config], float]) -> Fitted | None:
         """``ratios`` ((path, config) -> ratio to torch) as a record; None without a grouped one."""
