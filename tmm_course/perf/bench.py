@@ -7,6 +7,7 @@ On a GPU::
     python -m tmm_course.perf.bench sweep --out sweep_mine.json         # every configuration
     python -m tmm_course.perf.bench fit grid --out grid_mine.json       # fit the plan, race it
     python -m tmm_course.perf.bench refit --again grouped --out grid_mine.json  # kernel changed
+    python -m tmm_course.perf.bench layouts pitches --out grid_mine.json  # layouts, row pitches
 
 writes TFLOP/s, ratios to torch, the fraction of the measured peak, host launch time, GPU
 clocks, and where, when and how it was measured (``--code-version "$(git rev-parse --short
@@ -156,6 +157,43 @@ def suite_layouts(rounds: int) -> list[dict]:
     return rows
 
 
+# squares whose rows start mid-way through 128-byte lines (5000 and 3000 halves), and one whose
+# rows start on them (4096: the control)
+PITCHES = (Problem(5000, 5000, 5000), Problem(3000, 3000, 3000, "bfloat16"),
+           Problem(4096, 4096, 4096))  # fmt: skip
+ON_LINES = "rows on 128-byte lines"
+
+
+def suite_pitches(rounds: int) -> list[dict]:
+    """What rows that start mid-line cost: matmul_fast and torch.matmul on ``PITCHES``'s
+    operands as they are, and on the same numbers in rows 128 bytes apart (the pitch rounded
+    up, C's too); and matmul_fast after copying A and B there on every call."""
+    rows = []
+    for problem in PITCHES:
+        a, b = problem.operands()
+        row = race(problem, _on_lines(a, b), rounds, (a, b))
+        row = dataclasses.replace(row, plan=str(capstone.plan(a, b)))
+        rows.append(row.as_dict())
+        ratios = "  ".join(f"{name} {x:.3f}" for name, x in row.ratio_to_torch.items())
+        print(f"{problem.label:20s} {ratios}", flush=True)
+    return rows
+
+
+def _on_lines(a: torch.Tensor, b: torch.Tensor) -> dict[str, Callable[..., torch.Tensor]]:
+    """:func:`suite_pitches`'s contenders for ``a @ b``."""
+    lines = [launches.aligned_like(t).copy_(t) for t in (a, b)]
+    c = launches.aligned_like(a.new_empty(a.shape[0], b.shape[1]))
+    fast = capstone.matmul_fast
+    return {
+        "matmul_fast": fast,
+        f"matmul_fast, {ON_LINES}": lambda a, b: fast(*lines, out=c),
+        f"torch.matmul, {ON_LINES}": lambda a, b: torch.matmul(*lines),
+        f"matmul_fast, copied to {ON_LINES} first": lambda a, b: fast(
+            lines[0].copy_(a), lines[1].copy_(b), out=c
+        ),
+    }
+
+
 # problems raced against Inductor's best Triton GEMM (each compiles for 4-47 s on an H200)
 INDUCTOR_PROBLEMS = (
     Problem(4096, 4096, 4096), Problem(1024, 1024, 8192), Problem(128, 4096, 4096),
@@ -243,7 +281,8 @@ def suite_sweep(rounds: int) -> list[dict]:
 def suite_host(rounds: int) -> list[dict]:
     """Where a call's host microseconds go, float16 1024^3 (about 6 us on an H200), and
     the paths whose kernel copies first: float32 (B^T) and 1023x1025x1027 (rows the TMA cannot
-    read), each beside torch; the parts timed in turn, round after round (medians)."""
+    read), each beside torch, as are bfloat16, column-major A and B, and float32 with a
+    column-major B; the parts timed in turn, round after round (medians)."""
     from tmm_course.kernels.matmul import check_operands, matmul
 
     problem = Problem(1024, 1024, 1024)
@@ -251,6 +290,14 @@ def suite_host(rounds: int) -> list[dict]:
     c = torch.empty(1024, 1024, dtype=a.dtype, device=a.device)
     a32, b32 = Problem(1024, 1024, 1024, "float32").operands()  # B^T copied for TF32
     odd_a, odd_b = Problem(1023, 1025, 1027).operands()  # rows the TMA cannot read: staged
+    other = {  # the other dtypes and layouts: name -> operands
+        name: Problem(1024, 1024, 1024, *args, **layouts).operands()
+        for name, args, layouts in [
+            ("bfloat16", ("bfloat16",), {}),
+            ("A and B column-major", (), {"a_layout": "col", "b_layout": "col"}),
+            ("float32, B column-major", ("float32",), {"b_layout": "col"}),
+        ]
+    }
     tail = Config(128, 128, 64, num_warps=8, num_stages=4, split_tail=True)
     medium = Config(64, 128, 64, num_warps=4, num_stages=4)
     fast = capstone.matmul_fast
@@ -288,6 +335,11 @@ def suite_host(rounds: int) -> list[dict]:
         "matmul_fast(), staged copies": lambda: fast(
             odd_a, odd_b, path="persistent_tma", config=plans.LARGE_TMA
         ),
+        **{
+            f"{who}, {name}": lambda fn=fn, ab=ab: fn(*ab)
+            for name, ab in other.items()
+            for who, fn in (("torch.matmul", torch.matmul), ("matmul_fast()", fast))
+        },
     }
     for fn in parts.values():
         fn()
@@ -324,6 +376,7 @@ SUITES = {
     "refit": suite_refit,
     "layouts": suite_layouts,
     "inductor": suite_inductor,
+    "pitches": suite_pitches,
 }
 
 

@@ -294,6 +294,7 @@ class Grid:
     rows: list[Race]
     fitted: frozenset[str]  # labels of the problems the plan was fitted on
     layouts: list[Race] = field(default_factory=list)  # every layout of A and B, one size
+    pitches: list[Race] = field(default_factory=list)  # rows on 128-byte lines, or mid-line
     replanned: dict[str, str] = field(default_factory=dict)  # rows raced with an older plan
 
     def part(self, fitted: bool | None = None) -> list[Race]:
@@ -328,6 +329,7 @@ class Grid:
             frozenset(r["problem"]["label"] for r in rows if r.get("fitted")),
             [Race.from_dict(r) for r in data.get("layouts", [])],
             dict(data.get("replanned", {})),
+            [Race.from_dict(r) for r in data.get("pitches", [])],
         )
 
 
