@@ -322,3 +322,38 @@ def test_lesson_8_says_how_short_a_tail_slice_may_be():
     assert "more than half the SMs busy, or `K` is fewer than 16" in text
     assert launches.tail_splits(132 + 67, 132, 64) == 1  # 67 of 132 SMs busy
     assert launches.tail_splits(132 + 66, 132, 64) == 2
+
+
+def test_lesson_8_says_what_rows_that_start_mid_line_cost():
+    from tmm_course.capstone import launches
+    from tmm_course.perf.bench import ON_LINES, PITCHES
+
+    text, grid = prose("08_racing_cublas.ipynb"), results.grid()
+    held_out = grid.summary(fitted=False)
+    low = [label for label, ratio in held_out.worst if ratio < 0.85]
+    assert held_out.below == 3 and "5000^3 float16" in low
+    assert "Of the three held-out problems below 0.85, `5000^3` float16" in text
+    assert [r.label for r in grid.pitches] == [p.label for p in PITCHES]
+    assert 5000 * 2 % 128 == 16 and "each row starts 16 bytes further into a line" in text
+    assert sum(16 * row % 128 != 0 for row in range(8)) == 7  # "seven in eight ... straddle"
+    on_lines = launches.aligned_like(torch.empty(5000, 5000, dtype=torch.float16))
+    assert on_lines.stride(0) * 2 == 10_112 and "in rows 10,112 bytes apart" in text
+    assert "torch.empty(5000, 5056, dtype=torch.float16)[:, :5000]" in text
+    r = {row.label: row.ratio_to_torch for row in grid.pitches}
+    f = lambda label, name: f"{r[label][name]:.2f}"
+    mid, bf16, control = "5000^3 float16", "3000^3 bfloat16", "4096^3 float16"
+    lines, torch_lines = f"matmul_fast, {ON_LINES}", f"torch.matmul, {ON_LINES}"
+    copied = f"matmul_fast, copied to {ON_LINES} first"
+    was = f(mid, "matmul_fast")
+    assert f"runs `5000^3` at {f(mid, lines)} of `torch.matmul` instead of {was}" in text
+    assert f"`3000^3` bfloat16 at {f(bf16, lines)} instead of {f(bf16, 'matmul_fast')}" in text
+    assert f"({f(mid, torch_lines)} and {f(bf16, torch_lines)} of itself)" in text
+    assert f"the control: {f(control, 'matmul_fast')} and {f(control, lines)}, the noise" in text
+    assert f"({f(mid, copied)} and {f(bf16, copied)})" in text
+    assert f"takes `4096^3` down to {f(control, copied)}" in text
+    for label in (mid, bf16):  # "costs more than it wins"; "about a fifth" slower mid-line
+        assert r[label][copied] < r[label]["matmul_fast"] < r[label][lines]
+        assert 0.15 < 1 - r[label]["matmul_fast"] / r[label][lines] < 0.25
+        assert r[label][torch_lines] > 0.97  # "torch.matmul runs as fast either way"
+    assert abs(r[control]["matmul_fast"] / r[control][lines] - 1) < 0.05
+    assert "cost the TMA about a fifth" in text

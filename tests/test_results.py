@@ -150,6 +150,30 @@ def test_the_shipped_inductor_races_time_both_triton_gemms_against_torch():
     assert races.host_us["matmul_fast()"] > 0 and races.host_us["torch.matmul"] > 0
 
 
+def test_matmul_fast_takes_no_more_host_time_than_torch_on_any_common_path():
+    host = results.races().host_us
+    pairs = {"torch.matmul": "matmul_fast()",
+             "torch.matmul, float32": "matmul_fast(), float32 (B^T copied)",
+             "torch.matmul, 1023x1025x1027": "matmul_fast(), staged copies"}  # fmt: skip
+    for name in ("bfloat16", "A and B column-major", "float32, B column-major"):
+        pairs[f"torch.matmul, {name}"] = f"matmul_fast(), {name}"
+    for theirs, ours in pairs.items():
+        assert 0 < host[ours] <= host[theirs], (ours, host[ours], host[theirs])
+
+
+def test_the_shipped_pitches_race_rows_on_lines_and_mid_line():
+    from tmm_course.perf.bench import ON_LINES, PITCHES
+
+    pitches = results.grid().pitches
+    assert [r.label for r in pitches] == [p.label for p in PITCHES]
+    for race in pitches:
+        assert race.wrong == [] and race.code and race.date and race.plan
+        assert results.grid().provenance.of(pitches).endswith(f"code {race.code}")  # its own
+        assert race.contenders == ["matmul_fast", f"matmul_fast, {ON_LINES}",
+                                   f"torch.matmul, {ON_LINES}",
+                                   f"matmul_fast, copied to {ON_LINES} first"]  # fmt: skip
+
+
 def test_a_row_raced_again_later_names_its_code_and_day_in_the_provenance():
     grid = results.grid()
     later = [r for r in grid.rows if r.code]
@@ -160,7 +184,7 @@ def test_a_row_raced_again_later_names_its_code_and_day_in_the_provenance():
     assert f"{grid.provenance.date} to {max(r.date for r in later)}" in where
     untouched = [r for r in grid.rows if not r.code]
     assert grid.provenance.of(untouched).endswith(f"code {grid.provenance.code}")
-    for row in grid.rows + grid.layouts + results.races().inductor:
+    for row in grid.rows + grid.layouts + grid.pitches + results.races().inductor:
         assert results.Race.from_dict(row.as_dict()) == row
     stored = untouched[0].as_dict()
     assert "code" not in stored and "date" not in stored  # the file's own run names neither

@@ -56,10 +56,13 @@ class Provenance:
     def of(self, rows: Sequence[Race]) -> str:
         """Device, dates, versions and code of ``rows``: every day they were measured on, the
         file's code version and how many later ones raced some of them again (such a row
-        names its own ``Race.code`` and ``Race.date``, set when it is merged into the file)."""
+        names its own ``Race.code`` and ``Race.date``, set when it is merged into the file); rows
+        that all name the same code are that code's alone."""
         dates = sorted({row.date or self.date for row in rows} or {self.date})
         later = [c for c in dict.fromkeys(row.code for row in rows) if c and c != self.code]
         when = dates[0] if len(dates) == 1 else f"{dates[0]} to {dates[-1]}"
+        if rows and len(later) == 1 and all(row.code for row in rows):
+            return f"{self._on(when)}, code {later[0]}"
         versions = "version" if len(later) == 1 else "versions"
         again = f" and {len(later)} later {versions}" if later else ""
         return f"{self._on(when)}, code {self.code or 'not recorded'}{again}"
@@ -294,8 +297,8 @@ class Grid:
     rows: list[Race]
     fitted: frozenset[str]  # labels of the problems the plan was fitted on
     layouts: list[Race] = field(default_factory=list)  # every layout of A and B, one size
-    pitches: list[Race] = field(default_factory=list)  # rows on 128-byte lines, or mid-line
     replanned: dict[str, str] = field(default_factory=dict)  # rows raced with an older plan
+    pitches: list[Race] = field(default_factory=list)  # rows on 128-byte lines, or mid-line
 
     def part(self, fitted: bool | None = None) -> list[Race]:
         """Every row, or those the plan was (``True``) or was not (``False``) fitted on."""
