@@ -282,7 +282,29 @@ def test_lesson_8_says_how_it_fares_against_inductor():
     assert "dynamic=False" in inspect.getsource(bench.inductor_matmul)
     seconds = sorted(races.compile_s.values())
     assert f"took {seconds[0]:.0f} to {seconds[-1]:.0f} seconds" in text
-    assert "Triton search, ahead on seven shapes of eight, behind on one" in text
+    assert "Triton search, ahead on seven shapes of eight, and on 29 of 33 more held out" in text
+
+
+def test_lesson_8_says_where_inductor_wins_on_the_held_out_grid():
+    from tmm_course.capstone.problems import HELD_OUT
+    from tmm_course.perf.bench import INDUCTOR, INDUCTOR_PROBLEMS
+
+    text, rows = prose("08_racing_cublas.ipynb"), results.grid().inductor
+    assert [r.label for r in rows] == [p.label for p in HELD_OUT if p not in INDUCTOR_PROBLEMS]
+    ratio = {r.label: r.ratio_to_torch for r in rows}
+    lead = {label: r["matmul_fast"] / r[INDUCTOR] for label, r in ratio.items()}
+    behind = sorted((label for label in lead if lead[label] < 1), key=lead.get)
+    assert len(rows) == 33 and len(behind) == 4
+    assert "On the other 33 held-out problems of the grid, `matmul_fast` is ahead on 29." in text
+    shown = {"4096x1x4096 float16": "`4096x1x4096` ({} against {})",
+             "4096x4096x16 float16": "`K = 16` ({} against {})",
+             "16x8192x8192 bfloat16": "16 bfloat16 rows ({} against {})"}  # fmt: skip
+    assert behind[:3] == list(shown)
+    for label, words in shown.items():
+        assert words.format(f"{ratio[label]['matmul_fast']:.2f}", f"{ratio[label][INDUCTOR]:.2f}") \
+            in text  # fmt: skip
+    assert behind[3] == "384x4096x4096 float16"
+    assert f"on `384x4096x4096`, by {1 - lead[behind[3]]:.1%}." in text
 
 
 @pytest.mark.parametrize(

@@ -184,7 +184,7 @@ def test_a_row_raced_again_later_names_its_code_and_day_in_the_provenance():
     assert f"{grid.provenance.date} to {max(r.date for r in later)}" in where
     untouched = [r for r in grid.rows if not r.code]
     assert grid.provenance.of(untouched).endswith(f"code {grid.provenance.code}")
-    for row in grid.rows + grid.layouts + grid.pitches + results.races().inductor:
+    for row in grid.rows + grid.layouts + grid.pitches + grid.inductor + results.races().inductor:
         assert results.Race.from_dict(row.as_dict()) == row
     stored = untouched[0].as_dict()
     assert "code" not in stored and "date" not in stored  # the file's own run names neither

@@ -8,6 +8,7 @@ On a GPU::
     python -m tmm_course.perf.bench fit grid --out grid_mine.json       # fit the plan, race it
     python -m tmm_course.perf.bench refit --again grouped --out grid_mine.json  # kernel changed
     python -m tmm_course.perf.bench layouts pitches --out grid_mine.json  # layouts, row pitches
+    python -m tmm_course.perf.bench held-out-inductor --out grid_mine.json  # Inductor's column
 
 writes TFLOP/s, ratios to torch, the fraction of the measured peak, host launch time, GPU
 clocks, and where, when and how it was measured (``--code-version "$(git rev-parse --short
@@ -25,7 +26,7 @@ import functools
 import json
 import statistics
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import torch
@@ -38,7 +39,15 @@ from tmm_course.capstone.candidates import CANDIDATES, NEW
 from tmm_course.capstone.config import Config
 from tmm_course.capstone.fitted import Fitted
 from tmm_course.capstone.kernels import TensorDescriptor
-from tmm_course.capstone.problems import EXTRA_FITTED, FITTED, GOALS, GRID, LAYOUTS, Problem
+from tmm_course.capstone.problems import (
+    EXTRA_FITTED,
+    FITTED,
+    GOALS,
+    GRID,
+    HELD_OUT,
+    LAYOUTS,
+    Problem,
+)
 from tmm_course.perf import journey, results, tuning
 from tmm_course.perf.measure import (
     copy_bandwidth_gbs,
@@ -212,13 +221,13 @@ def inductor_matmul() -> Callable[[torch.Tensor, torch.Tensor], torch.Tensor]:
     return torch.compile(lambda a, b: a @ b, mode="max-autotune-no-cudagraphs", dynamic=False)
 
 
-def suite_inductor(rounds: int) -> list[dict]:
-    """matmul_fast and Inductor's Triton GEMM, each raced against torch.matmul on
-    ``INDUCTOR_PROBLEMS``; a compile's seconds are kept beside its row."""
+def suite_inductor(rounds: int, problems: Sequence[Problem] | None = None) -> list[dict]:
+    """matmul_fast and Inductor's Triton GEMM, each raced against torch.matmul on ``problems``
+    (default ``INDUCTOR_PROBLEMS``); a compile's seconds are kept beside its row."""
     import time
 
     rows = []
-    for problem in INDUCTOR_PROBLEMS:
+    for problem in INDUCTOR_PROBLEMS if problems is None else problems:
         a, b = problem.operands()
         torch._dynamo.reset()  # a fresh compile per problem (its cache would stop recompiling)
         compiled = inductor_matmul()
@@ -376,6 +385,10 @@ SUITES = {
     "refit": suite_refit,
     "layouts": suite_layouts,
     "inductor": suite_inductor,
+    # the held-out half of the grid, less INDUCTOR_PROBLEMS: Inductor as the grid's second column
+    "held-out-inductor": lambda rounds: suite_inductor(
+        rounds, [p for p in HELD_OUT if p not in INDUCTOR_PROBLEMS]
+    ),
     "pitches": suite_pitches,
 }
 

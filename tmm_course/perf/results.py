@@ -299,6 +299,7 @@ class Grid:
     layouts: list[Race] = field(default_factory=list)  # every layout of A and B, one size
     replanned: dict[str, str] = field(default_factory=dict)  # rows raced with an older plan
     pitches: list[Race] = field(default_factory=list)  # rows on 128-byte lines, or mid-line
+    inductor: list[Race] = field(default_factory=list)  # held out: Inductor's GEMM raced too
 
     def part(self, fitted: bool | None = None) -> list[Race]:
         """Every row, or those the plan was (``True``) or was not (``False``) fitted on."""
@@ -333,6 +334,7 @@ class Grid:
             [Race.from_dict(r) for r in data.get("layouts", [])],
             dict(data.get("replanned", {})),
             [Race.from_dict(r) for r in data.get("pitches", [])],
+            [Race.from_dict(r) for r in data.get("held-out-inductor", [])],
         )
 
 
