@@ -71,7 +71,7 @@ def test_each_specialization_compiles_once_and_the_html_shows_it(monkeypatch):
 def test_shared_memory_past_the_gpus_limit_is_a_refusal():
     from tmm_course.compile_ahead import Compiled
 
-    fits = rules._fits(Compiled("sm_75", True, shared_bytes=80 * 1024, registers=64))
+    fits = rules.fits(Compiled("sm_75", True, shared_bytes=80 * 1024, registers=64))
     assert not fits.ok and "Hardware limit: 65536" in fits.error
 
 

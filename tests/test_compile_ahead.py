@@ -146,7 +146,7 @@ def test_compiling_after_an_interpreted_run_uses_the_compilers_builder(monkeypat
     from tmm_course import compile_ahead
 
     monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path))  # a real compile, not a cached one
-    monkeypatch.setattr(compile_ahead, "_CACHE", {})
+    compile_ahead.forget()
 
     import tmm_course
 

@@ -334,7 +334,7 @@ def test_a_python_under_tmp_is_bound_on_top_of_the_private_tmp(monkeypatch):
     from pathlib import Path
 
     venv = Path("/tmp/checkout/.venv")
-    monkeypatch.setattr(sandbox, "_binds", lambda: [venv])
+    monkeypatch.setattr(sandbox, "binds", lambda: [venv])
     command = sandbox.bwrap_command(Path("/srv/site"), 12345, sandbox.Limits(), ["python"])
     pairs = list(pairwise(command))
     private_tmp = pairs.index(("--tmpfs", "/tmp"))

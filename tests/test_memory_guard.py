@@ -37,7 +37,7 @@ def test_an_unknown_interpreter_signature_warns_and_checks_still_run(monkeypatch
         raise AssertionError("never called: the guard steps aside")
 
     monkeypatch.setattr(interpreter.InterpreterBuilder, "create_masked_load", create_masked_load)
-    memory_guard._warn_unguarded.cache_clear()
+    memory_guard.warn_unguarded.cache_clear()
     assert "create_masked_load takes" in memory_guard.unsupported_reason()
     with (
         pytest.warns(RuntimeWarning, match="cannot hook this Triton"),

@@ -95,7 +95,7 @@ def test_a_check_that_sees_only_values_still_names_unmasked_loads_by_replaying(m
         stack = contextlib.ExitStack()
         return stack, stack.enter_context(launches.recording()), None
 
-    monkeypatch.setattr(engine, "_watch", values_only)
+    monkeypatch.setattr(engine, "watch", values_only)
     monkeypatch.setattr(engine, "replays", lambda: True)
     names = {
         "loads without masks",

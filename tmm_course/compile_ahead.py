@@ -300,6 +300,11 @@ _CACHE: dict[tuple, Compiled] = {}
 _CACHE_LIMIT = 512
 
 
+def forget() -> None:
+    """Forget every kernel :func:`compile_for` compiled: the next asks the compiler again."""
+    _CACHE.clear()
+
+
 def _compile(
     kernel: Any,
     specialization: Specialization,

@@ -158,7 +158,7 @@ def where(cell: tuple[int, int] | None, shape: tuple[int, ...]) -> str:
     return f"row {row}, column {col}" + (f" ({', '.join(side)})" if side else "")
 
 
-def _watch(views: Mapping[str, torch.Tensor]):
+def watch(views: Mapping[str, torch.Tensor]):
     """Record launches on every backend; on the interpreter also every load and store, and
     refuse what a GPU would not compile."""
     stack = contextlib.ExitStack()
@@ -243,7 +243,7 @@ def _run_trial(
             case.code = "timed_out"
             case.problem = _timed_out(stop, " when replayed on the interpreter")
             return True
-    stack, launched, trace = _watch(views)
+    stack, launched, trace = watch(views)
     snapshot: dict[str, torch.Tensor] = {}
 
     def after(launch: launches.Launch) -> None:

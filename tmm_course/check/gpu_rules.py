@@ -43,7 +43,7 @@ def not_constexpr(message: str) -> str:
     )
 
 
-def _fits(compiled: Compiled) -> Compiled:
+def fits(compiled: Compiled) -> Compiled:
     """``compiled``, refused in the words Triton's launcher uses when its shared memory does
     not fit the GPU."""
     limit = SHARED_MEMORY_LIMIT[compiled.gpu]
@@ -161,7 +161,7 @@ class Compiler:
             self.reports[key] = KernelReport(
                 launch.kernel,
                 _describe(launch, spec.constexprs, options),
-                {name: _fits(compiled[name]) for name in GPUS},
+                {name: fits(compiled[name]) for name in GPUS},
             )
         return self.reports[key]
 

@@ -294,7 +294,7 @@ def only_these_tensors(
     warns once and guards nothing (the checks keep their canaries and poison)."""
     reason = unsupported_reason()
     if reason is not None:
-        _warn_unguarded(reason)
+        warn_unguarded(reason)
         yield None
         return
     from triton.runtime import interpreter
@@ -332,7 +332,9 @@ def only_these_tensors(
 
 
 @functools.cache
-def _warn_unguarded(reason: str) -> None:
+def warn_unguarded(reason: str) -> None:
+    """Warn, once per reason (``warn_unguarded.cache_clear()`` forgets them), that the guard
+    cannot hook this Triton."""
     warnings.warn(
         f"The memory guard cannot hook this Triton: {reason}. Checks still run, but a load or "
         "store far outside its tensors may crash the notebook's kernel instead of being "

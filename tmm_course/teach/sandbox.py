@@ -174,7 +174,7 @@ class Cgroup:
                     time.sleep(0.05)
 
 
-def _binds() -> list[Path]:
+def binds() -> list[Path]:
     """What the worker reads: the Python it runs, its packages."""
     found = []
     for path in (
@@ -222,12 +222,12 @@ def bwrap_command(site: Path, uid: int, limits: Limits, worker: list[str]) -> li
     for folder, size in scratch.items():
         command += ["--size", str(size), "--perms", "1777", "--tmpfs", folder]
     made: set[Path] = {Path(folder) for folder in scratch}
-    for bind in [*_binds(), Path(SITE)]:
+    for bind in [*binds(), Path(SITE)]:
         for parent in reversed(bind.parents):
             if parent != Path("/") and parent not in made:
                 command += ["--perms", "0755", "--dir", str(parent)]
                 made.add(parent)
-    for bind in _binds():
+    for bind in binds():
         command += ["--ro-bind", str(bind), str(bind)]
     command += ["--ro-bind", str(site), SITE]
     devices = sorted(Path("/dev").glob("nvidia*"))
