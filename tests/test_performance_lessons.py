@@ -366,7 +366,8 @@ def test_lesson_8_says_what_rows_that_start_mid_line_cost():
     on_lines = launches.aligned_like(torch.empty(5000, 5000, dtype=torch.float16))
     assert on_lines.stride(0) * 2 == 10_112 and "in rows 10,112 bytes apart" in text
     assert 'torch.empty(5000, 5056, dtype=torch.float16, device="cuda")[:, :5000]' in text
-    assert -(-5000 // 64) * 64 == 5056 and "pad rows to a multiple of 64 16-bit values (32 float32)" in text
+    assert -(-5000 // 64) * 64 == 5056  # "a multiple of 64 16-bit values": 128 bytes
+    assert "pad rows to a multiple of 64 16-bit values (32 float32)" in text
     r = {row.label: row.ratio_to_torch for row in grid.pitches}
     f = lambda label, name: f"{r[label][name]:.2f}"
     mid, bf16, control = "5000^3 float16", "3000^3 bfloat16", "4096^3 float16"
