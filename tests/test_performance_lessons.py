@@ -355,8 +355,8 @@ def test_lesson_8_says_what_rows_that_start_mid_line_cost():
     low = [label for label, ratio in held_out.worst if ratio < 0.85]
     assert held_out.below == 3 and "5000^3 float16" in low
     assert "Three held-out problems run below 0.85." in text
-    lowest, (label, ratio) = {r.label: r for r in grid.rows}, held_out.worst[0]
-    column_major = lowest[f"{label}, B column-major"].ratio_to_torch["matmul_fast"]
+    rows, (label, ratio) = {r.label: r for r in grid.rows}, held_out.worst[0]
+    column_major = rows[f"{label}, B column-major"].ratio_to_torch["matmul_fast"]
     assert label == "2048^3 float32 (tf32)" and "The lowest, `2048^3` float32" in text
     assert f"float32 ({ratio:.2f}), turns a row-major" in text
     assert f"with `B` column-major it runs at {column_major:.2f}" in text

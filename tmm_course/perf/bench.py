@@ -246,6 +246,12 @@ def suite_inductor(rounds: int, problems: Sequence[Problem] | None = None) -> li
     return rows
 
 
+def suite_held_out_inductor(rounds: int) -> list[dict]:
+    """:func:`suite_inductor` on the grid's held-out half, less ``INDUCTOR_PROBLEMS``: Inductor
+    as the grid's second column."""
+    return suite_inductor(rounds, [p for p in HELD_OUT if p not in INDUCTOR_PROBLEMS])
+
+
 def suite_journey(rounds: int) -> list[dict]:
     a, b = JOURNEY_PROBLEM.operands()
     steps = journey.runnable(a, b)
@@ -299,14 +305,12 @@ def suite_host(rounds: int) -> list[dict]:
     c = torch.empty(1024, 1024, dtype=a.dtype, device=a.device)
     a32, b32 = Problem(1024, 1024, 1024, "float32").operands()  # B^T copied for TF32
     odd_a, odd_b = Problem(1023, 1025, 1027).operands()  # rows the TMA cannot read: staged
-    other = {  # the other dtypes and layouts: name -> operands
-        name: Problem(1024, 1024, 1024, *args, **layouts).operands()
-        for name, args, layouts in [
-            ("bfloat16", ("bfloat16",), {}),
-            ("A and B column-major", (), {"a_layout": "col", "b_layout": "col"}),
-            ("float32, B column-major", ("float32",), {"b_layout": "col"}),
-        ]
+    other = {  # the other dtypes and layouts
+        "bfloat16": Problem(1024, 1024, 1024, "bfloat16"),
+        "A and B column-major": Problem(1024, 1024, 1024, a_layout="col", b_layout="col"),
+        "float32, B column-major": Problem(1024, 1024, 1024, "float32", b_layout="col"),
     }
+    operands = {name: p.operands() for name, p in other.items()}
     tail = Config(128, 128, 64, num_warps=8, num_stages=4, split_tail=True)
     medium = Config(64, 128, 64, num_warps=4, num_stages=4)
     fast = capstone.matmul_fast
@@ -346,7 +350,7 @@ def suite_host(rounds: int) -> list[dict]:
         ),
         **{
             f"{who}, {name}": lambda fn=fn, ab=ab: fn(*ab)
-            for name, ab in other.items()
+            for name, ab in operands.items()
             for who, fn in (("torch.matmul", torch.matmul), ("matmul_fast()", fast))
         },
     }
@@ -385,10 +389,7 @@ SUITES = {
     "refit": suite_refit,
     "layouts": suite_layouts,
     "inductor": suite_inductor,
-    # the held-out half of the grid, less INDUCTOR_PROBLEMS: Inductor as the grid's second column
-    "held-out-inductor": lambda rounds: suite_inductor(
-        rounds, [p for p in HELD_OUT if p not in INDUCTOR_PROBLEMS]
-    ),
+    "held-out-inductor": suite_held_out_inductor,
     "pitches": suite_pitches,
 }
 

@@ -56,16 +56,16 @@ class Provenance:
     def of(self, rows: Sequence[Race]) -> str:
         """Device, dates, versions and code of ``rows``: every day they were measured on, the
         file's code version and how many later ones raced some of them again (such a row
-        names its own ``Race.code`` and ``Race.date``, set when it is merged into the file); rows
-        that all name the same code are that code's alone."""
+        names its own ``Race.code`` and ``Race.date``, set when it is merged into the file); where
+        every row names its own, the first of those stands for the file's."""
         dates = sorted({row.date or self.date for row in rows} or {self.date})
-        later = [c for c in dict.fromkeys(row.code for row in rows) if c and c != self.code]
+        codes = list(dict.fromkeys(row.code for row in rows))
+        first = codes[0] if codes and None not in codes else self.code
+        later = [c for c in codes if c and c != first]
         when = dates[0] if len(dates) == 1 else f"{dates[0]} to {dates[-1]}"
-        if rows and len(later) == 1 and all(row.code for row in rows):
-            return f"{self._on(when)}, code {later[0]}"
         versions = "version" if len(later) == 1 else "versions"
         again = f" and {len(later)} later {versions}" if later else ""
-        return f"{self._on(when)}, code {self.code or 'not recorded'}{again}"
+        return f"{self._on(when)}, code {first or 'not recorded'}{again}"
 
     @classmethod
     def from_dict(cls, data: dict) -> Provenance:
