@@ -99,11 +99,11 @@ def _refit_where_this_run_measures(monkeypatch, now: dict) -> fit.Fitted:
                                            _GROUPED: 0.9})  # fmt: skip
     asked = []
 
-    def fit_one(problem, timed, say, pairs):
+    def ratios(problem, timed, say, pairs):
         asked.append(list(pairs))
-        return fit.Fitted.best_of(problem, now)
+        return now
 
-    monkeypatch.setattr(fit, "fit_one", fit_one)
+    monkeypatch.setattr(fit, "ratios", ratios)
     refitted = fit.refit(earlier, [_GROUPED], None, lambda line: None)
     assert asked == [[_GROUPED, _PERSISTENT[0]]]  # the new one beside the known best
     return refitted
@@ -121,6 +121,14 @@ def test_noise_on_the_anchor_moves_no_known_winner(monkeypatch):
     # the anchor reads 0.90 now, below the runner-up's 0.98 then: it still wins, at 1.00
     refitted = _refit_where_this_run_measures(monkeypatch, {_PERSISTENT[0]: 0.9, _GROUPED: 0.85})
     assert ((refitted.path, refitted.config), refitted.ratio) == (_PERSISTENT[0], 1.0)
+
+
+def test_a_refit_times_new_persistent_candidates_beside_a_persistent_anchor(monkeypatch):
+    # no grouped candidate is timed in this run: the new persistent one still lands
+    monkeypatch.setattr(fit, "ratios", lambda problem, timed, say, pairs: dict.fromkeys(pairs, 1.2))
+    earlier = fit.Fitted.best_of(_MIDDLE, {_PERSISTENT[0]: 1.0, _GROUPED: 0.9})
+    refitted = fit.refit(earlier, [_PERSISTENT[1]], None, lambda line: None)
+    assert refitted.measured()[_PERSISTENT[1]] == 1.0  # 1.2 on a run that reads the anchor 1.2
 
 
 def test_a_refit_again_of_a_kernel_times_every_candidate_of_it(monkeypatch):

@@ -22,10 +22,10 @@ Timer = Callable[[Problem, dict[str, Callable[[], object]]], dict[str, float]]
 Pairs = Iterable[tuple[str, Config]]
 
 
-def fit_one(problem: Problem, timed: Timer, say: Callable[[str], None] = print,
-            pairs: Pairs | None = None) -> Fitted | None:  # fmt: skip
-    """:meth:`Fitted.best_of` the candidates for ``problem`` (or ``pairs``; the persistent kernel
-    only where descriptors can read) that compute the right product, timed by ``timed``."""
+def ratios(problem: Problem, timed: Timer, say: Callable[[str], None] = print,
+           pairs: Pairs | None = None) -> dict[tuple[str, Config], float]:  # fmt: skip
+    """Each candidate for ``problem`` (or each of ``pairs``; the persistent kernel only where
+    descriptors can read) that computes the right product: its ratio to torch, by ``timed``."""
     (a, b), limit = problem.operands(), problem.tolerance()
     right: dict[str, Callable[[], object]] = {"torch.matmul": lambda: torch.matmul(a, b)}
     choices: dict[str, tuple[str, Config]] = {}
@@ -44,8 +44,13 @@ def fit_one(problem: Problem, timed: Timer, say: Callable[[str], None] = print,
         except Exception as exc:  # too much shared memory, say: not a candidate here
             say(f"{problem.label}: {name} failed: {type(exc).__name__}")
     ms = timed(problem, right)
-    return Fitted.best_of(problem, {pair: ms["torch.matmul"] / ms[name]
-                                    for name, pair in choices.items()})  # fmt: skip
+    return {pair: ms["torch.matmul"] / ms[name] for name, pair in choices.items()}
+
+
+def fit_one(problem: Problem, timed: Timer, say: Callable[[str], None] = print,
+            pairs: Pairs | None = None) -> Fitted | None:  # fmt: skip
+    """:meth:`Fitted.best_of` the :func:`ratios` of ``problem``'s candidates (or ``pairs``)."""
+    return Fitted.best_of(problem, ratios(problem, timed, say, pairs))
 
 
 def fit(problems: Iterable[Problem], timed: Timer, say: Callable[[str], None] = print
@@ -74,8 +79,7 @@ def refit(earlier: Fitted, new: Pairs, timed: Timer, say: Callable[[str], None] 
     if not wanted or not known:
         return earlier
     anchor = max(known, key=known.get)
-    fitted = fit_one(p, timed, say, dict.fromkeys([*wanted, anchor]))
-    now = fitted.measured() if fitted is not None else {}
+    now = ratios(p, timed, say, dict.fromkeys([*wanted, anchor]))  # no grouped one needed
     if anchor not in now:
         return earlier
     scale = known[anchor] / now[anchor]
