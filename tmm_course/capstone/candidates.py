@@ -68,18 +68,12 @@ CANDIDATES = {
             Config(128, 256, 64, num_warps=8, num_stages=3, subtile=True, split_tail=True),
             Config(128, 256, 64, num_warps=8, num_stages=4, subtile=True, split_tail=True),
             Config(128, 128, 64, num_warps=4, num_stages=5),  # Inductor's persistent
-            Config(128, 128, 16, num_warps=4, num_stages=3),  # K of 16 or 32: one K-step
         ),
     },
 }
 
-# the candidates above that the shipped fit has not timed (``bench refit`` times them)
-NEW: frozenset[tuple[str, Config]] = frozenset({
-    ("grouped", Config(64, 64, 128, num_warps=4, num_stages=4, split_k=2)),
-    ("grouped", Config(64, 16, 128, num_warps=4, num_stages=4, split_k=2)),
-    ("grouped", Config(16, 64, 256, num_warps=4, num_stages=4)),
-    ("persistent_tma", Config(128, 128, 16, num_warps=4, num_stages=3)),
-})  # fmt: skip
+# the candidates above that the shipped fit has not timed (``bench refit`` times them): none
+NEW: frozenset[tuple[str, Config]] = frozenset()
 
 
 def size_class(m: int, n: int) -> str:
