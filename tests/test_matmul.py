@@ -182,6 +182,14 @@ def test_error_metric_sees_nan_and_wrong_cells(device):
     assert error(c, a, b) != error(c, a, b)  # NaN
 
 
+def test_error_metric_passes_a_correctly_rounded_float16_product_below_the_normal_range():
+    a = torch.tensor([[1e-3]], dtype=torch.float16)
+    b = torch.tensor([[2e-3]], dtype=torch.float16)
+    exact = (a.double() @ b.double()).half()  # about 2e-6: a float16 subnormal, 1.2% off
+    assert error(exact, a, b) <= tolerance(torch.float16, tmm_course.BACKEND)
+    assert error(torch.zeros_like(exact), a, b) > tolerance(torch.float16, tmm_course.BACKEND)
+
+
 def test_the_smallest_k_loop_adds_one_outer_product_per_step():
 
     a = torch.randn(2, 5, device=tmm_course.DEVICE)
