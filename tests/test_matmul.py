@@ -190,6 +190,21 @@ def test_error_metric_passes_a_correctly_rounded_float16_product_below_the_norma
     assert error(torch.zeros_like(exact), a, b) > tolerance(torch.float16, tmm_course.BACKEND)
 
 
+def test_checks_and_judge_allow_float16_rounding_below_the_normal_range():
+    from tmm_course.numerics import allowed
+    from tmm_course.teach import judge
+
+    a = torch.tensor([[1e-3]], dtype=torch.float16)
+    b = torch.tensor([[2e-3]], dtype=torch.float16)
+    exact, scale = a.double() @ b.double(), a.double().abs() @ b.double().abs()
+    bound = allowed(scale, torch.float16, tmm_course.BACKEND)
+    assert ((exact.half().double() - exact).abs() <= bound).all()  # correctly rounded: passes
+    assert not (exact.abs() <= bound).all()  # a zero there still fails
+    floor = judge.FP16_TOLERANCE * judge.FP16_NORMAL
+    cases = judge.matmul_cases(torch.Generator().manual_seed(0))
+    assert all(float(case.atol.min()) >= floor for case in cases)
+
+
 def test_the_smallest_k_loop_adds_one_outer_product_per_step():
 
     a = torch.randn(2, 5, device=tmm_course.DEVICE)

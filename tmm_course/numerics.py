@@ -45,6 +45,14 @@ def tolerance(dtype: torch.dtype, backend: str, precision: str = "tf32") -> floa
     return TOLERANCE[name]
 
 
+def allowed(scale: torch.Tensor, dtype: torch.dtype, backend: str, precision: str = "tf32"
+            ) -> torch.Tensor:  # fmt: skip
+    """The largest |C - exact| each cell may show: ``dtype``'s tolerance times ``scale``
+    (|A| @ |B|, plus whatever else the cell sums), never below the smallest normal number of
+    ``dtype``: a correctly rounded result smaller than that is further off (see :func:`error`)."""
+    return tolerance(dtype, backend, precision) * scale.clamp_min(torch.finfo(dtype).tiny)
+
+
 def relative_rms(c: torch.Tensor, a: torch.Tensor, b: torch.Tensor) -> float:
     """rms(C - A@B) / rms(A@B) in float64. With a float32 accumulator it stays at the output's
     rounding whatever K is; a float16 accumulator makes it grow like sqrt(K)."""

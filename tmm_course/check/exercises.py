@@ -20,7 +20,7 @@ import tmm_course
 from tmm_course.check.buffers import guarded_output
 from tmm_course.check.engine import Trial, WrongAnswer, run_trials
 from tmm_course.check.result import Case, CheckResult
-from tmm_course.numerics import tolerance
+from tmm_course.numerics import allowed
 
 __all__ = [
     "CheckResult",
@@ -523,7 +523,7 @@ def _matmul_trial(spec: MatmulCase, dtype: torch.dtype) -> Trial:
     label, m, n, k, layout = spec
     a, b = _matmul_operands(m, n, k, layout, dtype)
     a64, b64 = a.double(), b.double()
-    bound = tolerance(dtype, tmm_course.BACKEND) * (a64.abs() @ b64.abs())
+    bound = allowed(a64.abs() @ b64.abs(), dtype, tmm_course.BACKEND)
     wrong = _matmul_mistakes(a64, b64) if m == n == k and layout == "contiguous" else []
     wrong += k_loop_mistakes(a64, b64)
     guard = guarded_output((m, n), dtype, row_gap=3 if layout == "padded output" else 0)
@@ -591,9 +591,10 @@ def check_scaled_matmul(
         a, b = _matmul_operands(m, n, k, layout, torch.float16)
         c0 = torch.randn(m, n, device=tmm_course.DEVICE).half()
         a64, b64, c64 = a.double(), b.double(), c0.double()
-        bound = tolerance(torch.float16, tmm_course.BACKEND) * (
-            abs(alpha) * (a64.abs() @ b64.abs()) + abs(beta) * c64.abs()
-        )
+        bound = allowed(
+            abs(alpha) * (a64.abs() @ b64.abs()) + abs(beta) * c64.abs(), torch.float16,
+            tmm_course.BACKEND,
+        )  # fmt: skip
         wrong = [
             WrongAnswer(
                 "wrong_values",
@@ -638,7 +639,7 @@ def check_scaled_matmul(
         )
     a, b = _matmul_operands(64, 64, 64, "contiguous", torch.float16)
     a64, b64 = a.double(), b.double()
-    bound = tolerance(torch.float16, tmm_course.BACKEND) * abs(alpha) * (a64.abs() @ b64.abs())
+    bound = allowed(abs(alpha) * (a64.abs() @ b64.abs()), torch.float16, tmm_course.BACKEND)
     trials.insert(
         len(trials) - 1,
         Trial(

@@ -19,7 +19,7 @@ from tmm_course.check.exercises import (
     strided_tensors,
 )
 from tmm_course.check.result import CheckResult
-from tmm_course.numerics import tolerance
+from tmm_course.numerics import allowed
 
 MESSAGES = {
     "ragged_edge": "mask x's rows (offs_m < M) and w's rows (offs_n < N) on the loads, the K "
@@ -91,9 +91,7 @@ def check_linear_relu(fn: Callable[..., object]) -> CheckResult:
         x, w, bias = _operands(m, n, k, layout)
         x64, w64, bias64 = x.double(), w.double(), bias.double()
         exact = x64 @ w64.t() + bias64
-        bound = tolerance(torch.float16, tmm_course.BACKEND) * (
-            x64.abs() @ w64.abs().t() + bias64.abs()
-        )
+        bound = allowed(x64.abs() @ w64.abs().t() + bias64.abs(), torch.float16, tmm_course.BACKEND)
         square = m == n == k and layout == "contiguous"
         trials.append(
             Trial(

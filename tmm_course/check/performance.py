@@ -19,7 +19,7 @@ from tmm_course.check.buffers import guarded_output
 from tmm_course.check.engine import Trial, run_trials
 from tmm_course.check.exercises import accumulator_precision, labelled_case
 from tmm_course.check.result import Case, CheckResult, Diagnosis
-from tmm_course.numerics import tolerance
+from tmm_course.numerics import allowed
 from tmm_course.perf.shared_memory import SHARED_GPUS, SHARED_LIMITS, compiled_shared_bytes
 
 # ---------------------------------------------------------------------------- grouped order
@@ -207,7 +207,7 @@ def _descriptor_trial(label: str, m: int, n: int, k: int, dtype: torch.dtype) ->
     a = torch.randn(m, k, device=device).to(dtype)
     b = torch.randn(k, n, device=device).to(dtype)
     a64, b64 = a.double(), b.double()
-    bound = tolerance(dtype, tmm_course.BACKEND) * (a64.abs() @ b64.abs())
+    bound = allowed(a64.abs() @ b64.abs(), dtype, tmm_course.BACKEND)
     case = labelled_case((m, n, k), f"{label}, {str(dtype).removeprefix('torch.')}")
     extra = accumulator_precision(a64 @ b64) if label == DESCRIPTOR_LONG_K[0] else None
     return Trial(case, (a, b), guarded_output((m, n), dtype), a64 @ b64, atol=bound, extra=extra)

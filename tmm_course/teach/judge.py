@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 import torch
 
 FP16_TOLERANCE = 1e-3  # of |A| @ |B|, elementwise: exact inputs, a float32 sum, a float16 store
+FP16_NORMAL = torch.finfo(torch.float16).tiny  # below it a float16 holds fewer bits: the floor
 FLOAT32_ACCUMULATOR_RMS = 6e-4  # relative rms error of a float32 sum stored as float16
 LONG_K = 2048
 
@@ -224,7 +225,7 @@ def matmul_cases(gen: torch.Generator) -> list[Case]:
                 2,
                 [0, 1, 2],
                 a64 @ b64,
-                FP16_TOLERANCE * (a64.abs() @ b64.abs()),
+                FP16_TOLERANCE * (a64.abs() @ b64.abs()).clamp_min(FP16_NORMAL),
                 poison,
                 _ragged(m, n, k),
                 layout != "contiguous",
@@ -288,7 +289,7 @@ def linear_relu_cases(gen: torch.Generator) -> list[Case]:
         bias = _framed(torch.randn(n, generator=gen).half(), (n,), (1,))
         out, poison = _output(gen, (m, n), torch.float16, padded=index % 3 == 1, nan=next(nan))
         x64, w64, bias64 = x.view().double(), w.view().double(), bias.view().double()
-        bound = FP16_TOLERANCE * (x64.abs() @ w64.abs().t() + bias64.abs())
+        bound = FP16_TOLERANCE * (x64.abs() @ w64.abs().t() + bias64.abs()).clamp_min(FP16_NORMAL)
         found.append(
             Case(
                 f"{m}x{n}x{k} {layout}",
