@@ -94,6 +94,7 @@ def _prepare(
         )
     config = config or chosen.config
     check_blocks((config.block_m, config.block_n, config.block_k))
+    config = config.for_depth(a.shape[1])
     if a.shape[0] == 0 or b.shape[1] == 0 or a.shape[1] == 0:
         return _without_a_kernel, config
     if chosen.path == "persistent_tma":

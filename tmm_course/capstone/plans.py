@@ -137,14 +137,17 @@ def filled(path: str, config: Config, m: int, n: int, k: int, slots: int | None 
 
 
 def as_run(config: Config, m: int, n: int, k: int, slots: int) -> Config:
-    """``config`` as run on m x n x k: a split tail that cuts nothing there is its whole twin."""
+    """``config`` as run on m x n x k: its K-steps no deeper than K (:meth:`Config.for_depth`);
+    a split tail that cuts nothing there is its whole twin."""
+    config = config.for_depth(k)
     whole = config.split_tail and slices_of_the_tail(config, m, n, k, slots) == 1
     return dataclasses.replace(config, split_tail=False) if whole else config
 
 
 def measured_as_run(fitted: Fitted, slots: int) -> dict[tuple[str, Config], float]:
-    """``fitted.measured()``, where a split tail cut nothing: one kernel timed as two
-    candidates, each credited with the geometric mean of both (not the luckier of the two)."""
+    """``fitted.measured()``, where two candidates ran as one kernel (:func:`as_run`: a split
+    tail that cut nothing, K-steps cut to K): each credited with the geometric mean of both (not
+    the luckier of the two)."""
     p, ratios, alike = fitted.problem, fitted.measured(), {}
     runs = {key: (key[0], as_run(key[1], p.m, p.n, p.k, slots)) for key in ratios}
     for key, ratio in ratios.items():

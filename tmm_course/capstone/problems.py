@@ -124,7 +124,7 @@ def _extra_fitted() -> tuple[Problem, ...]:
     problems += [Problem(s, s, s, "float32") for s in (384, 640, 768, 1536)]
     problems += [Problem(m, 4096, 4096) for m in (2, 48, 80, 160, 192, 320)]
     problems += [Problem(32, 8192, 8192, "bfloat16"), Problem(16, 8192, 4096, "bfloat16")]
-    problems += [Problem(8, 8192, 8192), Problem(64, 8192, 4096)]
+    problems += [Problem(8, 8192, 8192), Problem(64, 8192, 4096), Problem(256, 8192, 4096)]
     problems += [Problem(4096, n, 4096) for n in (32, 96, 128)]
     problems += [Problem(8192, 1, 4096), Problem(4096, 8, 8192)]  # one or a few columns
     problems += [Problem(4096, 4096, 32)]  # small K
