@@ -198,6 +198,23 @@ def test_the_plan_names_the_whole_twin_where_a_split_tail_would_cut_nothing(use_
     assert chosen.config == WHOLE_TAIL[1] and "(0.80x torch expected)" in chosen.reason
 
 
+def test_a_k_step_is_cut_to_the_depth_k_needs():
+    config = Config(128, 128, 64, num_warps=4, num_stages=5)
+    assert config.for_depth(16) == Config(128, 128, 16, num_warps=4, num_stages=5)
+    assert config.for_depth(17).block_k == 32  # K rounded up to a power of two
+    assert config.for_depth(1).block_k == 16  # tl.dot's least
+    assert config.for_depth(64) == config.for_depth(4096) == config
+
+
+def test_the_plan_runs_k_steps_no_deeper_than_k(use_fit, monkeypatch):
+    from tmm_course.capstone import plans
+
+    monkeypatch.setattr(plans, "program_slots", lambda: 132)
+    use_fit([_timed(4096, 4096, 64, {SMALLER_TILES: 1.05})])
+    a, b = torch.empty(4096, 16).half(), torch.empty(16, 4096).half()
+    assert plans.plan_by_fit(a, b, None).config == SMALLER_TILES[1].for_depth(16)
+
+
 def test_the_fill_correction_takes_only_the_square_root_of_the_fills(use_fit, monkeypatch):
     from tmm_course.capstone import plans
 
