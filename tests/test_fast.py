@@ -292,6 +292,24 @@ def test_a_plan_shrunk_to_a_smaller_gpu_still_copies_what_the_tma_cannot_read(mo
     assert shrunk.stage and shrunk.path == "persistent_tma"
 
 
+@pytest.mark.parametrize("path", PATHS)
+def test_a_forced_config_steps_no_deeper_than_k(path, monkeypatch):
+    if path == "persistent_tma" and kernels.TensorDescriptor is None:
+        pytest.skip("this triton has no tensor descriptors")
+    seen, prepare = [], getattr(calls, f"prepare_{path}")
+
+    def spy(a, b, out, config, precision):
+        seen.append(config)
+        return prepare(a, b, out, config, precision)
+
+    capstone.reset()
+    monkeypatch.setattr(calls, f"prepare_{path}", spy)
+    a, b = operands(40, 36, 8, torch.float16)
+    c = matmul_fast(a, b, path=path, config=Config(32, 32, 64))
+    assert seen == [Config(32, 32, 16)]  # 48 of 64 columns past K would be zeros
+    assert error(c, a, b) <= tolerance(torch.float16, tmm_course.BACKEND, "tf32")
+
+
 def test_an_explicit_config_too_big_for_the_gpu_is_explained(monkeypatch):
     launch, _ = out_of_shared_memory_above(2, launches.prepare_grouped)
     capstone.reset()

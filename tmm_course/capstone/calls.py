@@ -33,9 +33,10 @@ def matmul_fast(
 ) -> torch.Tensor:
     """C = A @ B the fastest way this course knows for the device, shape and dtype (see
     :func:`plan`). ``path`` ("persistent_tma" or "grouped") and ``config`` override the
-    choice; the other arguments are lesson 4's :func:`~tmm_course.kernels.matmul`'s. A call
-    shaped like an earlier one (shapes, strides, dtypes, devices, alignment) goes straight to
-    the compiled kernel: a small product takes microseconds, and Python must not take longer."""
+    choice (its K-steps no deeper than K: :meth:`Config.for_depth`); the other arguments are
+    lesson 4's :func:`~tmm_course.kernels.matmul`'s. A call shaped like an earlier one (shapes,
+    strides, dtypes, devices, alignment) goes straight to the compiled kernel: a small product
+    takes microseconds, and Python must not take longer."""
     try:  # the call signature: everything a prepared launch depends on
         call = (a.shape, b.shape, a.stride(), b.stride(), a.dtype, b.dtype, a.get_device(),
                 b.get_device(), a.data_ptr() % 16, b.data_ptr() % 16, precision, path, config,
