@@ -122,11 +122,16 @@ def test_an_interrupt_leaves_no_traceback_from_inside_triton():
     # Ctrl-C raises KeyboardInterrupt, as in a notebook (a library that ran before in this
     # process may have left SIGINT ignored, and then interrupt_main does nothing)
     previous = signal.signal(signal.SIGINT, signal.default_int_handler)
-    timer = threading.Timer(1.0, _thread.interrupt_main)
-    timer.start()
+    looping, timer = bug_bank.looped("while"), threading.Timer(0.5, _thread.interrupt_main)
+
+    def launch(a, b, c):  # pressed once the kernel runs, however long the check took to get there
+        if timer.ident is None:
+            timer.start()
+        looping(a, b, c)
+
     try:
         with pytest.raises(KeyboardInterrupt) as caught:
-            check_matmul(bug_bank.looped("while"))
+            check_matmul(launch)
     finally:
         timer.cancel()
         signal.signal(signal.SIGINT, previous)
