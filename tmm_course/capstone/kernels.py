@@ -247,7 +247,11 @@ def reads_b_transposed(b: torch.Tensor) -> bool:
 
 
 def readable(t: torch.Tensor) -> bool:
-    """Whether a tensor descriptor can read ``t`` as it is: contiguous rows, 16-byte aligned."""
+    """Whether a tensor descriptor can read ``t`` as it is: contiguous rows, 16-byte aligned.
+    Rows off 128-byte lines are read as they are: on an H200, copying A, B or both onto lines
+    inside the kernel first, or storing C by pointer, lost up to 16% at 3000^3 bfloat16 and
+    6000^3 float16, and A copied 22-26% at 1000^3 and 2000^3; B copied won only at 5000^3
+    (0.83x torch against 0.79x)."""
     rows_apart = t.stride(0) * t.element_size()
     return t.stride(1) == 1 and rows_apart % 16 == 0 and t.data_ptr() % 16 == 0
 
