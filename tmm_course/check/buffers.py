@@ -51,14 +51,15 @@ def guarded_output(shape: tuple[int, int], dtype: torch.dtype, row_gap: int = 0)
     return Guarded(buffer, out, region)
 
 
-def padded_input(x: torch.Tensor) -> torch.Tensor:
-    """``x`` with the same values, shape and strides, in a storage with random room around it,
-    so that a load past its edge reads junk instead of crashing."""
+def padded_input(x: torch.Tensor, device: torch.device | str | None = None) -> torch.Tensor:
+    """``x`` with the same values, shape and strides, in a storage with random room around it
+    (on ``device``, else ``x``'s), so that a load past its edge reads junk instead of
+    crashing."""
     span = 1 + sum(
         (size - 1) * abs(stride) for size, stride in zip(x.shape, x.stride(), strict=True)
     )
     margin = _margin(max(x.stride(), default=1))
-    buffer = torch.randn(margin + span + margin, device=x.device).to(x.dtype)
+    buffer = torch.randn(margin + span + margin, device=device or x.device).to(x.dtype)
     view = buffer.as_strided(x.shape, x.stride(), margin)
     view.copy_(x)
     return view

@@ -18,8 +18,8 @@ import triton
 
 import tmm_course
 from tmm_course.backend import GPU, INTERPRETER
-from tmm_course.check import gpu_rules, launches, time_limit
-from tmm_course.check.buffers import Guarded, padded_input
+from tmm_course.check import gpu_rules, launches, record, time_limit
+from tmm_course.check.buffers import Guarded, guarded_output, padded_input
 from tmm_course.check.memory_guard import (
     OutOfBoundsAccess,
     Trace,
@@ -30,6 +30,7 @@ from tmm_course.check.memory_guard import (
 from tmm_course.check.replay import Replay
 from tmm_course.check.result import MESSAGES, Case, CheckResult, Diagnosis
 from tmm_course.check.work import mine, who_did_the_work
+from tmm_course.exercises import spec
 
 # the order diagnoses are reported in: the first one found is the primary diagnosis
 PRIORITY = (
@@ -71,20 +72,7 @@ def replays() -> bool:
     return tmm_course.BACKEND == GPU and unsupported_reason() is None
 
 
-@dataclass(frozen=True)
-class WrongAnswer:
-    """A known mistake: what it would have stored, and the sentence that names its cause."""
-
-    code: str
-    value: torch.Tensor
-    cause: str
-    # the diagnoses this cause explains away when both are found (alpha and beta swapped
-    # also reads C in the beta = 0 case)
-    explains: tuple[str, ...] = ()
-    # True: the same values follow from another mistake too (its sentence names both)
-    ambiguous: bool = False
-    # given the record of loads and stores, a sentence that tells the two apart (or None)
-    refine: Callable[[Trace], str | None] | None = None
+WrongAnswer = spec.Mistake  # a known mistake: what it stores, and the sentence for its cause
 
 
 @dataclass
@@ -108,6 +96,68 @@ class Trial:
     only_if_all_passed: bool = False
     # C = alpha*A@B + beta*C with beta = 0: the output must not be read
     output_must_not_be_read: bool = False
+    # the same case with new values, for the replay of the recorded launches (None: the
+    # replay runs on copies of these inputs)
+    fresh: Callable[[], Trial] | None = None
+
+
+def trial(case: spec.Case) -> Trial:
+    """A case of an exercise, ready to run on this machine's device: inputs with random room
+    around them, a poisoned output inside canaries, the answers where the output lies."""
+    device = tmm_course.DEVICE
+
+    def here(x):
+        return x.to(device) if isinstance(x, torch.Tensor) else x
+
+    shape = case.output.shape
+    guard = guarded_output(
+        (1, shape[0]) if len(shape) == 1 else shape, case.output.dtype, case.output.row_gap
+    )
+    if len(shape) == 1:
+        guard.out = guard.out[0]  # the 1-D view the launcher fills
+    mistakes = [
+        spec.Mistake(m.code, m.value.to(device), m.cause, m.explains, m.ambiguous, m.refine)
+        for m in case.mistakes
+    ]
+    return Trial(
+        case=Case(case.label, case.shape, ragged=case.ragged, strided=case.strided),
+        inputs=tuple(
+            padded_input(x, device) if isinstance(x, torch.Tensor) else x for x in case.inputs
+        ),
+        guard=guard,
+        expected=case.expected.to(device),
+        wrong_answers=mistakes,
+        atol=here(case.atol),
+        extra=case.probe,
+        initial=here(case.initial),
+        only_if_all_passed=case.only_if_all_passed,
+        output_must_not_be_read=case.output_must_not_be_read,
+        fresh=lambda: trial(case.again(spec.fresh_generator())),
+    )
+
+
+def run_exercise(
+    exercise: spec.Exercise,
+    fn: Callable,
+    *,
+    allow_course_kernels: bool = False,
+    name: str | None = None,
+) -> CheckResult:
+    """Judge the learner's ``fn`` on fresh cases of ``exercise`` (see :func:`run_trials`)."""
+    cases = exercise.draw(spec.fresh_generator(), tmm_course.BACKEND)
+
+    def call(*everything):
+        return fn(*exercise.arguments(everything[:-1], everything[-1]))
+
+    return run_trials(
+        name or exercise.name,
+        call,
+        [trial(c) for c in cases],
+        exercise.tensors,
+        messages=exercise.messages,
+        allow_course_kernels=allow_course_kernels,
+        gather=exercise.gather,
+    )
 
 
 def _gpu_context_lost(error: BaseException) -> bool:
@@ -229,6 +279,8 @@ def _run_trial(
         case.code, case.problem = "skipped", "not run: fix the other cases first"
         return False
     inputs = [padded_input(x) if isinstance(x, torch.Tensor) else x for x in trial.inputs]
+    if trial.fresh is not None:  # drawn by trial(): the inputs have their room already
+        inputs = list(trial.inputs)
     if trial.initial is not None:
         trial.guard.out.copy_(trial.initial)
     tensors = [x for x in inputs if isinstance(x, torch.Tensor)]
@@ -244,6 +296,8 @@ def _run_trial(
             case.problem = _timed_out(stop, " when replayed on the interpreter")
             return True
     stack, launched, trace = watch(views)
+    recorder = record.Recorder(views)
+    launched.listeners.append(recorder.note)
     snapshot: dict[str, torch.Tensor] = {}
 
     def after(launch: launches.Launch) -> None:
@@ -272,10 +326,84 @@ def _run_trial(
         trace = replayed if isinstance(replayed, Trace) else None
     case.trace = trace
     _judge(trial, launched, trace, views, allow_course_kernels, snapshot.get("out"), gather)
+    if case.code is None and not allow_course_kernels:
+        _course_inside(case, recorder)
     _compile_verdict(case, compiler, launched)
     if case.passed:
-        case.trace = None  # keep the record of failures only
+        return _replayed(trial, recorder, names)
     return False
+
+
+def _course_inside(case: Case, recorder: record.Recorder) -> None:
+    """A learner kernel that calls one of the course's ``@triton.jit`` functions inside it
+    (or a course kernel launched under another name) did not do the exercise itself."""
+    found = record.course_kernels(recorder.record()) if recorder.problem is None else None
+    if found:
+        case.passed = False
+        case.code = "course_kernel"
+        case.problem = case.cause = f"{found}: the exercise is your own kernel, all the way down."
+
+
+REPLAYED = (
+    "{bad} of {cells} cells of {output} were wrong when the check launched your kernels "
+    "again itself, on fresh inputs, with every buffer your launcher made refilled: their "
+    "answer came from outside the kernels (computed in Python, torch or numpy and handed to "
+    "a kernel, or kept from an earlier call). The kernels must compute it from the inputs."
+)
+
+
+def _replayed(trial: Trial, recorder: record.Recorder, names: Sequence[str]) -> bool:
+    """Launch the recorded kernels again on fresh inputs the check owns, every buffer the
+    launcher allocated poisoned (a constant or a copy of an input kept): the case passes only
+    if what those launches store is right. True when the cases after it cannot run."""
+    case = trial.case
+    case.trace = None  # the record of failures only
+    if recorder.problem is not None:
+        case.passed, case.code, case.problem = False, "crashed", recorder.problem
+        return False
+    data = recorder.record()
+    fresh = trial.fresh() if trial.fresh is not None else _copy_of(trial)
+    inputs = list(fresh.inputs)
+    if fresh.initial is not None:
+        fresh.guard.out.copy_(fresh.initial)
+    tensors = [x for x in inputs if isinstance(x, torch.Tensor)]
+    views = dict(zip(names, [*tensors, fresh.guard.out], strict=True))
+    stack, _, trace = watch(views)
+    output = names[-1]
+    try:
+        with stack, time_limit.time_limit(tmm_course.BACKEND == INTERPRETER):
+            record.replay(data, views, recorder.kernels)
+    except time_limit.CaseTimedOut as stop:
+        case.passed, case.code = False, "timed_out"
+        case.problem = _timed_out(stop, " when the check replayed your kernels")
+        return True
+    except Exception as error:  # poison sent a kernel astray: its answer was not its own
+        case.passed, case.code = False, "no_triton_kernel"
+        case.problem = case.cause = (
+            REPLAYED.format(bad="some", cells=fresh.guard.out.numel(), output=output)
+            + f" (the replay stopped: {_first_line(error)})"
+        )
+        return _gpu_context_lost(error)
+    out = fresh.guard.out
+    strayed = _stray(trace, "store", views) is not None or not fresh.guard.canaries_intact()
+    if strayed or not _close(out, fresh.expected, fresh.atol):
+        bad = int((~_isclose(out, fresh.expected, fresh.atol)).sum())
+        case.passed, case.code = False, "no_triton_kernel"
+        case.problem = case.cause = REPLAYED.format(bad=bad, cells=out.numel(), output=output)
+    return False
+
+
+def _copy_of(trial: Trial) -> Trial:
+    """The trial again on copies of its inputs and a fresh poisoned output (a trial that
+    cannot draw new values)."""
+    out = trial.guard.out
+    guard = guarded_output(tuple(out.shape) if out.dim() == 2 else (1, out.numel()), out.dtype)
+    if out.dim() != 2:
+        guard.out = guard.out[0]
+    if out.dim() == 2 and out.stride(0) != out.shape[1]:  # rows padded: keep the gap
+        guard = guarded_output(tuple(out.shape), out.dtype, out.stride(0) - out.shape[1])
+    inputs = tuple(padded_input(x) if isinstance(x, torch.Tensor) else x for x in trial.inputs)
+    return Trial(trial.case, inputs, guard, trial.expected, atol=trial.atol, initial=trial.initial)
 
 
 def _timed_out(stop: time_limit.CaseTimedOut, where: str) -> str:

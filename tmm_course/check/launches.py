@@ -12,10 +12,14 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import torch
 
+import tmm_course
+
 COURSE_PACKAGE = "tmm_course"
+COURSE_FOLDER = Path(tmm_course.__file__).resolve().parent
 
 
 @dataclass(frozen=True)
@@ -29,11 +33,33 @@ class Launch:
     jit: object = field(default=None, compare=False, repr=False)
     args: tuple = field(default=(), compare=False, repr=False)
     kwargs: dict = field(default_factory=dict, compare=False, repr=False)
+    grid: object = field(default=None, compare=False, repr=False)  # a tuple, or grid(meta)
 
     @property
     def from_the_course(self) -> bool:
         """A kernel that ships with tmm_course (not one written in the notebook)."""
-        return self.module == COURSE_PACKAGE or self.module.startswith(COURSE_PACKAGE + ".")
+        return (
+            self.module == COURSE_PACKAGE
+            or self.module.startswith(COURSE_PACKAGE + ".")
+            or (self.jit is not None and from_the_course(self.jit))
+        )
+
+
+def from_the_course(fn: object) -> bool:
+    """Whether a Python function (or a ``@triton.jit`` kernel) ships with tmm_course: by its
+    module, or by the file its code was compiled from (a course kernel rebuilt under a new name
+    or module keeps that)."""
+    fn = getattr(fn, "fn", fn)
+    module = getattr(fn, "__module__", "") or ""
+    if module == COURSE_PACKAGE or module.startswith(COURSE_PACKAGE + "."):
+        return True
+    code = getattr(fn, "__code__", None)
+    if code is None:
+        return False
+    try:
+        return Path(code.co_filename).resolve().is_relative_to(COURSE_FOLDER)
+    except (OSError, ValueError):
+        return False
 
 
 @dataclass
@@ -45,16 +71,16 @@ class Launches:
     # called once a launch has returned (on a GPU: queued), with that launch
     finished: list[Callable[[Launch], None]] = field(default_factory=list)
 
-    def note(self, kernel: object, args: tuple, kwargs: dict) -> Launch:
+    def note(self, kernel: object, args: tuple, kwargs: dict, grid: object = None) -> Launch:
         fn = getattr(kernel, "fn", kernel)
-        tensors = tuple(a for a in (*args, *kwargs.values()) if isinstance(a, torch.Tensor))
         launch = Launch(
             getattr(fn, "__name__", "kernel"),
             getattr(fn, "__module__", "") or "",
-            tensors,
+            tuple(tensors_of(a) for a in (*args, *kwargs.values()) if tensors_of(a) is not None),
             kernel,
             tuple(args),
             dict(kwargs),
+            grid,
         )
         self.seen.append(launch)
         for listener in self.listeners:
@@ -68,6 +94,17 @@ class Launches:
     @property
     def kernels(self) -> list[str]:
         return [launch.kernel for launch in self.seen]
+
+
+def tensors_of(argument: object) -> torch.Tensor | None:
+    """The tensor a kernel argument hands the kernel: the tensor itself, or the base of a host
+    ``TensorDescriptor``; None for a scalar."""
+    if isinstance(argument, torch.Tensor):
+        return argument
+    base = getattr(argument, "base", None)
+    if isinstance(base, torch.Tensor) and hasattr(argument, "block_shape"):
+        return base
+    return None
 
 
 def _launch_classes() -> list[type]:
@@ -95,7 +132,7 @@ def recording() -> Iterator[Launches]:
         def run(self, *args, grid, warmup, **kwargs):
             if warmup:
                 return original(self, *args, grid=grid, warmup=warmup, **kwargs)
-            launch = record.note(self, args, kwargs)
+            launch = record.note(self, args, kwargs, grid)
             result = original(self, *args, grid=grid, warmup=warmup, **kwargs)
             record.done(launch)
             return result

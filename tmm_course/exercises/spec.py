@@ -1,0 +1,158 @@
+"""The types an exercise is written in: what the learner's function is called with, the cases
+it is judged on, the right answer and the known mistakes, and where it lives in the notebooks.
+
+An exercise module (``tmm_course.exercises.matmul``, say) defines one :class:`Exercise`. Its
+:attr:`Exercise.cases` draws the cases from a ``torch.Generator``: the learner's check draws
+fresh ones on every call, the batch grader draws secret ones from its own seed. Each
+:class:`Case` holds CPU tensors laid out as the case says (a transposed view is a transposed
+view), the float64 reference and how far a cell may be from it, and :meth:`Case.again` draws
+the same case (shapes, layouts, scalars) with new values: what a replay of the learner's
+launches runs on. Nothing here launches anything, allocates on a GPU or reads global state:
+two processes that draw from the same seed get the same cases.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+
+import torch
+
+BLOCK = 64  # "aligned" means a multiple of this on every axis (blocks up to 64 fit)
+
+# (out, *inputs) -> (code, sentence) for a subtler fault once the values are right, or None
+Probe = Callable[..., "tuple[str, str] | None"]
+
+
+def ragged(**sizes: int) -> tuple[str, ...]:
+    """The axes whose size is not a multiple of :data:`BLOCK`: ``ragged(M=33, N=64) == ("M",)``."""
+    return tuple(axis for axis, size in sizes.items() if size % BLOCK)
+
+
+def label(shape: tuple[int, ...], note: str = "") -> str:
+    """'33x17 ragged, sliced view': the shape, aligned or ragged, and a note."""
+    kind = "ragged" if ragged(**dict(zip("MNK", shape, strict=False))) else "aligned"
+    return "x".join(map(str, shape)) + f" {kind}" + (f", {note}" if note else "")
+
+
+@dataclass(frozen=True)
+class Mistake:
+    """A known mistake: what it would have stored, and the sentence that names its cause."""
+
+    code: str
+    value: torch.Tensor  # float64, the output's shape (NaN where nothing would land)
+    cause: str
+    # the diagnoses this cause explains away when both are found (alpha and beta swapped
+    # also reads C in the beta = 0 case)
+    explains: tuple[str, ...] = ()
+    # True: the same values follow from another mistake too (its sentence names both)
+    ambiguous: bool = False
+    # given the record of loads and stores (a check's Trace), a sentence that tells the two
+    # apart, or None
+    refine: Callable[[object], str | None] | None = None
+
+
+@dataclass(frozen=True)
+class Output:
+    """The output a case hands the learner: its shape and dtype, and a gap between rows that
+    makes it non-contiguous (its row stride is then N + row_gap)."""
+
+    shape: tuple[int, ...]
+    dtype: torch.dtype
+    row_gap: int = 0
+
+
+@dataclass
+class Case:
+    """One call of the learner's function: its inputs, the output it fills, the right answer."""
+
+    label: str
+    shape: tuple[int, ...]  # (M, N, K), (M, N) or (n,): what the labels and messages say
+    inputs: tuple[torch.Tensor | float, ...]  # in the launcher's order, before the output
+    output: Output
+    expected: torch.Tensor  # float64, the output's shape
+    atol: float | torch.Tensor = 0.0  # allowed |out - expected|, per cell if a tensor
+    mistakes: list[Mistake] = field(default_factory=list)
+    ragged: tuple[str, ...] = ()  # axes that are not multiples of BLOCK
+    strided: tuple[str, ...] = ()  # tensors (by name) that are not contiguous
+    # what the output holds before the call (C = alpha*A@B + beta*C); None: poisoned
+    initial: torch.Tensor | None = None
+    probe: Probe | None = None  # a last look once the values are right (the long-K probe)
+    only_if_all_passed: bool = False  # run only when every earlier case passed
+    output_must_not_be_read: bool = False  # beta == 0: C must not be loaded
+    # the same case with new values, drawn from a generator (set by the exercise)
+    redraw: Callable[[torch.Generator], Case] | None = field(default=None, repr=False)
+
+    def again(self, gen: torch.Generator) -> Case:
+        """This case (shapes, layouts, scalars, flags) with new random values."""
+        if self.redraw is None:
+            return self
+        fresh = self.redraw(gen)
+        return replace(fresh, label=self.label, only_if_all_passed=self.only_if_all_passed)
+
+    @property
+    def tensors(self) -> list[torch.Tensor]:
+        return [x for x in self.inputs if isinstance(x, torch.Tensor)]
+
+
+@dataclass(frozen=True)
+class Cells:
+    """Where an exercise lives: its notebook and the ids of its exercise, solution and check
+    cells."""
+
+    notebook: str
+    exercise: str
+    solution: str
+    check: str
+
+
+@dataclass(frozen=True)
+class Exercise:
+    """One exercise: how the learner's function is called, its cases and its messages.
+
+    ``cases(gen, backend)`` returns every case of one check (``backend`` is
+    ``tmm_course.backend``'s ``"gpu"`` or ``"interpreter"``: a float32 product on a GPU is
+    allowed TF32's error). The learner's function is called ``fn(*case.inputs, out)`` with the
+    output last, unless :attr:`call` reorders (``fn(a, b, c, alpha, beta)``).
+    """
+
+    name: str  # the check's name, also its notebook tag (check:NAME)
+    lesson: int
+    function: str  # the learner's function the exercise cell defines
+    signature: str  # how it is called, as the lesson writes it
+    tensors: tuple[str, ...]  # names of the tensors among the inputs, then the output's
+    cases: Callable[[torch.Generator, str], list[Case]]
+    cells: Cells | None = None
+    messages: Mapping[str, str] = field(default_factory=dict)  # sentences for this exercise
+    gather: bool = False  # the exercise is to read strided inputs in place
+    # the order the learner's function takes (inputs..., out) in: indices into that tuple
+    call: Sequence[int] | None = None
+    # lesson 9: the broken course kernel (in tmm_course.kernels.pitfalls) the cell repairs,
+    # and the name of the repaired kernel it defines
+    fix_of: str | None = None
+    kernel: str | None = None
+
+    def arguments(self, inputs: Sequence[object], out: object) -> list[object]:
+        """The learner's arguments for one case, in the order its function takes them."""
+        everything = [*inputs, out]
+        return everything if self.call is None else [everything[i] for i in self.call]
+
+    def draw(self, gen: torch.Generator, backend: str) -> list[Case]:
+        return self.cases(gen, backend)
+
+
+def generator(seed: int) -> torch.Generator:
+    """A CPU generator seeded with ``seed`` (any int)."""
+    gen = torch.Generator()
+    gen.manual_seed(seed % (2**63))
+    return gen
+
+
+def fresh_generator() -> torch.Generator:
+    """A generator seeded from torch's global one: fresh on every call, repeatable under
+    ``torch.manual_seed``."""
+    return generator(int(torch.randint(0, 2**62, (1,))))
+
+
+def randn(gen: torch.Generator, *shape: int) -> torch.Tensor:
+    return torch.randn(*shape, generator=gen)
