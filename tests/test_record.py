@@ -1,0 +1,185 @@
+"""The launch record (tmm_course.check.record): plain data that survives a trip through JSON,
+and a replay that launches the recorded kernels on tensors the judge owns, every buffer the
+launcher made refilled (poison, a kept constant, a fresh copy of an input)."""
+
+from __future__ import annotations
+
+import json
+
+import tmm_course  # chooses the backend first
+
+# isort: split
+import pytest
+import torch
+import triton
+import triton.language as tl
+
+from tmm_course.check import launches
+from tmm_course.check.record import Recorder, course_kernels, rebuild, replay
+from tmm_course.kernels.vector_add import vector_add_kernel
+
+SCALE = tl.constexpr(2)
+
+
+@triton.jit
+def _twice(x):
+    return x * SCALE
+
+
+@triton.jit
+def axpy_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    inside = offs < n
+    x = tl.load(x_ptr + offs, mask=inside)
+    y = tl.load(y_ptr + offs, mask=inside)
+    tl.store(out_ptr + offs, _twice(x) + y, mask=inside)
+
+
+@triton.jit
+def accumulate_kernel(src_ptr, acc_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    inside = offs < n
+    tl.atomic_add(acc_ptr + offs, tl.load(src_ptr + offs, mask=inside), mask=inside)
+
+
+@triton.jit
+def calls_the_course(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    vector_add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK)
+
+
+def recorded(launcher, tensors: dict[str, torch.Tensor]) -> Recorder:
+    recorder = Recorder(tensors)
+    with launches.recording() as seen:
+        seen.listeners.append(recorder.note)
+        launcher(*tensors.values())
+    assert recorder.problem is None
+    return recorder
+
+
+def vectors(n: int = 40) -> dict[str, torch.Tensor]:
+    return {"x": torch.randn(n), "y": torch.randn(n), "out": torch.full((n,), float("nan"))}
+
+
+def plain(x, y, out):
+    grid = lambda meta: (triton.cdiv(meta["n"], meta["BLOCK"]),)
+    axpy_kernel[grid](x, y, out, x.numel(), BLOCK=16)
+
+
+def test_the_record_is_plain_data_with_the_grid_resolved_and_each_tensor_named():
+    data = recorded(plain, vectors()).record()
+    assert json.loads(json.dumps(data)) == data
+    (launch,) = data["launches"]
+    assert launch["grid"] == [3, 1, 1]
+    assert [a["tensor"]["case"] for a in launch["args"][:3]] == ["x", "y", "out"]
+    assert launch["args"][3] == {"int": 40} and launch["kwargs"] == {"BLOCK": {"int": 16}}
+
+
+def test_the_record_carries_every_kernel_it_calls_and_the_constexprs_it_reads():
+    kernels = recorded(plain, vectors()).record()["kernels"]
+    assert kernels["axpy_kernel"]["calls"] == ["_twice"]
+    assert kernels["_twice"]["globals"]["SCALE"] == {"constexpr": 2}
+    assert kernels["_twice"]["source"].startswith("def _twice(x):")
+
+
+def test_a_replay_from_the_rebuilt_source_computes_on_the_new_inputs():
+    data = json.loads(json.dumps(recorded(plain, vectors()).record()))
+    fresh = vectors()
+    replay(data, fresh, rebuild(data))  # what another process does
+    assert torch.allclose(fresh["out"], 2 * fresh["x"] + fresh["y"])
+
+
+def test_an_answer_handed_to_the_kernel_is_poison_at_replay():
+    def cheat(x, y, out):
+        answer = (2 * x + y).clone()
+        axpy_kernel[(3,)](answer, torch.zeros_like(y), out, x.numel(), BLOCK=16)
+
+    recorder = recorded(cheat, vectors())
+    assert recorder.record()["buffers"][0]["fill"] == {"kind": "poison"}
+    fresh = vectors()
+    replay(recorder.record(), fresh, recorder.kernels)
+    assert fresh["out"].isnan().all()
+
+
+def test_a_zero_filled_buffer_keeps_its_zeros_at_replay():
+    def split(x, y, out):
+        acc = torch.zeros_like(out)
+        for part in (x, y):
+            accumulate_kernel[(3,)](part, acc, x.numel(), BLOCK=16)
+        axpy_kernel[(3,)](torch.zeros_like(x), acc, out, x.numel(), BLOCK=16)
+
+    recorder = recorded(split, vectors())
+    assert recorder.record()["buffers"][0]["fill"] == {"kind": "constant", "value": 0.0}
+    fresh = vectors()
+    replay(recorder.record(), fresh, recorder.kernels)
+    assert torch.allclose(fresh["out"], fresh["x"] + fresh["y"])
+
+
+def test_a_host_copy_of_an_input_is_made_again_from_the_fresh_input():
+    def copies(x, y, out):
+        axpy_kernel[(3,)](x.clone(), y.double().float(), out, x.numel(), BLOCK=16)
+
+    recorder = recorded(copies, vectors())
+    assert [b["fill"]["of"] for b in recorder.record()["buffers"]] == ["x", "y"]
+    fresh = vectors()
+    replay(recorder.record(), fresh, recorder.kernels)
+    assert torch.allclose(fresh["out"], 2 * fresh["x"] + fresh["y"])
+
+
+def test_a_view_of_an_input_is_replayed_at_the_same_offset():
+    def halves(x, y, out):
+        half = x.numel() // 2
+        axpy_kernel[(2,)](x[half:], y[half:], out[half:], half, BLOCK=16)
+        axpy_kernel[(2,)](x[:half], y[:half], out[:half], half, BLOCK=16)
+
+    recorder = recorded(halves, vectors())
+    assert recorder.record()["launches"][0]["args"][0]["tensor"]["byte_offset"] == 80
+    fresh = vectors()
+    replay(recorder.record(), fresh, recorder.kernels)
+    assert torch.allclose(fresh["out"], 2 * fresh["x"] + fresh["y"])
+
+
+def test_a_course_kernel_called_inside_a_learner_kernel_is_named():
+    def inside(x, y, out):
+        calls_the_course[(3,)](x, y, out, x.numel(), BLOCK=16)
+
+    found = course_kernels(recorded(inside, vectors()).record())
+    assert found == (
+        "calls_the_course calls the course's tmm_course.kernels.vector_add.vector_add_kernel "
+        "inside it"
+    )
+
+
+def test_a_course_kernel_rebuilt_in_another_module_is_still_the_courses():
+    import types
+
+    fn = vector_add_kernel.fn
+    rebuilt = types.FunctionType(fn.__code__, {**fn.__globals__, "__name__": "__main__"})
+    assert rebuilt.__module__ == "__main__"
+    mine = triton.jit(rebuilt)
+
+    def launch(x, y, out):
+        mine[(3,)](x, y, out, x.numel(), BLOCK=16)
+
+    assert "launched the course's" in (course_kernels(recorded(launch, vectors()).record()) or "")
+
+
+def test_a_tensor_descriptor_is_recorded_by_its_base_and_blocks():
+    from triton.tools.tensor_descriptor import TensorDescriptor
+
+    from tmm_course.check.record import Recorder as R
+
+    a = torch.randn(32, 32)
+    recorder = R({"a": a})
+    value = recorder._value(TensorDescriptor.from_tensor(a, [16, 16]))
+    assert value["descriptor"]["base"]["tensor"]["case"] == "a"
+    assert value["descriptor"]["block_shape"] == [16, 16]
+
+
+def test_an_argument_that_is_not_plain_data_is_refused_in_words():
+    from tmm_course.check.record import Unrecordable
+
+    with pytest.raises(Unrecordable, match="cannot be replayed"):
+        Recorder({})._value(object())
+
+
+assert tmm_course.BACKEND  # the backend was chosen before the kernels above were decorated
