@@ -240,3 +240,25 @@ def test_a_launch_that_runs_past_the_limit_times_out(launcher, monkeypatch):
 
 
 assert tmm_course.BACKEND
+
+
+@triton.jit
+def refused_when_n_is_one(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    steps = n // (n - 1)  # n == 1 is a constant to the compiler: it divides by zero
+    inside = offs < n
+    total = tl.load(x_ptr + offs, mask=inside) + tl.load(y_ptr + offs, mask=inside)
+    tl.store(out_ptr + offs, total + 0 * steps, mask=inside)
+
+
+def test_a_kernel_that_only_a_size_one_constant_breaks_is_refused(recwarn):
+    def launcher(x, y, out):
+        refused_when_n_is_one[grid_1d(x.numel())](x, y, out, x.numel(), BLOCK=16)
+
+    seven_then_one = replace(
+        vector_add.EXERCISE, cases=lambda g, b: [vector_add.case(n, b, g) for n in (7, 1)]
+    )
+    result = run_exercise(seven_then_one, launcher)
+    assert result.codes == ["gpu_would_reject"], result
+    assert [c.passed for c in result.cases] == [True, False]
+    assert "n = 1 (constants)" in result.primary.message

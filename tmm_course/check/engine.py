@@ -257,6 +257,11 @@ def run_trials(
                             else "the GPU context was lost"
                         )
                 break
+        if all(c.passed for c in cases):  # every specialization launched, compiled too
+            for report, refused in compiler.further():
+                for case in refused:
+                    case.passed, case.code = False, "gpu_would_reject"
+                    case.problem = case.cause = report.refusal() or ""
     except KeyboardInterrupt:
         raise KeyboardInterrupt(INTERRUPTED) from None
     result = _verdict(exercise, cases, messages or {})
@@ -421,7 +426,7 @@ def _compile_verdict(case: Case, compiler: gpu_rules.Compiler, launched: launche
     if case.code == "crashed" and "NotImplementedError" in case.problem:
         return  # this Triton lacks the feature everywhere: its own sentence says so
     known = {r.kernel for r in compiler.reports.values() if not r.refused}
-    refused = compiler.judge(launched.seen)
+    refused = compiler.judge(launched.seen, case)
     if refused is None:
         return
     case.passed = False

@@ -8,8 +8,11 @@ types, its ``tl.constexpr`` values, ``num_warps`` and ``num_stages``. The compil
 the verdict, in its own words; what it produced (shared memory, registers, spills, the matrix
 instructions) is what the check shows the learner, on any machine.
 
-Each distinct specialization is compiled once per check (and cached across checks), so a check
-costs a second or two more per kernel and dtype, not per case.
+Each kernel and dtype is compiled once per check for every GPU (and cached across checks), so a
+check costs a second or two more per kernel and dtype, not per case. The other specializations
+a check launched (a 1x1 case turns its size-1 integers into constants, a transposed view its
+unit strides) are compiled too, for one GPU, once every case passed: a kernel that only a
+size-1 K makes the compiler refuse is refused, in the compiler's words.
 """
 
 from __future__ import annotations
@@ -19,7 +22,15 @@ from dataclasses import dataclass, field
 
 from tmm_course import gpu
 from tmm_course.check.launches import Launch
-from tmm_course.compile_ahead import GPUS, Compiled, compile_everywhere, parameters, specialize
+from tmm_course.compile_ahead import (
+    GPUS,
+    Compiled,
+    Specialization,
+    compile_everywhere,
+    compile_for,
+    parameters,
+    specialize,
+)
 
 NOT_CONSTEXPR = "must be of type tl.constexpr"  # a block size passed as a runtime value
 # the most shared memory one program may use, per GPU the course names
@@ -29,6 +40,7 @@ SHARED_MEMORY_LIMIT = {
     "sm_90": gpu.KNOWN["H200"].shared_memory,
 }
 SHORT_NAMES = {"sm_75": "T4", "sm_80": "A100", "sm_90": "H100/H200"}
+ONE_GPU = "sm_80"  # what each further specialization of a kernel is compiled for
 OPTIONS = ("num_warps", "num_stages")
 DEFAULT_OPTIONS = {"num_warps": 4, "num_stages": 3}
 
@@ -106,16 +118,24 @@ class KernelReport:
         ]
 
 
-def _describe(launch: Launch, constexprs: dict, options: dict) -> str:
+def _describe(
+    launch: Launch, constexprs: dict, options: dict, spec: Specialization | None = None
+) -> str:
     dtypes = sorted({str(t.dtype).removeprefix("torch.") for t in launch.tensors})
     blocks = ", ".join(
         f"{name}={value}"
         for name, value in constexprs.items()
         if isinstance(value, int) and not isinstance(value, bool) and name.isupper()
     )
+    ones = (
+        ", ".join(n for n, kind in spec.signature.items() if kind == "constexpr" and
+                  constexprs.get(n) == 1 and not isinstance(constexprs.get(n), bool))
+        if spec is not None else ""
+    )  # fmt: skip
     parts = [
         "/".join(dtypes),
         blocks,
+        f"{ones} = 1 (constants)" if ones else "",
         f"{options['num_warps']} warps, {options['num_stages']} stages",
     ]
     return "; ".join(p for p in parts if p)
@@ -126,20 +146,43 @@ class Compiler:
     """Compiles each learner kernel a check sees once per distinct specialization."""
 
     reports: dict[tuple, KernelReport] = field(default_factory=dict)
+    # the further specializations seen: (launch, its specialization, options, cases), by key
+    pending: dict[tuple, tuple[Launch, Specialization, dict, list]] = field(default_factory=dict)
+    covered: set[tuple] = field(default_factory=set)  # specializations compiled already
 
-    def judge(self, launched: Iterable[Launch]) -> KernelReport | None:
+    def judge(self, launched: Iterable[Launch], case: object = None) -> KernelReport | None:
         """Compile what is new among ``launched`` (the course's own kernels are known to
-        compile, and are left out); the first report some GPU refuses, or None."""
+        compile, and are left out); the first report some GPU refuses, or None. A further
+        specialization of a kernel compiled already is kept for :meth:`further` (with
+        ``case``, the case that launched it)."""
         refused = None
         for launch in launched:
             if launch.jit is None or launch.from_the_course:
                 continue
-            report = self._report(launch)
+            report = self._report(launch, case)
             if report is not None and report.refused and refused is None:
                 refused = report
         return refused
 
-    def _report(self, launch: Launch) -> KernelReport | None:
+    def further(self) -> list[tuple[KernelReport, list]]:
+        """Compile each further specialization for one GPU; (report, cases) for each the
+        compiler refuses."""
+        refused = []
+        for key, (launch, spec, options, cases) in self.pending.items():
+            compiled = fits(compile_for(launch.jit, spec, ONE_GPU, **options))
+            report = KernelReport(
+                launch.kernel,
+                _describe(launch, spec.constexprs, options, spec),
+                {ONE_GPU: compiled},
+            )
+            self.covered.add(key)
+            if report.refused:
+                self.reports[key] = report
+                refused.append((report, cases))
+        self.pending.clear()
+        return refused
+
+    def _report(self, launch: Launch, case: object = None) -> KernelReport | None:
         options = {
             **DEFAULT_OPTIONS,
             **{k: launch.kwargs[k] for k in OPTIONS if k in launch.kwargs},
@@ -156,6 +199,7 @@ class Compiler:
             for name, kind in spec.signature.items()
         )
         key = (id(getattr(launch.jit, "fn", launch.jit)), kinds, tuple(options.items()))
+        exact = (key, _signature_key(spec))
         if key not in self.reports:
             compiled = compile_everywhere(launch.jit, spec, **options)
             self.reports[key] = KernelReport(
@@ -163,10 +207,24 @@ class Compiler:
                 _describe(launch, spec.constexprs, options),
                 {name: fits(compiled[name]) for name in GPUS},
             )
+            self.covered.add(exact)
+        elif exact not in self.covered:
+            entry = self.pending.setdefault(exact, (launch, spec, options, []))
+            if case is not None and case not in entry[3]:
+                entry[3].append(case)
         return self.reports[key]
 
     def rows(self) -> list[dict[str, object]]:
         return [row for report in self.reports.values() for row in report.rows()]
+
+
+def _signature_key(spec: Specialization) -> tuple:
+    """A specialization's types and constexprs, alignment left out: what makes a compile the
+    compiler may refuse (a size-1 integer is a constant)."""
+    return (
+        tuple(spec.signature.items()),
+        tuple((name, repr(value)) for name, value in spec.constexprs.items()),
+    )
 
 
 def _kind(kind: str) -> str:
