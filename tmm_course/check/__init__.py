@@ -1,7 +1,9 @@
-"""The exercise checks (:mod:`~tmm_course.check.exercises`), the engine that runs and judges
+"""The exercise checks (:mod:`~tmm_course.check.exercises`; each exercise itself is defined in
+:mod:`tmm_course.exercises`), the engine that runs and judges
 them (:mod:`~tmm_course.check.engine`), what a check says (:mod:`~tmm_course.check.result`),
 the memory it hands out (:mod:`~tmm_course.check.buffers`), the kernels a launcher started
-(:mod:`~tmm_course.check.launches`) and, on the interpreter, the memory guard that judges every
+(:mod:`~tmm_course.check.launches`), those launches as plain data and their replay on inputs
+the check owns, the verdict (:mod:`~tmm_course.check.record`) and, on the interpreter, the memory guard that judges every
 load and store per view (:mod:`~tmm_course.check.memory_guard`; on a GPU each case is replayed
 through it, :mod:`~tmm_course.check.replay`), whether the learner's kernel did the work
 (:mod:`~tmm_course.check.work`), a time limit per case (:mod:`~tmm_course.check.time_limit`)
