@@ -1,13 +1,14 @@
 """The exercise checks (:mod:`~tmm_course.check.exercises`; each exercise itself is defined in
-:mod:`tmm_course.exercises`), the engine that runs and judges
-them (:mod:`~tmm_course.check.engine`), what a check says (:mod:`~tmm_course.check.result`),
-the memory it hands out (:mod:`~tmm_course.check.buffers`), the kernels a launcher started
-(:mod:`~tmm_course.check.launches`), those launches as plain data and their replay on inputs
-the check owns, the verdict (:mod:`~tmm_course.check.record`) and, on the interpreter, the memory guard that judges every
-load and store per view (:mod:`~tmm_course.check.memory_guard`; on a GPU each case is replayed
-through it, :mod:`~tmm_course.check.replay`), whether the learner's kernel did the work
-(:mod:`~tmm_course.check.work`), a time limit per case (:mod:`~tmm_course.check.time_limit`)
-and what a GPU's compiler makes of every learner kernel (:mod:`~tmm_course.check.gpu_rules`).
+:mod:`tmm_course.exercises`), the engine that runs and judges them
+(:mod:`~tmm_course.check.engine`), what a check says (:mod:`~tmm_course.check.result`), the
+memory it hands out (:mod:`~tmm_course.check.buffers`), the kernels a launcher started
+(:mod:`~tmm_course.check.launches`), those launches as plain data and their replay on inputs the
+check owns, the verdict (:mod:`~tmm_course.check.record`) and, on the interpreter, the memory
+guard that judges every load and store per view (:mod:`~tmm_course.check.memory_guard`; on a
+GPU each case is replayed through it, :mod:`~tmm_course.check.replay`), whether the learner's
+kernel did the work (:mod:`~tmm_course.check.work`), a time limit per case
+(:mod:`~tmm_course.check.time_limit`) and what a GPU's compiler makes of every learner kernel
+(:mod:`~tmm_course.check.gpu_rules`).
 
 Lesson 4's variant exercise, a linear layer, lesson 8's graded predictions, the exercises of
 lessons 6 and 7 and lesson 9's "find the bug" have modules of their own

@@ -7,7 +7,17 @@ from functools import partial
 
 import torch
 
-from tmm_course.exercises.spec import Case, Cells, Exercise, Mistake, Output, label, ragged
+from tmm_course.exercises.spec import (
+    Case,
+    Cells,
+    Exercise,
+    Mistake,
+    Output,
+    Resize,
+    label,
+    ragged,
+    same,
+)
 
 ALIGNED = [(64, 64), (64, 128)]
 RAGGED = [(1, 1), (5, 7), (33, 17), (70, 3), (3, 70)]
@@ -36,8 +46,8 @@ def case(m: int, n: int, gen: torch.Generator) -> Case:
     )
 
 
-def cases(gen: torch.Generator, backend: str) -> list[Case]:
-    return [case(m, n, gen) for m, n in SHAPES]
+def cases(gen: torch.Generator, backend: str, resize: Resize = same) -> list[Case]:
+    return [case(m, n, gen) for m, n in map(resize, SHAPES)]
 
 
 EXERCISE = Exercise(

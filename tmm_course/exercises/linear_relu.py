@@ -11,7 +11,7 @@ import torch
 
 from tmm_course.exercises import products
 from tmm_course.exercises.products import LONG_K, PRODUCTS, Product
-from tmm_course.exercises.spec import Case, Cells, Exercise, Mistake, Output, label
+from tmm_course.exercises.spec import Case, Cells, Exercise, Mistake, Output, Resize, label, same
 from tmm_course.exercises.spec import ragged as ragged_axes
 from tmm_course.numerics import allowed
 
@@ -82,14 +82,15 @@ def case(p: Product, backend: str, gen: torch.Generator) -> Case:
         mistakes=mistakes(x64, w64, bias64) if square else [],
         ragged=ragged_axes(M=p.m, N=p.n, K=p.k),
         strided=products.strided_tensors(p.layout, ("x", "w", "out")),
-        probe=products.accumulator_precision(exact) if p is LONG_K else None,
-        only_if_all_passed=p is LONG_K,
+        probe=products.accumulator_precision(exact) if p == LONG_K else None,
+        only_if_all_passed=p == LONG_K,
         redraw=partial(case, p, backend),
     )
 
 
-def cases(gen: torch.Generator, backend: str) -> list[Case]:
-    return [case(p, backend, gen) for p in [*PRODUCTS, LONG_K]]
+def cases(gen: torch.Generator, backend: str, resize: Resize = same) -> list[Case]:
+    found = [case(products.resized(p, resize), backend, gen) for p in PRODUCTS]
+    return [*found, case(LONG_K, backend, gen)]
 
 
 EXERCISE = Exercise(

@@ -9,7 +9,7 @@ import torch
 
 from tmm_course.exercises import products
 from tmm_course.exercises.products import LONG_K, PRODUCTS, Product
-from tmm_course.exercises.spec import Case, Cells, Exercise, Output, label
+from tmm_course.exercises.spec import Case, Cells, Exercise, Output, Resize, label, same
 from tmm_course.exercises.spec import ragged as ragged_axes
 from tmm_course.numerics import allowed
 
@@ -32,17 +32,17 @@ def case(p: Product, dtype: torch.dtype, backend: str, gen: torch.Generator) -> 
         mistakes=mistakes,
         ragged=ragged_axes(M=p.m, N=p.n, K=p.k),
         strided=products.strided_tensors(p.layout),
-        probe=products.accumulator_precision(exact) if p is LONG_K else None,
-        only_if_all_passed=p is LONG_K,
+        probe=products.accumulator_precision(exact) if p == LONG_K else None,
+        only_if_all_passed=p == LONG_K,
         redraw=partial(case, p, dtype, backend),
     )
 
 
-def cases(gen: torch.Generator, backend: str) -> list[Case]:
-    found = [case(p, torch.float16, backend, gen) for p in PRODUCTS]
+def cases(gen: torch.Generator, backend: str, resize: Resize = same) -> list[Case]:
+    found = [case(products.resized(p, resize), torch.float16, backend, gen) for p in PRODUCTS]
     found.append(case(LONG_K, torch.float16, backend, gen))
     # last: a GPU refuses some kernels on float32 only, which must not hide the probe above
-    found.append(case(PRODUCTS[0], torch.float32, backend, gen))
+    found.append(case(products.resized(PRODUCTS[0], resize), torch.float32, backend, gen))
     return found
 
 

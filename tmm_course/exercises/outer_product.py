@@ -7,7 +7,17 @@ from functools import partial
 import torch
 
 from tmm_course.exercises.fill_column_major import SHAPES
-from tmm_course.exercises.spec import Case, Cells, Exercise, Mistake, Output, label, ragged
+from tmm_course.exercises.spec import (
+    Case,
+    Cells,
+    Exercise,
+    Mistake,
+    Output,
+    Resize,
+    label,
+    ragged,
+    same,
+)
 from tmm_course.numerics import allowed
 
 SWAPPED = (
@@ -60,8 +70,8 @@ def case(m: int, n: int, backend: str, gen: torch.Generator) -> Case:
     )
 
 
-def cases(gen: torch.Generator, backend: str) -> list[Case]:
-    return [case(m, n, backend, gen) for m, n in SHAPES]
+def cases(gen: torch.Generator, backend: str, resize: Resize = same) -> list[Case]:
+    return [case(m, n, backend, gen) for m, n in map(resize, SHAPES)]
 
 
 EXERCISE = Exercise(

@@ -52,6 +52,12 @@ MESSAGES = {
 }
 
 
+def resized(p: Product, resize) -> Product:
+    """``p`` with the sizes ``resize`` draws (``spec.same`` keeps them)."""
+    m, n, k = resize((p.m, p.n, p.k))
+    return p._replace(m=m, n=n, k=k)
+
+
 def operand(gen: torch.Generator, rows: int, cols: int, layout: str, dtype: torch.dtype,
             every_other: str = "columns") -> torch.Tensor:  # fmt: skip
     """A ``rows x cols`` operand under a product's layout: contiguous, transposed (a view of

@@ -10,7 +10,7 @@ import torch
 
 from tmm_course.exercises import products
 from tmm_course.exercises.products import LONG_K, PRODUCTS, Product
-from tmm_course.exercises.spec import Case, Cells, Exercise, Mistake, Output, label
+from tmm_course.exercises.spec import Case, Cells, Exercise, Mistake, Output, Resize, label, same
 from tmm_course.exercises.spec import ragged as ragged_axes
 from tmm_course.numerics import allowed
 
@@ -65,8 +65,8 @@ def case(p: Product, alpha: float, beta: float, backend: str, gen: torch.Generat
         ragged=ragged_axes(M=p.m, N=p.n, K=p.k),
         strided=products.strided_tensors(p.layout),
         initial=c0,
-        probe=products.accumulator_precision(expected) if p is LONG_K else None,
-        only_if_all_passed=p is LONG_K,
+        probe=products.accumulator_precision(expected) if p == LONG_K else None,
+        only_if_all_passed=p == LONG_K,
         redraw=partial(case, p, alpha, beta, backend),
     )
 
@@ -88,8 +88,9 @@ def beta_zero(alpha: float, backend: str, gen: torch.Generator) -> Case:
 
 
 def family(alpha: float = ALPHA, beta: float = BETA):
-    def cases(gen: torch.Generator, backend: str) -> list[Case]:
-        found = [case(p, alpha, beta, backend, gen) for p in [*PRODUCTS, LONG_K]]
+    def cases(gen: torch.Generator, backend: str, resize: Resize = same) -> list[Case]:
+        drawn = [products.resized(p, resize) for p in PRODUCTS]
+        found = [case(p, alpha, beta, backend, gen) for p in [*drawn, LONG_K]]
         found.insert(len(found) - 1, beta_zero(alpha, backend, gen))
         return found
 

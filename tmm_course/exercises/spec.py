@@ -110,10 +110,11 @@ class Cells:
 class Exercise:
     """One exercise: how the learner's function is called, its cases and its messages.
 
-    ``cases(gen, backend)`` returns every case of one check (``backend`` is
+    ``cases(gen, backend, resize)`` returns every case of one check (``backend`` is
     ``tmm_course.backend``'s ``"gpu"`` or ``"interpreter"``: a float32 product on a GPU is
-    allowed TF32's error). The learner's function is called ``fn(*case.inputs, out)`` with the
-    output last, unless :attr:`call` reorders (``fn(a, b, c, alpha, beta)``).
+    allowed TF32's error; ``resize`` maps the sizes the exercise lists to the ones drawn). The
+    learner's function is called ``fn(*case.inputs, out)`` with the output last, unless
+    :attr:`call` reorders (``fn(a, b, c, alpha, beta)``).
     """
 
     name: str  # the check's name, also its notebook tag (check:NAME)
@@ -121,7 +122,7 @@ class Exercise:
     function: str  # the learner's function the exercise cell defines
     signature: str  # how it is called, as the lesson writes it
     tensors: tuple[str, ...]  # names of the tensors among the inputs, then the output's
-    cases: Callable[[torch.Generator, str], list[Case]]
+    cases: Callable[..., list[Case]]
     cells: Cells | None = None
     messages: Mapping[str, str] = field(default_factory=dict)  # sentences for this exercise
     gather: bool = False  # the exercise is to read strided inputs in place
@@ -137,8 +138,43 @@ class Exercise:
         everything = [*inputs, out]
         return everything if self.call is None else [everything[i] for i in self.call]
 
-    def draw(self, gen: torch.Generator, backend: str) -> list[Case]:
-        return self.cases(gen, backend)
+    def draw(self, gen: torch.Generator, backend: str, secret: bool = False) -> list[Case]:
+        """The cases of one check. ``secret``: sizes drawn from ``gen`` too (see
+        :func:`secret_sizes`), for a grader whose cases a learner cannot know."""
+        return self.cases(gen, backend, secret_sizes(gen) if secret else same)
+
+
+Resize = Callable[[tuple[int, ...]], tuple[int, ...]]
+
+
+def same(sizes: tuple[int, ...]) -> tuple[int, ...]:
+    """The check's sizes, as the exercise lists them."""
+    return sizes
+
+
+def secret_sizes(gen: torch.Generator) -> Resize:
+    """Sizes of the same kind as the listed ones, drawn from ``gen``: 1 stays 1, a multiple
+    of :data:`BLOCK` becomes another one, any other size another ragged one near it. Equal
+    sizes stay equal (a square case stays square), so each case keeps what it tests."""
+    drawn: dict[int, int] = {}
+
+    def pick(size: int) -> int:
+        if size <= 1:
+            return size
+        if size not in drawn:
+            if size % BLOCK == 0:
+                blocks = torch.randint(1, max(2, size // BLOCK) + 2, (1,), generator=gen)
+                drawn[size] = BLOCK * int(blocks)
+            else:
+                low, high = max(2, size // 2), size + size // 2 + 2
+                value = int(torch.randint(low, high, (1,), generator=gen))
+                drawn[size] = value + 1 if value % BLOCK == 0 else value
+        return drawn[size]
+
+    def resize(sizes: tuple[int, ...]) -> tuple[int, ...]:
+        return tuple(pick(s) for s in sizes)
+
+    return resize
 
 
 def generator(seed: int) -> torch.Generator:

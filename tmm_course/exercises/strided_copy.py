@@ -7,7 +7,17 @@ from functools import partial
 import torch
 
 from tmm_course.exercises.layouts import LAYOUTS, laid_out
-from tmm_course.exercises.spec import Case, Cells, Exercise, Mistake, Output, label, ragged
+from tmm_course.exercises.spec import (
+    Case,
+    Cells,
+    Exercise,
+    Mistake,
+    Output,
+    Resize,
+    label,
+    ragged,
+    same,
+)
 
 SHAPES = [(64, 64), (1, 1), (33, 17), (5, 70)]
 PADDED_OUTPUT_SHAPES = [(64, 64), (33, 17)]
@@ -40,9 +50,10 @@ def case(m: int, n: int, layout: str, row_gap: int, gen: torch.Generator) -> Cas
     )
 
 
-def cases(gen: torch.Generator, backend: str) -> list[Case]:
-    found = [case(m, n, layout, 0, gen) for m, n in SHAPES for layout in LAYOUTS]
-    return found + [case(m, n, "contiguous", OUT_ROW_GAP, gen) for m, n in PADDED_OUTPUT_SHAPES]
+def cases(gen: torch.Generator, backend: str, resize: Resize = same) -> list[Case]:
+    found = [case(m, n, layout, 0, gen) for m, n in map(resize, SHAPES) for layout in LAYOUTS]
+    padded = map(resize, PADDED_OUTPUT_SHAPES)
+    return found + [case(m, n, "contiguous", OUT_ROW_GAP, gen) for m, n in padded]
 
 
 EXERCISE = Exercise(

@@ -11,7 +11,17 @@ from functools import partial
 import torch
 
 from tmm_course.exercises.layouts import LAYOUTS, laid_out
-from tmm_course.exercises.spec import Case, Cells, Exercise, Mistake, Output, label, ragged
+from tmm_course.exercises.spec import (
+    Case,
+    Cells,
+    Exercise,
+    Mistake,
+    Output,
+    Resize,
+    label,
+    ragged,
+    same,
+)
 
 ALIGNED = [(64, 64), (64, 128)]
 RAGGED = [(1, 1), (33, 17), (70, 3), (3, 70)]
@@ -112,12 +122,12 @@ def case(m: int, n: int, layout: str, row_gap: int, gen: torch.Generator) -> Cas
 def family(strided: bool, ragged_shapes: bool):
     """The cases of one part: strided inputs and a padded output, ragged shapes, or neither."""
 
-    def cases(gen: torch.Generator, backend: str) -> list[Case]:
-        shapes = ALIGNED + (RAGGED if ragged_shapes else [])
+    def cases(gen: torch.Generator, backend: str, resize: Resize = same) -> list[Case]:
+        shapes = list(map(resize, ALIGNED + (RAGGED if ragged_shapes else [])))
         layouts = LAYOUTS if strided else LAYOUTS[:1]
         found = [case(m, n, layout, 0, gen) for m, n in shapes for layout in layouts]
         if strided:
-            padded = [(64, 64), (33, 17)] if ragged_shapes else [(64, 64)]
+            padded = map(resize, [(64, 64), (33, 17)] if ragged_shapes else [(64, 64)])
             found += [case(m, n, "contiguous", OUT_ROW_GAP, gen) for m, n in padded]
         return found
 

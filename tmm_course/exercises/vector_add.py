@@ -7,7 +7,7 @@ from functools import partial
 
 import torch
 
-from tmm_course.exercises.spec import Case, Cells, Exercise, Output, ragged
+from tmm_course.exercises.spec import Case, Cells, Exercise, Output, Resize, ragged, same
 from tmm_course.numerics import allowed
 
 LENGTHS = (1, 7, 128, 1000, 4097)
@@ -28,8 +28,8 @@ def case(n: int, backend: str, gen: torch.Generator) -> Case:
     )
 
 
-def cases(gen: torch.Generator, backend: str) -> list[Case]:
-    return [case(n, backend, gen) for n in LENGTHS]
+def cases(gen: torch.Generator, backend: str, resize: Resize = same) -> list[Case]:
+    return [case(n, backend, gen) for (n,) in map(resize, [(n,) for n in LENGTHS])]
 
 
 EXERCISE = Exercise(

@@ -1,0 +1,57 @@
+"""The exercises wing (tmm_course.exercises): one spec per exercise, drawn from a seeded
+generator alike in any process, with the notebook cells it lives in."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+from conftest import NOTEBOOKS
+
+from tmm_course.exercises import EXERCISES
+from tmm_course.exercises.spec import generator
+
+FAMILIES = list({id(e.cases): e for e in EXERCISES}.values())  # lesson 9's are matmul's
+
+
+def _values(cases) -> list[torch.Tensor]:
+    return [x for c in cases for x in (*c.tensors, c.expected)]
+
+
+@pytest.mark.parametrize("exercise", FAMILIES, ids=[e.name for e in FAMILIES])
+def test_the_same_seed_draws_the_same_secret_cases(exercise):
+    first = exercise.draw(generator(7), "interpreter", secret=True)
+    again = exercise.draw(generator(7), "interpreter", secret=True)
+    assert [c.label for c in first] == [c.label for c in again]
+    assert all(torch.equal(a, b) for a, b in zip(_values(first), _values(again), strict=True))
+
+
+def test_secret_sizes_differ_from_the_checks_and_keep_square_cases_square():
+    from tmm_course.exercises import matmul
+
+    listed = [c.shape for c in matmul.EXERCISE.draw(generator(1), "interpreter")]
+    secret = [c.shape for c in matmul.EXERCISE.draw(generator(1), "interpreter", secret=True)]
+    assert secret != listed
+    assert secret[0][0] == secret[0][1] == secret[0][2]  # "square" stays square
+    assert secret[2] == (1, 1, 1)
+
+
+def test_a_case_drawn_again_keeps_its_shapes_and_layouts_with_new_values():
+    from tmm_course.exercises import transpose
+
+    case = transpose.EXERCISE.draw(generator(1), "interpreter", secret=True)[5]
+    fresh = case.again(generator(2))
+    (x,), (y,) = case.tensors, fresh.tensors
+    assert (fresh.label, x.shape, x.stride()) == (case.label, y.shape, y.stride())
+    assert not torch.equal(x, y)
+
+
+def test_every_exercise_names_its_notebook_cells():
+    cells = {
+        path.stem: {c.get("id") for c in json.loads(path.read_text(encoding="utf-8"))["cells"]}
+        for path in NOTEBOOKS
+    }
+    for exercise in EXERCISES:
+        where = exercise.cells
+        assert {where.exercise, where.solution, where.check} <= cells[where.notebook], exercise.name
