@@ -14,7 +14,7 @@ import torch
 import triton
 import triton.language as tl
 
-from tmm_course.check import launches
+from tmm_course.check import launches, record
 from tmm_course.check.record import Recorder, course_kernels, rebuild, replay
 from tmm_course.kernels.vector_add import vector_add_kernel
 
@@ -82,7 +82,8 @@ def test_the_record_carries_every_kernel_it_calls_and_the_constexprs_it_reads():
 
 
 def test_a_replay_from_the_rebuilt_source_computes_on_the_new_inputs():
-    data = json.loads(json.dumps(recorded(plain, vectors()).record()))
+    case = vectors()
+    data = json.loads(json.dumps(record.recorded(lambda: plain(*case.values()), case)))
     fresh = vectors()
     replay(data, fresh, rebuild(data))  # what another process does
     assert torch.allclose(fresh["out"], 2 * fresh["x"] + fresh["y"])

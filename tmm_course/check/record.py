@@ -16,6 +16,8 @@ In one process (the learner's check)::
     data = recorder.record()                       # plain data: json.dumps(data) works
     replay(data, {"a": a2, "b": b2, "c": c2}, recorder.kernels)
 
+A worker that only records: ``data = recorded(lambda: launcher(a, b, c), {"a": a, ...})``.
+
 From another process (the batch grader: the worker records, the judge replays), ship
 ``json.dumps(data)``; the judge rebuilds every kernel from the source the record carries and
 replays on tensors it drew itself::
@@ -61,11 +63,12 @@ import math
 import re
 import textwrap
 import types
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import torch
 
+from tmm_course.check import launches
 from tmm_course.check.launches import Launch, from_the_course
 
 VERSION = 1
@@ -289,6 +292,18 @@ class Recorder:
             elif isinstance(value, (bool, int, float, str)):
                 entry["globals"][gname] = {"value": _plain(value)}
         return key
+
+
+def recorded(call: Callable[[], object], tensors: Mapping[str, torch.Tensor]) -> dict:
+    """Run ``call()`` (the launcher on the case's ``tensors``) with every launch recorded; the
+    record, as plain data. Raises what the launcher raised, or :class:`Unrecordable`."""
+    recorder = Recorder(tensors)
+    with launches.recording() as seen:
+        seen.listeners.append(recorder.note)
+        call()
+    if recorder.problem is not None:
+        raise Unrecordable(recorder.problem)
+    return recorder.record()
 
 
 def _plain(value: object) -> object:
@@ -536,5 +551,6 @@ __all__ = [
     "from_the_course",
     "only_course_kernels",
     "rebuild",
+    "recorded",
     "replay",
 ]
