@@ -395,11 +395,6 @@ def _qualified(entry: Mapping) -> str:
     return f"{entry['module']}.{entry['name']}"
 
 
-def only_course_kernels(data: Mapping) -> bool:
-    """Every launch is of a kernel shipped with the course."""
-    return all(data["kernels"][x["kernel"]]["course"] for x in data["launches"])
-
-
 # --- rebuilding kernels from their source (another process) ---------------------------------
 def rebuild(data: Mapping) -> dict[str, Any]:
     """Every kernel of the record built afresh from its source, as ``@triton.jit`` functions
@@ -549,7 +544,6 @@ __all__ = [
     "Unrecordable",
     "course_kernels",
     "from_the_course",
-    "only_course_kernels",
     "rebuild",
     "recorded",
     "replay",
