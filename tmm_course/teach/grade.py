@@ -301,10 +301,7 @@ class Grader:
                 if reply.get("error_type") == "NotImplementedError":
                     results.append(judge.result(case, code="not_implemented"))
                     break
-                code = reply.get("error_type", "")
-                stray = code in ("out_of_bounds_read", "out_of_bounds_write")
-                text = str(reply.get("error", ""))[:300] if stray else _brief(reply)
-                results.append(judge.result(case, code=code if stray else "crashed", problem=text))
+                results.append(judge.result(case, code="crashed", problem=_brief(reply)))
                 continue
             record = judge.read_record(data)
             if isinstance(record, str):
