@@ -154,9 +154,32 @@ def judge_record(trial: Trial, record: dict) -> Result | None:
     case = trial.case
     if not record["launches"]:
         return result(case, code="no_triton_kernel", problem="no kernel[grid](...) launch was seen")
-    course = course_kernels(record)
+    # lesson 9 starts from a course kernel's source: there a copy of one is judged a repair
+    course = course_kernels(record, by_source=trial.exercise.fix_of is None)
     if course:
         return result(case, code="course_kernel", problem=course, cause=course)
+    copied = host_copy(trial, record) if trial.exercise.gather else None
+    if copied:
+        return result(case, code="host_copy", problem=copied, cause=copied)
+    return None
+
+
+def host_copy(trial: Trial, record: Mapping) -> str | None:
+    """Where the exercise is to read inputs through their strides: a copy of an input the
+    launcher made on the host (transposed, or of a strided view) that a kernel then read."""
+    names = dict(zip(trial.exercise.tensors, trial.case.tensors, strict=False))
+    for buffer in record["buffers"]:
+        fill = buffer.get("fill") or {}
+        name = fill.get("of")
+        if fill.get("kind") != "copy" or name not in names:
+            continue
+        if fill.get("transposed") or not names[name].is_contiguous():
+            how = f"{name}.t().contiguous()" if fill.get("transposed") else f"{name}.contiguous()"
+            return (
+                f"the launcher made a copy of {name} on the host ({how} or the like) for a "
+                f"kernel to read: the exercise is to read {name} where it lies, through "
+                f"{name}.stride(0) and {name}.stride(1). Pass {name} itself and its strides."
+            )
     return None
 
 
@@ -316,10 +339,11 @@ def _normalised(source: str) -> str | None:
     return ast.dump(fn)
 
 
-def course_kernels(record: Mapping) -> str | None:
+def course_kernels(record: Mapping, by_source: bool = True) -> str | None:
     """A sentence naming the course's kernels among the record's (launched or called inside a
-    launched one), known by their source whatever the record says they are; None if none."""
-    index = _course_kernels()
+    launched one): those the record says ship with the course and, ``by_source``, any whose
+    source is a course kernel's under another name; None if none."""
+    index = _course_kernels() if by_source else {}
     found = []
     for entry in record["kernels"].values():
         course = index.get(_normalised(entry["source"]) or "")
