@@ -251,6 +251,9 @@ class Grader:
             return self.row(name, exercise.name, "missing", detail="no exercise cell with its id")
         if isinstance(source, graded_notebook.SourceError):
             return self.row(name, exercise.name, "error", detail=str(source))
+        if graded_notebook.untouched(self.reference, exercise, source):
+            return self.row(name, exercise.name, "not_implemented", "not_implemented",
+                            "the exercise cell is as the course hands it out")  # fmt: skip
         carried = graded_notebook.carried(self.reference, sources, exercise, self.setup)
         recorder = Worker(self, self._number(exercise.name))
         try:
@@ -280,7 +283,9 @@ class Grader:
         cases = spec.draw(secret, tmm_course.BACKEND)
         results: list = []
         last = None  # the last record read: lesson 9 judges the kernel it launched
+        nan = bool(secrets.randbits(1))  # NaN poison in every other output, from a random start
         for case in cases:
+            nan = not nan
             if case.only_if_all_passed and not all(r.passed for r in results):
                 results.append(
                     judge.result(case, code="skipped", problem="not run: fix the other cases first")
@@ -304,13 +309,13 @@ class Grader:
                 results.append(judge.result(case, code="crashed", problem=_brief(reply)))
                 continue
             record = judge.read_record(data)
-            if isinstance(record, str):
-                results.append(
-                    judge.result(case, code="gpu_would_reject", problem=record, cause=record)
-                )
+            if isinstance(record, tuple):
+                code, problem = record
+                results.append(judge.result(case, code=code, problem=problem, cause=problem))
                 continue
             last = record
-            results.append(self._replay(spec, case, record, replayer, deadline))
+            trial = judge.Trial.of(spec, case, nan, secret)
+            results.append(self._replay(trial, record, replayer, deadline))
         for case in cases[len(results) :]:  # after a crash or an unfinished exercise
             results.append(judge.result(case, code="skipped", problem="not run"))
         verdict, codes, detail = judge.verdict(spec, results, last)
@@ -318,9 +323,9 @@ class Grader:
             detail = f"the cell raised {_brief(loaded)}; {detail}"
         return verdict, codes, detail
 
-    def _replay(self, spec: Spec, case, record: dict, replayer: Replayer, deadline: float):
-        """One case's verdict: its record's kernels replayed on ``case``."""
-        trial = judge.Trial.of(spec, case)
+    def _replay(self, trial: judge.Trial, record: dict, replayer: Replayer, deadline: float):
+        """One case's verdict: its record's kernels replayed on the trial's case."""
+        case = trial.case
         early = judge.judge_record(trial, record)
         if early is not None:
             return early

@@ -73,9 +73,10 @@ def framed(t: torch.Tensor) -> Buffer:
     return buffer
 
 
-def output_buffer(case: Case) -> Buffer:
+def output_buffer(case: Case, nan: bool = True, gen: torch.Generator | None = None) -> Buffer:
     """The case's output inside canary values (before, after and between rows when the case
-    pads them), holding NaN or, for an update such as C = alpha*A@B + beta*C, C."""
+    pads them), holding poison (NaN, or with ``nan`` False random numbers, so that no kernel can
+    tell the judge's output by its NaN) or, for an update such as C = alpha*A@B + beta*C, C."""
     shape, gap = case.output.shape, case.output.row_gap
     rows, cols = (shape[0], shape[1]) if len(shape) == 2 else (1, shape[0])
     pitch = cols + gap
@@ -85,8 +86,12 @@ def output_buffer(case: Case) -> Buffer:
     buffer = Buffer(storage, tuple(shape), stride, margin)
     if case.initial is not None:
         buffer.view().copy_(case.initial)
+    elif not case.output.dtype.is_floating_point:
+        buffer.view().fill_(-1)
+    elif nan:
+        buffer.view().fill_(float("nan"))
     else:
-        buffer.view().fill_(float("nan") if case.output.dtype.is_floating_point else -1)
+        buffer.view().copy_(torch.randn(tuple(shape), generator=gen).to(case.output.dtype))
     return buffer
 
 
@@ -98,10 +103,13 @@ class Trial:
     exercise: Exercise
     case: Case
     buffers: list[Buffer]
+    poison: torch.Tensor | None = None  # what the output held before the launches
 
     @classmethod
-    def of(cls, exercise: Exercise, case: Case) -> Trial:
-        return cls(exercise, case, [framed(t) for t in case.tensors] + [output_buffer(case)])
+    def of(cls, exercise: Exercise, case: Case, nan: bool = True, gen=None) -> Trial:
+        out = output_buffer(case, nan, gen)
+        poison = out.view().clone() if case.initial is None else None
+        return cls(exercise, case, [framed(t) for t in case.tensors] + [out], poison)
 
     def request(self, op: str, extra_blobs: Sequence[bytes] = ()) -> tuple[dict, list[bytes]]:
         """The frame that hands this case to a worker: every tensor's storage (after
@@ -135,13 +143,18 @@ def spec(buffer: Buffer, blob: int) -> dict:
     }
 
 
-def read_record(data: bytes) -> dict | str:
-    """The launch record the recording worker sent, or why it is not one."""
+def read_record(data: bytes) -> dict | tuple[str, str]:
+    """The launch record the recording worker sent, or (code, why) when it is not one:
+    ``gpu_would_reject`` for a kernel that is not Triton, ``crashed`` for anything else."""
     try:
         record = json.loads(data.decode("utf-8"))
     except (ValueError, UnicodeDecodeError, RecursionError) as error:
-        return f"the launch record is not JSON: {error}"[:300]
-    return triton_only.record_problem(record) or record
+        return ("crashed", f"the launch record is not JSON: {error}"[:300])
+    problem = triton_only.record_problem(record)
+    if problem is None:
+        return record
+    code = "gpu_would_reject" if problem.startswith("the kernel ") else "crashed"
+    return (code, problem)
 
 
 def result(case: Case, **found) -> Result:
@@ -218,14 +231,14 @@ def judge_replay(trial: Trial, reply: dict, returned: list[bytes] | None) -> Res
     if stray or outside.get("load"):
         where = stray.get("text") if stray else f"loaded lanes outside {_names(outside['load'])}"
         return result(case, code="out_of_bounds_read", problem=str(where)[:300])
-    return _values(case, got, int(reply.get("unstored", -1)))
+    return _values(case, got, trial.poison, int(reply.get("unstored", -1)))
 
 
 def _names(counts: object) -> str:
     return ", ".join(str(k) for k in counts) if isinstance(counts, dict) else "a tensor"
 
 
-def _values(case: Case, got: torch.Tensor, unstored: int) -> Result:
+def _values(case: Case, got: torch.Tensor, poison: torch.Tensor | None, unstored: int) -> Result:
     expected = case.expected
     close = (got - expected).abs() <= case.atol  # NaN compares False
     if bool(close.all()):
@@ -239,11 +252,13 @@ def _values(case: Case, got: torch.Tensor, unstored: int) -> Result:
         if bool(((got - mistake.value).abs() <= case.atol).all()):
             return result(case, code=mistake.code, problem=mistake.cause, cause=mistake.cause,
                           explains=mistake.explains, ambiguous=mistake.ambiguous)  # fmt: skip
-    if case.initial is None:
-        holes = unstored if unstored >= 0 else int(got.isnan().sum())
+    before = case.initial if poison is None else poison  # cells still holding it: unwritten
+    if unstored >= 0 and case.initial is None:
+        holes = unstored  # the memory guard saw which cells were stored
     else:
-        initial = case.initial.double()
-        holes = int(((got == initial) & ~((initial - expected).abs() <= case.atol)).sum())
+        before = before.double()
+        same = (got == before) | (got.isnan() & before.isnan())
+        holes = int((same & ~((before - expected).abs() <= case.atol)).sum())
     if holes:
         return result(
             case, code="unwritten", problem=f"{holes} of {got.numel()} cells never written"
