@@ -10,11 +10,13 @@ import json
 import os
 
 import pytest
+import torch
 from conftest import ROOT
 
-import tmm_course
+from tmm_course.exercises import BY_NAME
+from tmm_course.exercises.spec import generator
 from tmm_course.kernels import pitfalls
-from tmm_course.teach import exercise_rules, graded_notebook, judge, sandbox
+from tmm_course.teach import exercise_rules, graded_notebook, judge, sandbox, worker
 from tmm_course.teach.grade import graded_exercises, main
 from tmm_course.teach.release import solved_notebook, student_notebook
 from tmm_course.teach.safe_io import Unreadable, csv_cell, read_capped, remove_tree
@@ -97,10 +99,14 @@ def test_the_homework_names_its_exercises():
     assert names == ["transpose_v1", "transpose_v2", "transpose", "scaled_matmul"]
 
 
-def test_every_graded_exercise_has_a_judge_entry():
-    for notebook in ("04_tiled_matmul", "05_homework_transpose", "09_pitfalls"):
-        found = graded_exercises(load(ROOT / "notebooks" / f"{notebook}.ipynb"))
-        assert found and all(entry.cell_id == e.cell_id for e, entry in found)
+GRADED = ("00_start_here", "01_tile_fill", "02_broadcasting", "03_strides", "04_tiled_matmul",
+          "05_homework_transpose", "09_pitfalls")  # fmt: skip
+
+
+@pytest.mark.parametrize("notebook", GRADED)
+def test_every_graded_exercise_has_a_spec_at_its_cell(notebook):
+    found = graded_exercises(load(ROOT / "notebooks" / f"{notebook}.ipynb"))
+    assert found and all(spec.cells.exercise == e.cell_id for e, spec in found)
 
 
 @needs_isolation
@@ -159,56 +165,28 @@ def test_with_no_isolation_every_row_says_unisolated(tmp_path):
 PRELUDE = graded_notebook.setup_source(load(HOMEWORK))
 
 
-def reasons(source: str) -> list[str]:
-    return exercise_rules.review_reasons(source, [PRELUDE], (), ["transpose"])
-
-
-@pytest.mark.parametrize(
-    "source",
-    [
-        "import math\nimport numpy as np\nimport tmm_course\n"
-        "# global memory, check_result, display\ncheck_result = 3\n"
-        "def blocks(n):\n    return math.ceil(n / 32) if np.prod([n]) else 0\n"
-        "@triton.jit\ndef k(x_ptr, o_ptr, M, N, B: tl.constexpr):\n"
-        "    offs = tl.program_id(0) * B + tl.arange(0, B)\n"
-        "    tl.store(o_ptr + offs, tl.load(x_ptr + offs, mask=offs < M), mask=offs < M)\n"
-        "def transpose(x, out):\n    M, N = x.shape\n    print('debug', M, N, x.stride())\n"
-        "    display(x)\n    grid = lambda META: (blocks(M), triton.cdiv(N, META['B']))\n"
-        "    k[grid](x, out, M, N, *x.stride(), B=32)\n",
-    ],
-)
-def test_honest_unusual_cells_pass_the_rules(source):
-    assert reasons(source) == []
+def advice(source: str) -> list[str]:
+    return exercise_rules.advice(source, [PRELUDE], [], ["transpose"])
 
 
 @pytest.mark.parametrize(
     ("source", "reason"),
     [
         ("def transpose(x, out):\n    out.copy_(x.t())\n", ".copy_"),
-        ("import torch as T\ndef transpose(x, out):\n    T.transpose(x, 0, 1)\n", "torch"),
         ("import gc as G\n", "imports gc"),
         ("exec('1')\n", "exec"),
-        ("def transpose(x, out):\n    getattr(out, 'co' + 'py_')(x)\n", "getattr"),
         ("!ls\n", "magic"),
-        ("%time 1\n", "magic"),
         ("def transpose(x, out):\n    out[:] = x\n", "writes tensor elements"),
-        ("def transpose(x, out):\n    k[(1,)](sum(x[i] * 2 for i in range(3)), out)\n", "tensor"),
-        ("x = ().__class__\n", "private"),
-        ("@triton.jit\ndef k(x):\n    torch.zeros(1)\n", "kernel uses torch"),
-        ("def transpose(x, out):\n    k[(1,)](out, float(x))\n", "reads tensor values"),
-        ("def transpose(x, out):\n    k[(1,)](out, len(str(x)))\n", "reads tensor values"),
-        ("def transpose(x, out):\n    print(f'{x}')\n    s = f'{x}'\n", "formats tensor"),
-        ("@triton.jit\ndef k(x):\n    return x.T\ndef transpose(x, out):\n    k(x)\n", "grid"),
-        ("def transpose(x, out):\n    table['t'](x)\n", "picked out of a container"),
-        ("def transpose(x, out):\n    if x:\n        pass\n", "truth value"),
-        ("@triton.jit\ndef k(x):\n    x.copy_(x)\n", "a kernel reaches .copy_"),
-        ("import math\ndef transpose(x, out):\n    math.prod(x)\n", "hands a tensor to math.prod"),
         ("x = " + "(" * 5000 + "1" + ")" * 5000 + "\n", "nested"),
     ],
 )
-def test_cells_that_compute_or_hide_what_they_call_are_sent_for_review(source, reason):
-    found = reasons(source)
+def test_the_rules_only_advise(source, reason):
+    found = advice(source)
     assert any(reason in r for r in found), found
+
+
+def test_a_long_cell_gets_no_advice_rather_than_a_slow_reading():
+    assert advice("x = 1\n" * (exercise_rules.ADVICE_SOURCE // 6 + 1)) == []
 
 
 def test_duplicated_and_misplaced_exercise_cells_are_errors_not_choices():
@@ -240,57 +218,105 @@ def test_inbox_reads_refuse_links_fifos_and_large_files(tmp_path):
             read_capped(tmp_path, name, 10)
 
 
-def test_the_judge_names_a_wrong_answer_and_a_stray_write():
-    case = judge.transpose_cases(strided=False, ragged=False)(judge.seed_generator(1))[1]
-    out = case.buffers[case.output]
-    right = out.storage.clone()
-    out.view(right).copy_(case.expected.float())
-    blobs = [b.storage.numpy().tobytes() for b in case.buffers]
-    assert judge.judge_case(case, [blobs[0], right.numpy().tobytes()], None).passed
-    stray = right.clone()
-    stray[0] += 1  # the canary before the output
-    outcome = judge.judge_case(case, [blobs[0], stray.numpy().tobytes()], None)
-    assert outcome.code == "out_of_bounds_write"
-    assert judge.judge_case(case, blobs, None).code == "unwritten"
+def replayed(name: str, fn, case):
+    """What the grader concludes on ``case`` of exercise ``name`` for the function ``fn``
+    (defined in a cell's way: its source at hand), recorded and replayed in this process."""
+    spec = BY_NAME[name]
+    header, blobs = judge.Trial.of(spec, case.again(generator(99))).request("record")
+    data = worker._record(fn, header, blobs)
+    record = judge.read_record(data)
+    assert isinstance(record, dict), record
+    trial = judge.Trial.of(spec, case)
+    early = judge.judge_record(trial, record)
+    if early is not None:
+        return early
+    replayer = worker.Replayer()
+    replayer.define(record)
+    header, blobs = trial.request("replay", [data])
+    header["plan"] = 0
+    facts, returned = replayer.replay(header, blobs)
+    return judge.judge_replay(trial, facts, returned if facts.get("ok") else None)
 
 
-def _run_in_process(case: judge.Case, fn) -> list[bytes]:
-    """What a worker sends back for ``case`` after ``fn`` ran on it (no sandbox)."""
-    storages = [b.storage.clone().to(tmm_course.DEVICE) for b in case.buffers]
-    args = [b.view(s) for s, b in zip(storages, case.buffers, strict=True)]
-    fn(*[args[i] for i in case.order])
-    return [s.cpu().numpy().tobytes() for s in storages]
+def cell(source: str, name: str):
+    """``name`` as a notebook cell defines it (its source kept, as Jupyter keeps it)."""
+    import linecache
+
+    import triton
+    import triton.language as tl
+
+    filename = f"<cell {name}>"
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+    scope = {"__name__": "__main__", "torch": torch, "triton": triton, "tl": tl}
+    exec(compile(source, filename, "exec"), scope)
+    return scope[name]
+
+
+TRANSPOSE = """
+@triton.jit
+def t_kernel(x_ptr, out_ptr, M, N, sxm, sxn, som, son, BLOCK: tl.constexpr):
+    offs_m = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    offs_n = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
+    mask = (offs_m[:, None] < M) & (offs_n[None, :] < N)
+    tile = tl.load(x_ptr + offs_m[:, None] * sxm + offs_n[None, :] * sxn, mask=mask)
+    tl.store(out_ptr + offs_n[None, :] * som + offs_m[:, None] * son, tile, mask=mask)
+
+
+def transpose(x, out):
+    M, N = x.shape
+    t_kernel[(triton.cdiv(M, 32), triton.cdiv(N, 32))](x, out, M, N, *x.stride(),
+                                                       *out.stride(), BLOCK=32)
+"""
+
+
+COPY = """
+@triton.jit
+def copy_kernel(src_ptr, out_ptr, n, cols, out_row, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    value = tl.load(src_ptr + offs, mask=offs < n)
+    tl.store(out_ptr + (offs // cols) * out_row + offs % cols, value, mask=offs < n)
+"""
+
+
+def test_the_judge_replays_the_kernels_on_its_own_inputs():
+    case = next(c for c in BY_NAME["transpose"].draw(generator(1), "interpreter")
+                if c.shape == (33, 17))  # fmt: skip
+    assert replayed("transpose", cell(TRANSPOSE, "transpose"), case).passed
+    torch_did_it = TRANSPOSE.replace(
+        "*out.stride(), BLOCK=32)",
+        "*out.stride(), BLOCK=32)\n    out.copy_(x.t())  # overwritten: never judged",
+    )
+    assert replayed("transpose", cell(torch_did_it, "transpose"), case).passed
+    answer_in = (
+        COPY
+        + "def transpose(x, out):\n    answer = x.t().contiguous()\n"
+        + (
+            "    copy_kernel[(triton.cdiv(out.numel(), 64),)](answer, out, out.numel(), "
+            "out.shape[1], out.stride(0), BLOCK=64)\n"
+        )
+    )
+    assert replayed("transpose", cell(answer_in, "transpose"), case).code == "host_copy"
+
+
+def test_an_unmasked_store_is_named_by_the_guard_or_the_canaries():
+    case = next(c for c in BY_NAME["transpose"].draw(generator(1), "interpreter")
+                if c.shape == (33, 17))  # fmt: skip
+    found = replayed("transpose", cell(TRANSPOSE.replace(", tile, mask=mask)", ", tile)"),
+                                       "transpose"), case)  # fmt: skip
+    assert found.code == "out_of_bounds_write", found
 
 
 def test_every_input_sits_between_nan_margins():
-    for entry in judge.EXERCISES:
-        for case in entry.cases(judge.seed_generator(7)):
-            for index, buffer in enumerate(case.buffers):
-                if index == case.output:
-                    continue
+    for spec in BY_NAME.values():
+        for case in spec.draw(generator(7), "interpreter")[:3]:
+            trial = judge.Trial.of(spec, case)
+            for buffer in trial.buffers[:-1]:
                 covered = buffer.covered().nonzero()
                 first, last = int(covered[0]), int(covered[-1])
                 margin = judge.INPUT_MARGIN * max(buffer.size)
                 assert first >= margin and buffer.storage.numel() - 1 - last >= margin
-                assert buffer.storage[:margin].isnan().all()  # the gaps of a layout aside
+                assert buffer.storage[:margin].isnan().all()
                 assert buffer.storage[-margin:].isnan().all()
-
-
-def test_a_read_past_an_input_meets_nan():
-    # mystery a's K mask never moves: its last K-step reads rows of B past K, outside B
-    cases = judge.matmul_cases(judge.seed_generator(1))
-    fn = pitfalls.launcher(pitfalls.mystery_a_kernel)
-    deep = next(c for c in cases if c.label.endswith("x48 contiguous"))  # 2 K-steps of 32
-    outcome = judge.judge_case(deep, _run_in_process(deep, fn), None)
-    assert not outcome.passed  # NaN cells: "unwritten" where the output's poison was NaN too
-    assert outcome.code in {"wrong_values", "unwritten"}
-
-
-def test_the_broken_kernel_pasted_unchanged_is_not_a_fix():
-    entry = next(e for _, e in graded_exercises(load(PITFALLS)) if e.fix_of)
-    kernel = getattr(pitfalls, entry.fix_of)
-    problem = judge.fix_problem(entry, pasted(kernel, entry.kernel.removesuffix("_kernel")))
-    assert problem == f"{entry.kernel} is {entry.fix_of} unchanged: find its bug and fix it"
 
 
 def test_a_deep_tree_with_links_out_is_removed_without_recursion(tmp_path):

@@ -3,7 +3,8 @@ by two graders running at once on this host, and probes of the sandbox run strai
 
 Needs root and bubblewrap (CI has both, and TMM_REQUIRE_ISOLATION=1 makes them mandatory
 there); skipped with the reason otherwise. No forgery may pass, no probe may reach anything,
-every inbox entry gets its rows, both graders finish in time and honest unusual work passes.
+every inbox entry gets its rows, both graders finish in time and honest unusual work passes: a
+verdict is what the submission's kernels compute when the judge replays them.
 """
 
 from __future__ import annotations
@@ -58,7 +59,7 @@ def forge(body: str) -> dict:
     return with_exercise(student(), "transpose", textwrap.dedent(body))
 
 
-# forgeries: each must be sent for review or fail; never pass
+# forgeries: none may pass (they fail on what their kernels compute, or are refused)
 FORGERIES = {
     "decoy_kernel_torch_does_it": """
         @triton.jit
@@ -194,6 +195,93 @@ FORGERIES = {
         def transpose(x, out):
             raise NotImplementedError
         """,
+    "builtins_exec_in_the_kernel": """
+        @triton.jit
+        def k(x_ptr, out_ptr, M, N):
+            tl.core.builtins.exec("import torch; torch.Tensor.copy_ = torch.Tensor.copy_")
+            tl.store(out_ptr + tl.arange(0, 1), tl.load(x_ptr + tl.arange(0, 1)))
+        def transpose(x, out):
+            out.copy_(x.t())
+            k[(1,)](x, out, *x.shape)
+        """,
+    "alias_hidden_behind_if_false": """
+        import torch as m
+        if False:
+            import math as m
+        @triton.jit
+        def touch(x_ptr, out_ptr):
+            pass
+        def transpose(x, out):
+            m.Tensor.copy_(out, m.transpose(x, 0, 1))
+            touch[(1,)](x, out)
+        """,
+    "typing_operator": """
+        import typing
+        @triton.jit
+        def touch(x_ptr, out_ptr):
+            pass
+        def transpose(x, out):
+            typing.operator.setitem(out, slice(None), x.t())
+            touch[(1,)](x, out)
+        """,
+    "jit_globals_in_the_kernel": """
+        @triton.jit
+        def k(x_ptr, out_ptr):
+            triton.jit.__globals__["os"].system("true")
+        def transpose(x, out):
+            out.copy_(x.t())
+            k[(1,)](x, out)
+        """,
+    "autotune_pre_hook_does_the_work": """
+        @triton.autotune(configs=[triton.Config({}, pre_hook=lambda a: a["out_ptr"].copy_(
+            a["x_ptr"].t()))], key=[])
+        @triton.jit
+        def k(x_ptr, out_ptr, M, N):
+            pass
+        def transpose(x, out):
+            k[(1,)](x, out, *x.shape)
+        """,
+    "course_kernel_under_a_new_name": """
+        from tmm_course.kernels.matmul import matmul_kernel
+        course_kernel = matmul_kernel
+        def transpose(x, out):
+            eye = torch.eye(x.shape[1], dtype=x.dtype)
+            course_kernel[(triton.cdiv(out.shape[0], 32), triton.cdiv(out.shape[1], 32))](
+                x.t(), eye, out, out.shape[0], out.shape[1], x.shape[0] * 0 + x.shape[1],
+                *x.t().stride(), *eye.stride(), *out.stride(), PRECISION="ieee", BLOCK_M=32,
+                BLOCK_N=32, BLOCK_K=32)
+        """,
+    "python_loops_over_rows": """
+        @triton.jit
+        def put(out_ptr, row, values_ptr, n, BLOCK: tl.constexpr):
+            offs = tl.arange(0, BLOCK)
+            tl.store(out_ptr + row * n + offs, tl.load(values_ptr + offs, mask=offs < n),
+                     mask=offs < n)
+        def transpose(x, out):
+            for j in range(x.shape[1]):
+                column = torch.tensor([float(v) for v in x[:, j]])
+                put[(1,)](out, j, column, x.shape[0], BLOCK=128)
+        """,
+    "answer_as_an_argument": """
+        @triton.jit
+        def copy(src_ptr, out_ptr, n, BLOCK: tl.constexpr):
+            offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+            tl.store(out_ptr + offs, tl.load(src_ptr + offs, mask=offs < n), mask=offs < n)
+        def transpose(x, out):
+            answer = (x.t() * 1.0).contiguous()
+            copy[(triton.cdiv(out.numel(), 64),)](answer, out, out.numel(), BLOCK=64)
+        """,
+    "cached_from_an_earlier_call": """
+        cache = {}
+        @triton.jit
+        def copy(src_ptr, out_ptr, n, BLOCK: tl.constexpr):
+            offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+            tl.store(out_ptr + offs, tl.load(src_ptr + offs, mask=offs < n), mask=offs < n)
+        def transpose(x, out):
+            key = tuple(x.shape)
+            cache.setdefault(key, x.t().contiguous() + 0)
+            copy[(triton.cdiv(out.numel(), 64),)](cache[key], out, out.numel(), BLOCK=64)
+        """,
 }
 # pure Triton that is right only on what a checker's inputs would look like: must fail
 INPUT_RECOGNISER = (
@@ -229,10 +317,76 @@ def my_kernel(x_ptr, out_ptr, M, N, sxm, sxn, som, son, BLOCK: tl.constexpr):
 
 def transpose(x, out):
     M, N = x.shape
+    assert x.dim() == 2 and out.shape == (N, M), "transpose wants x and out of x.T's shape"
     print("launching", M, N, x.stride(), out.stride())
     display(x.shape)
     grid = lambda META: (blocks(M, META["BLOCK"]), blocks(N, META["BLOCK"]))
-    my_kernel[grid](x, out, M, N, *x.stride(), *out.stride(), BLOCK=32)
+    with torch.no_grad():
+        my_kernel[grid](x, out, M, N, *x.stride(), *out.stride(), BLOCK=32)
+    print(out[:2, :2])
+"""
+# honest work the old rules sent for review: graded on its kernels' values, each must pass
+SCALED = """
+@triton.jit
+def scaled_kernel(a_ptr, b_ptr, c_ptr, M, N, K, sam, sak, sbk, sbn, scm, scn, alpha, beta,
+                  HAS_BETA: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    offs_m = tl.program_id(axis=0) * BM + tl.arange(0, BM)
+    offs_n = tl.program_id(axis=1) * BN + tl.arange(0, BN)
+    offs_k = tl.arange(0, BK)
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k in range(0, tl.cdiv(K, BK)):
+        ks = k * BK + offs_k
+        a = tl.load(a_ptr + offs_m[:, None] * sam + ks[None, :] * sak,
+                    mask=(offs_m[:, None] < M) & (ks[None, :] < K), other=0.0)
+        b = tl.load(b_ptr + ks[:, None] * sbk + offs_n[None, :] * sbn,
+                    mask=(ks[:, None] < K) & (offs_n[None, :] < N), other=0.0)
+        acc = tl.dot(a, b, acc)
+    c_ptrs = c_ptr + offs_m[:, None] * scm + offs_n[None, :] * scn
+    mask = (offs_m[:, None] < M) & (offs_n[None, :] < N)
+    result = alpha * acc
+    if HAS_BETA:
+        result += beta * tl.load(c_ptrs, mask=mask, other=0.0).to(tl.float32)
+    tl.store(c_ptrs, result.to(c_ptr.dtype.element_ty), mask=mask)
+
+
+def grid_for(M: int, N: int, block: int = 32) -> tuple[int, int]:
+    return triton.cdiv(M, block), triton.cdiv(N, block)
+
+
+def scaled_matmul(a, b, c, alpha, beta):
+    M, K = a.shape
+    N = b.shape[1]
+    assert K == b.shape[0]
+    alpha, beta = float(alpha), float(beta)
+    scaled_kernel[grid_for(M, N)](a, b, c, M, N, K, *a.stride(), *b.stride(), *c.stride(),
+                                  alpha, beta, HAS_BETA=beta != 0, BM=32, BN=32, BK=32)
+"""
+HONEST = {
+    "honest_unusual": ("transpose", HONEST_UNUSUAL),
+    "honest_scaled": ("scaled_matmul", SCALED),
+}
+
+
+# a first cell that takes the worker's channel over, to answer for the cells after it
+TAKEOVER = """
+import sys
+wire = sys.modules["tmm_course.teach.wire"]
+real_send = wire.send
+
+
+def send(fd, header, blobs=()):
+    if header.get("ok") is False:  # every later failure (NotImplementedError) becomes a pass
+        header = {"ok": True, "size": 2}
+        real_send(fd, header)
+        return real_send(fd, {}, [b"{}"])
+    return real_send(fd, header, blobs)
+
+
+wire.send = send
+
+
+def transpose_v1(x, out):
+    raise NotImplementedError
 """
 
 
@@ -249,9 +403,11 @@ def fast_inbox(inbox: Path) -> None:
     write = lambda name, nb: (inbox / name).write_text(json.dumps(nb))
     write("correct.ipynb", solved())
     write("untouched.ipynb", student())
-    write("honest_unusual.ipynb", forge(HONEST_UNUSUAL))
+    for name, (part, body) in HONEST.items():
+        write(f"{name}.ipynb", with_exercise(student(), part, textwrap.dedent(body)))
     write("duplicated_ids.ipynb", duplicated_ids())
     write("input_recogniser.ipynb", forge(INPUT_RECOGNISER))
+    write("takeover.ipynb", with_exercise(student(), "transpose_v1", TAKEOVER))
     for name, body in FORGERIES.items():
         write(f"{name}.ipynb", forge(body))
     write('=HYPERLINK("http-evil","x").ipynb', student())
@@ -348,23 +504,44 @@ def test_honest_controls_hold(graded):
     rows = graded["fast"]
     assert set(verdicts(rows, "correct.ipynb").values()) == {"pass"}
     assert set(verdicts(rows, "untouched.ipynb").values()) == {"not_implemented"}
-    assert verdicts(rows, "honest_unusual.ipynb")["transpose"] == "pass"
 
 
-@pytest.mark.parametrize("forgery", [*FORGERIES, "input_recogniser", "duplicated_ids"])
+@pytest.mark.parametrize("honest", HONEST)
+def test_honest_unusual_work_is_graded_on_its_kernels_values(graded, honest):
+    part = HONEST[honest][0]
+    row = next(r for r in graded["fast"] if r["submission"] == f"{honest}.ipynb"
+               and r["exercise"] == part)  # fmt: skip
+    assert row["verdict"] == "pass", row
+
+
+@pytest.mark.parametrize("forgery", [*FORGERIES, "input_recogniser", "duplicated_ids", "takeover"])
 def test_no_forgery_passes(graded, forgery):
     found = verdicts(graded["fast"], f"{forgery}.ipynb")
-    assert found["transpose"] in {"review", "fail", "error"}, found
-    assert "pass" not in {v for k, v in found.items() if k != "transpose_v2"}
+    assert "pass" not in found.values(), found
 
 
-@pytest.mark.parametrize("forgery", FORGERIES)
-def test_forgeries_are_sent_for_review_with_a_reason(graded, forgery):
-    name = f"{forgery}.ipynb"
-    row = next(
-        r for r in graded["fast"] if r["submission"] == name and r["exercise"] == "transpose"
-    )
-    assert row["verdict"] == "review" and row["detail"].startswith("needs review: "), row
+@pytest.mark.parametrize(
+    ("forgery", "code"),
+    [
+        ("builtins_exec_in_the_kernel", "gpu_would_reject"),
+        ("jit_globals_in_the_kernel", "gpu_would_reject"),
+        ("course_kernel_borrowed", "course_kernel"),
+        ("course_kernel_under_a_new_name", "course_kernel"),
+        ("answer_as_an_argument", "host_copy"),
+        ("decoy_kernel_torch_does_it", "unwritten"),
+        ("autotune_pre_hook_does_the_work", "unwritten"),
+    ],
+)
+def test_forgeries_fail_for_what_their_kernels_did(graded, forgery, code):
+    row = next(r for r in graded["fast"] if r["submission"] == f"{forgery}.ipynb"
+               and r["exercise"] == "transpose")  # fmt: skip
+    assert row["verdict"] == "fail" and code in row["codes"].split(), row
+
+
+def test_a_cell_that_takes_the_channel_over_answers_for_no_other(graded):
+    found = verdicts(graded["fast"], "takeover.ipynb")
+    assert found["transpose_v1"] in {"fail", "error"}, found
+    assert {found[e] for e in ("transpose_v2", "transpose", "scaled_matmul")} == {"not_implemented"}
 
 
 def test_an_input_recogniser_fails_on_ordinary_outputs(graded):

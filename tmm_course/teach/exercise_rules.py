@@ -1,12 +1,12 @@
-"""What an exercise cell may contain, decided on its parsed code (``ast``), never on its text.
+"""Advice on an exercise cell, read from its parsed code (``ast``), never a verdict.
 
-Kernels (functions decorated with ``@triton.jit``) compute with ``tl``; launchers and helpers do
-shape and stride arithmetic and launch kernels. Anything that would let Python compute the
-answer instead, or hide what it calls, is sent to a person (:func:`review_reasons` returns why):
-torch or numpy computing on tensors, writes into tensors from Python, imports beyond
-:data:`ALLOWED_IMPORTS`, ``exec``/``eval``/``compile``/``getattr``/``__import__``, private and
-dunder attributes, classes, IPython magics and ``!`` shell lines. Comments, helper functions,
-``math``, ``print`` and ``display`` pass.
+The verdict is what the cell's kernels compute when the judge replays them
+(:mod:`tmm_course.teach.grade`); this module only says, beside a verdict that is not a pass,
+what in the cell a person may want to look at: torch or numpy computing on tensors, writes into
+tensors from Python, imports beyond :data:`ALLOWED_IMPORTS`, ``exec``/``eval``/``compile``/
+``getattr``/``__import__``, private and dunder attributes, classes, IPython magics and ``!``
+shell lines (:func:`advice`). Honest but unusual code (helpers, ``float(alpha)``, ``print``,
+``with torch.no_grad():``, asserts) is graded on its kernels' values like any other.
 """
 
 from __future__ import annotations
@@ -206,6 +206,21 @@ def review_reasons(
     except RecursionError:
         return ["is nested too deeply to check"]
     return sorted(set(reviewer.reasons))
+
+
+ADVICE_SOURCE = 16 * 1024  # longer cells get no advice: reading them is not worth the time
+
+
+def advice(source: str, prelude: Iterable[str], carried: Iterable[str], launchers: Iterable[str]):
+    """What a person may want to look at in ``source`` (one exercise cell), for the detail of a
+    verdict: :func:`review_reasons` with the course's names and the ``carried`` definitions
+    allowed. Never a verdict."""
+    if len(source) > ADVICE_SOURCE:
+        return []
+    prelude = list(prelude)
+    carried = list(carried)
+    _, course = _prelude_names("\n".join(prelude))
+    return review_reasons(source, prelude, course, launchers, kernel_names([*carried, source]))
 
 
 def kernel_names(sources: Iterable[str]) -> set[str]:

@@ -2,24 +2,28 @@
 
     python -m tmm_course.teach.grade inbox/ --out grades.csv --timeout 300 --jobs 2
 
-Two processes per submission. The judge (this process) never runs student code: it takes the
-exercise cells' sources from the submission by cell id, decides on their parsed code whether a
-person must look (:mod:`.exercise_rules`), and starts a worker (:mod:`.worker`) in a sandbox
+The verdict is what the submission's kernels compute when the judge launches them. The judge
+(this process) never runs student code: it takes the exercise cells' sources from the submission
+by cell id, and for each exercise starts a fresh worker (:mod:`.worker`) in a sandbox
 (:mod:`.sandbox`: bubblewrap, a fresh user, its own cgroup, no network, nothing of the host but
-the Python it runs and a copy of the course package). The worker runs the reference's setup
-cell and the exercise cells; the judge draws fresh secret inputs per exercise, sends them over
-pipes it opened, reads the outputs back and decides the verdict itself (:mod:`.judge`).
+the Python it runs and a copy of the course package) that runs the reference's setup cell, the
+definitions the exercise cell uses from earlier cells (as source) and the exercise cell. For
+each of the exercise's cases (:mod:`tmm_course.exercises`, drawn from a secret seed) that worker
+calls the learner's function on the case drawn again with other values, only to record which
+Triton kernels it launches; the judge reads the record as data, and a second worker that ran no
+cell replays those kernels on the secret case, compiled ahead for a GPU first, every buffer the
+launcher made poisoned. The judge decides from the storages it gets back (:mod:`.judge`).
+Nothing the first worker computes, prints or claims reaches a verdict; the rules on the source
+(:mod:`.exercise_rules`) are advice in the detail, never a verdict.
 
-Verdicts: ``pass``, ``fail`` (diagnosis codes and the first failing case), ``not_implemented``,
-``missing`` (no cell with the exercise's id), ``review`` (the code does something an exercise
-has no reason to; the reason and what the judge measured are in the detail; never a pass),
-``timeout``, ``error`` (the cell is duplicated, the worker died or printed too much),
-``invalid`` (not a readable notebook). The ``isolation`` column says ``isolated`` or, with
-``--no-isolation``, ``unisolated``. Without root or bubblewrap the grader refuses to run unless
-told ``--no-isolation``.
+Verdicts: ``pass``, ``fail`` (diagnosis codes, the primary first, and the first failing case),
+``not_implemented``, ``missing`` (no cell with the exercise's id), ``timeout``, ``error`` (the
+cell is duplicated, the worker died or printed too much), ``invalid`` (not a readable notebook).
+The ``isolation`` column says ``isolated`` or, with ``--no-isolation``, ``unisolated``. Without
+root or bubblewrap the grader refuses to run unless told ``--no-isolation``.
 
 Several graders, on one machine or many, never meet (a fresh user id and cgroup per
-submission, private mounts): split the inbox and give each part its own ``--out``.
+worker, private mounts): split the inbox and give each part its own ``--out``.
 """
 
 from __future__ import annotations
@@ -41,6 +45,10 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import tmm_course
+from tmm_course.exercises import BY_NAME as SPECS
+from tmm_course.exercises.spec import Exercise as Spec
+from tmm_course.exercises.spec import generator
 from tmm_course.teach import exercise_rules, graded_notebook, judge, sandbox, wire
 from tmm_course.teach.safe_io import Unreadable, csv_cell, kind, read_capped, remove_tree
 
@@ -48,7 +56,6 @@ DEFAULT_REFERENCE = Path("notebooks/05_homework_transpose.ipynb")
 FIELDS = ["submission", "exercise", "verdict", "codes", "detail", "isolation"]
 NOTEBOOK_CAP = 8 * 2**20
 STARTUP_SECONDS = 120.0
-REVIEW_SECONDS = 20.0  # how long the judge measures an exercise that goes to review anyway
 
 
 @dataclass(frozen=True)
@@ -99,6 +106,7 @@ class Worker:
     running: sandbox.Running | None = None
     output: Output | None = None
     ran: list[str] = field(default_factory=list)
+    setup: bool = True  # run the reference's setup cell first (a replay worker runs no cell)
 
     def start(self, deadline: float) -> None:
         self.stop()
@@ -106,7 +114,7 @@ class Worker:
         self.running = sandbox.start(g.site, g.limits, f"{g.run}-{self.name}", g.isolated)
         self.output = Output(g.limits.output_bytes)
         self.output.drain(self.running)
-        for source in [g.setup, *self.ran]:
+        for source in [g.setup] * self.setup + self.ran:
             self.run(source, min(deadline, time.monotonic() + STARTUP_SECONDS), remember=False)
 
     def run(self, source: str, deadline: float, remember: bool = True) -> dict:
@@ -125,6 +133,22 @@ class Worker:
         if reply.get("ok") is True and len(returned) != len(sizes):
             raise WorkerGone("error", "the worker sent back a wrong number of tensors")
         return reply, returned
+
+    def record(self, header: dict, blobs: list[bytes], deadline: float) -> tuple[dict, bytes]:
+        """Ask for a launch record: a reply with its size, then the record (at most
+        :data:`judge.RECORD_BYTES`)."""
+        reply, _ = self.ask(header, blobs, deadline, [])
+        if reply.get("ok") is not True:
+            return reply, b""
+        size = reply.get("size")
+        if type(size) is not int or not 0 < size <= judge.RECORD_BYTES:
+            return {"ok": False, "error_type": "record", "error": f"a record of {size} bytes"}, b""
+        assert self.running is not None
+        try:
+            _, (data,) = wire.receive(self.running.from_worker, deadline, [size])
+        except (OSError, ValueError, wire.ChannelError) as error:
+            raise self._why(error) from None
+        return reply, data
 
     def _why(self, error: Exception) -> WorkerGone:
         if isinstance(error, wire.Timeout):
@@ -171,7 +195,7 @@ def _ended(code: int | None) -> str:
 class Grader:
     """What one grading run shares: the reference's exercises and setup, the package copy."""
 
-    exercises: list[tuple[graded_notebook.Exercise, judge.Exercise]]
+    exercises: list[tuple[graded_notebook.Exercise, Spec]]
     setup: str
     site: Path
     limits: sandbox.Limits
@@ -179,6 +203,7 @@ class Grader:
     run: str = field(default_factory=lambda: secrets.token_hex(4))
     counter: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock)
+    reference: dict = field(default_factory=dict)  # its earlier cells' definitions are carried
 
     @property
     def isolation(self) -> str:
@@ -199,75 +224,164 @@ class Grader:
                 raise ValueError("no list of cells")
         except (Unreadable, ValueError, UnicodeDecodeError, RecursionError) as error:
             return [self.row(name, "*", "invalid", detail=f"not a readable notebook: {error}")]
-        sources = graded_notebook.exercise_sources(submission, [e for e, _ in self.exercises])
-        with self.lock:
-            self.counter += 1
-            worker = Worker(self, str(self.counter))
-        deadline = time.monotonic() + self.limits.seconds
+        exercises = [e for e, _ in self.exercises]
+        sources = graded_notebook.exercise_sources(submission, exercises)
+        start = time.monotonic()
+        replayer = Replayer(self, self._number("replay"), start + self.limits.seconds)
         rows: list[Row] = []
-        kernels = exercise_rules.kernel_names(s for s in sources.values() if isinstance(s, str))
         try:
-            for exercise, entry in self.exercises:
-                source = sources[exercise.name]
-                rows.append(self._one(name, exercise, entry, source, worker, deadline, kernels))
+            for index, (exercise, spec) in enumerate(self.exercises):
+                # each exercise its share of what is left: one that runs long leaves the others
+                # their time
+                left = start + self.limits.seconds - time.monotonic()
+                deadline = time.monotonic() + max(left, 0.0) / (len(self.exercises) - index)
+                rows.append(self._one(name, exercise, spec, sources, replayer, deadline))
         finally:
-            worker.stop()
+            replayer.stop()
         return rows
 
-    def _one(self, name, exercise, entry: judge.Exercise, source, worker, deadline, kernels) -> Row:
+    def _number(self, what: str) -> str:
+        with self.lock:
+            self.counter += 1
+            return f"{self.counter}-{what}"
+
+    def _one(self, name, exercise, spec: Spec, sources, replayer: Replayer, deadline) -> Row:
+        source = sources[exercise.name]
         if source is None:
             return self.row(name, exercise.name, "missing", detail="no exercise cell with its id")
         if isinstance(source, graded_notebook.SourceError):
             return self.row(name, exercise.name, "error", detail=str(source))
-        reasons = exercise_rules.review_reasons(
-            source, [self.setup], entry.helpers, [entry.launcher], kernels
-        )
-        if reasons:  # advice for the reviewer only: a short look, not the submission's whole time
-            deadline = min(deadline, time.monotonic() + REVIEW_SECONDS)
+        if graded_notebook.untouched(self.reference, exercise, source):
+            return self.row(name, exercise.name, "not_implemented", "not_implemented",
+                            "the exercise cell is as the course hands it out")  # fmt: skip
+        carried = graded_notebook.carried(self.reference, sources, exercise, self.setup)
+        recorder = Worker(self, self._number(exercise.name))
         try:
-            verdict, codes, detail = self._measure(entry, source, worker, deadline)
+            verdict, codes, detail = self._measure(
+                spec, [*carried, source], recorder, replayer, deadline
+            )
         except WorkerGone as gone:
-            worker.ran = worker.ran[:-1] if worker.ran and worker.ran[-1] == source else worker.ran
-            worker.stop()
             verdict, codes, detail = gone.verdict, [], gone.detail
-        not_the_fix = judge.fix_problem(entry, source) if verdict == "pass" else None
-        if not_the_fix:
-            verdict, codes, detail = "fail", ["not_the_fix"], not_the_fix
-        if reasons:
-            detail = f"needs review: {'; '.join(reasons)} (the judge measured {verdict}: {detail})"
-            verdict = "review"
+            replayer.stop()  # a replay that ran past its time: the next exercise gets a fresh one
+        finally:
+            recorder.stop()
+        advice = exercise_rules.advice(source, [self.setup], carried, [spec.function])
+        if advice and verdict != "pass":
+            detail = f"{detail} (advice: {'; '.join(advice)})"
         return self.row(name, exercise.name, verdict, " ".join(codes), detail)
 
-    def _measure(self, entry: judge.Exercise, source: str, worker: Worker, deadline: float):
+    def _measure(self, spec: Spec, sources: list[str], recorder: Worker, replayer, deadline):
+        """Record the cell's launches case by case and replay them on the secret cases."""
         if time.monotonic() >= deadline:
             raise WorkerGone("timeout", "no time left in this submission's limit")
-        if worker.running is None:
-            worker.start(deadline)
-        loaded = worker.run(source, deadline)
-        cases = entry.cases(judge.seed_generator(secrets.randbits(63)))
-        outcomes = []
+        recorder.start(deadline)
+        loaded = {"ok": True}
+        for source in sources:
+            loaded = recorder.run(source, deadline)
+        secret = generator(secrets.randbits(63))
+        decoys = generator(secrets.randbits(63))
+        cases = spec.draw(secret, tmm_course.BACKEND)
+        results: list = []
+        last = None  # the last record read: lesson 9 judges the kernel it launched
+        nan = bool(secrets.randbits(1))  # NaN poison in every other output, from a random start
         for case in cases:
-            header, blobs = judge.request(case, entry.launcher)
+            nan = not nan
+            if case.only_if_all_passed and not all(r.passed for r in results):
+                results.append(
+                    judge.result(case, code="skipped", problem="not run: fix the other cases first")
+                )
+                continue
+            header, blobs = judge.Trial.of(spec, case.again(decoys)).request("record")
             try:
-                reply, returned = worker.ask(header, blobs, deadline, [len(b) for b in blobs])
+                reply, data = recorder.record(header, blobs, deadline)
             except WorkerGone as gone:
                 if not gone.crashed:
                     raise
-                outcomes.append(judge.Outcome(case.label, False, "crashed", gone.detail))
-                worker.ran = worker.ran[:-1]
-                worker.stop()
+                results.append(judge.result(case, code="crashed", problem=gone.detail))
                 break
-            ok = reply.get("ok") is True
-            if not ok and reply.get("error_type") == "missing":
-                problem = "" if loaded.get("ok") else f"; the cell raised {_brief(loaded)}"
-                return "missing", [], f"the cell defines no {entry.launcher}{problem}"
-            outcomes.append(judge.judge_case(case, returned if ok else None, None if ok else reply))
-            if outcomes[0].code == "not_implemented":
-                break
-        verdict, codes, detail = judge.verdict(cases, outcomes)
+            if not reply.get("ok"):
+                if reply.get("error_type") == "missing":
+                    problem = "" if loaded.get("ok") else f"; the cell raised {_brief(loaded)}"
+                    return "missing", [], f"the cell defines no {spec.function}{problem}"
+                if reply.get("error_type") == "NotImplementedError":
+                    results.append(judge.result(case, code="not_implemented"))
+                    break
+                results.append(judge.result(case, code="crashed", problem=_brief(reply)))
+                continue
+            record = judge.read_record(data)
+            if isinstance(record, tuple):
+                code, problem = record
+                results.append(judge.result(case, code=code, problem=problem, cause=problem))
+                continue
+            last = record
+            trial = judge.Trial.of(spec, case, nan, secret)
+            results.append(self._replay(trial, record, replayer, deadline))
+        for case in cases[len(results) :]:  # after a crash or an unfinished exercise
+            results.append(judge.result(case, code="skipped", problem="not run"))
+        verdict, codes, detail = judge.verdict(spec, results, last)
         if not loaded.get("ok"):
             detail = f"the cell raised {_brief(loaded)}; {detail}"
         return verdict, codes, detail
+
+    def _replay(self, trial: judge.Trial, record: dict, replayer: Replayer, deadline: float):
+        """One case's verdict: its record's kernels replayed on the trial's case."""
+        case = trial.case
+        early = judge.judge_record(trial, record)
+        if early is not None:
+            return early
+        try:
+            reply, returned = replayer.replay(trial, record, deadline)
+        except WorkerGone as gone:
+            if not gone.crashed:
+                raise
+            replayer.stop()
+            return judge.result(case, code="crashed", problem=gone.detail)
+        return judge.judge_replay(trial, reply, returned if reply.get("ok") else None)
+
+
+class Replayer(Worker):
+    """A submission's replay worker: it runs no cell, only kernels the judge has read, and
+    starts (importing Triton) in the background while the first exercise is recorded; a
+    fresh one follows a crash or a replay that ran past its time."""
+
+    def __init__(self, grader: Grader, name: str, deadline: float) -> None:
+        super().__init__(grader, name, setup=False)
+        self.defined: dict[str, str] = {}
+        self.warming: threading.Thread | None = threading.Thread(
+            target=self._warm, args=(deadline,), daemon=True
+        )
+        self.warming.start()
+
+    def _warm(self, deadline: float) -> None:
+        with contextlib.suppress(Exception):
+            self.start(deadline)
+            self.ask({"op": "prepare"}, [], deadline, [])
+
+    def stop(self) -> None:
+        if self.warming is not None:
+            self.warming.join()
+            self.warming = None
+        self.defined = {}
+        super().stop()
+
+    def replay(self, trial: judge.Trial, record: dict, deadline: float):
+        if self.warming is not None:
+            self.warming.join()
+            self.warming = None
+        if self.running is None or self.running.process.poll() is not None:
+            self.start(deadline)
+            self.defined = {}
+        plan = json.dumps(record).encode()
+        kernels = {k: e["source"] for k, e in record["kernels"].items()}
+        if any(self.defined.get(k) != v for k, v in kernels.items()):
+            reply, _ = self.ask({"op": "kernels"}, [plan], deadline, [])
+            if not reply.get("ok"):
+                text = f"the kernels could not be defined: {_brief(reply)}"
+                return {"ok": False, "error_type": "gpu_would_reject", "error": text}, None
+            self.defined.update(kernels)
+        header, blobs = trial.request("replay", [plan])
+        header["plan"] = 0  # the plan is the first blob
+        return self.ask(header, blobs, deadline, trial.sizes())
 
 
 def _brief(reply: dict) -> str:
@@ -353,22 +467,23 @@ def grade_folder(inbox: Path, grader: Grader, out: CsvOut, jobs: int, progress: 
     return rows
 
 
-def graded_exercises(reference: dict) -> list[tuple[graded_notebook.Exercise, judge.Exercise]]:
-    """The reference's exercises, each with its judge entry (a clear error if one has none)."""
+def graded_exercises(reference: dict) -> list[tuple[graded_notebook.Exercise, Spec]]:
+    """The reference's exercises, each with its spec (a clear error if one has none)."""
     found = []
     for exercise in graded_notebook.exercises_of(reference):
-        entry = judge.BY_NAME.get(exercise.name)
-        if entry is None:
+        spec = SPECS.get(exercise.name)
+        if spec is None:
             raise SystemExit(
-                f"the judge has no entry for the exercise {exercise.name!r}: add one "
-                "to EXERCISES in tmm_course/teach/judge.py"
+                f"no exercise spec is named {exercise.name!r} (the reference's check:"
+                f"{exercise.name} tag): add one to tmm_course/exercises, or grade another "
+                "notebook"
             )
-        if entry.cell_id != exercise.cell_id:
+        if spec.cells is not None and spec.cells.exercise != exercise.cell_id:
             raise SystemExit(
                 f"the exercise {exercise.name!r} is cell {exercise.cell_id} in the "
-                f"reference but {entry.cell_id} in the judge's table"
+                f"reference but {spec.cells.exercise} in its spec"
             )
-        found.append((exercise, entry))
+        found.append((exercise, spec))
     return found
 
 
@@ -425,6 +540,7 @@ def main(argv: list[str] | None = None) -> int:
             site,
             limits,
             isolated=not args.no_isolation,
+            reference=reference,
         )
         out = CsvOut(args.out, args.resume)
         rows = grade_folder(args.submissions, grader, out, args.jobs)

@@ -7,6 +7,8 @@ cell id; everything else the grader runs comes from the reference.
 
 from __future__ import annotations
 
+import ast
+import builtins
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -90,6 +92,14 @@ def exercise_sources(
     return found
 
 
+def untouched(reference: dict, exercise: Exercise, source: str) -> bool:
+    """Whether ``source`` is the exercise cell as the course hands it out (a stub that raises
+    NotImplementedError): nothing to run."""
+    cell = next((c for c in reference.get("cells", []) if c.get("id") == exercise.cell_id), None)
+    stub = "".join(cell.get("source", "")) if cell else ""
+    return "raise NotImplementedError" in stub and source.strip() == stub.strip()
+
+
 def setup_source(reference: dict) -> str:
     """The reference's setup cell (the first code cell that imports tmm_course), without
     IPython magics: what runs before any exercise cell."""
@@ -103,3 +113,111 @@ def setup_source(reference: dict) -> str:
 
 def read_reference(path: Path) -> dict:
     return json.loads(path.read_text(encoding="utf-8"))
+
+
+def carried(
+    reference: dict,
+    sources: dict[str, str | SourceError | None],
+    exercise: Exercise,
+    setup: str,
+) -> list[str]:
+    """The definitions (``def``, ``class``, imports, assignments to names) from cells before
+    ``exercise`` that its cell uses, directly or through each other, as source: the
+    reference's own cells, and the submission's earlier exercise cells in place of the
+    reference's. Only these statements are carried, never a cell's other statements."""
+    statements = []
+    for text in _cells_before(reference, sources, exercise):
+        statements += _definitions(text)
+    provided = _bound(setup) | set(dir(builtins))
+    cell = sources.get(exercise.name)
+    cell_names = _definitions(cell) if isinstance(cell, str) else []
+    needed = set().union(*(loads for _, loads, _ in cell_names)) if cell_names else set()
+    needed |= _free(cell) if isinstance(cell, str) else set()
+    needed -= provided | set().union(*(binds for binds, _, _ in cell_names))
+    chosen: list[int] = []
+    while needed:
+        name = needed.pop()
+        index = next(
+            (i for i in reversed(range(len(statements))) if name in statements[i][0]), None
+        )
+        if index is None or index in chosen:
+            continue
+        chosen.append(index)
+        needed |= statements[index][1] - provided
+    return [statements[i][2] for i in sorted(chosen)]
+
+
+def _cells_before(reference: dict, sources: dict, exercise: Exercise) -> list[str]:
+    """The code cells a notebook runs before ``exercise``'s: the reference's lesson cells and,
+    for its exercise cells, the submission's."""
+    by_cell = {e.cell_id: e.name for e in exercises_of(reference)} if reference else {}
+    found = []
+    for cell in reference.get("cells", []):
+        if cell.get("id") == exercise.cell_id:
+            break
+        tags = cell.get("metadata", {}).get("tags", [])
+        if cell.get("cell_type") != "code" or is_solution(cell) or _check_name(cell) or tags:
+            continue
+        if cell.get("id") in by_cell:
+            text = sources.get(by_cell[cell["id"]])
+            if isinstance(text, str):
+                found.append(text)
+        else:
+            found.append("".join(cell.get("source", "")))
+    return found
+
+
+def _definitions(text: str) -> list[tuple[set[str], set[str], str]]:
+    """(names bound, names used, source) of each top-level definition of a cell."""
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return []
+    lines = text.splitlines(True)
+    found = []
+    for node in tree.body:
+        binds = _binds(node)
+        if not binds:
+            continue
+        first = min([node.lineno, *(d.lineno for d in getattr(node, "decorator_list", []))])
+        source = "".join(lines[first - 1 : node.end_lineno])
+        found.append((binds, _free_in(node), source))
+    return found
+
+
+def _binds(node: ast.stmt) -> set[str]:
+    if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+        return {node.name}
+    if isinstance(node, ast.Import | ast.ImportFrom):
+        names = {(a.asname or a.name).split(".")[0] for a in node.names}
+        return set() if "*" in names else names
+    if isinstance(node, ast.Assign | ast.AnnAssign):
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        if all(isinstance(t, ast.Name) for t in targets):
+            return {t.id for t in targets}  # type: ignore[attr-defined]
+    return set()
+
+
+def _free_in(node: ast.AST) -> set[str]:
+    try:
+        loads = {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+        stores = {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and
+                  isinstance(n.ctx, ast.Store)} | {a.arg for a in ast.walk(node)
+                                                   if isinstance(a, ast.arg)}  # fmt: skip
+    except RecursionError:
+        return set()
+    return loads - stores
+
+
+def _free(text: str) -> set[str]:
+    try:
+        return _free_in(ast.parse(text))
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return set()
+
+
+def _bound(text: str) -> set[str]:
+    found: set[str] = set()
+    for binds, _, _ in _definitions(text):
+        found |= binds
+    return found

@@ -1,17 +1,31 @@
-"""The student's side of grading, run inside the sandbox: it holds no key and no verdict.
+"""The two kinds of worker a grade runs in the sandbox; neither holds a key or decides a verdict.
 
     python -m tmm_course.teach.worker READ_FD WRITE_FD
 
-It runs what the judge sends, in one namespace, as a notebook would: the reference's setup cell,
-then each exercise cell; then it calls the exercise's launcher on the tensors the judge sent and
-sends back the storages of every tensor it was given. It decides nothing: the judge compares.
+A *recording* worker runs what the judge sends, in one namespace, as a notebook would: the
+reference's setup cell, then the cells one exercise needs; then, for each case, it calls the
+exercise's function on tensors shaped like the judge's case (other values: it never sees the
+ones judged) with every launch noted and not run, and sends back the launch record (plain data
+and the kernels' sources, :mod:`tmm_course.check.record`). What the function computed stays
+here.
+
+A *replay* worker runs no cell. It is given kernel sources the judge has read
+(:mod:`.triton_only`) and, per case, the launch plan and the judge's secret inputs; it defines
+the kernels, compiles each launch for a GPU with a compiler that calls nothing but Triton,
+launches them (on the interpreter, every load and store inside the case's tensors or the plan's
+buffers, :mod:`tmm_course.check.memory_guard`) and sends back every storage it was given and
+what the guard saw. The judge compares.
 """
 
 from __future__ import annotations
 
+import contextlib
+import json
 import linecache
 import sys
 import traceback
+
+GPU_TARGET = "sm_80"  # what a replayed kernel must compile for before it runs (an A100)
 
 
 def _display(*values: object, **_: object) -> None:
@@ -49,10 +63,141 @@ def _error(error: BaseException) -> dict:
     }
 
 
+def _record(fn, header: dict, blobs: list[bytes]) -> bytes:
+    """Call the exercise's function on the case under the recorder: the record, as JSON."""
+    from tmm_course.check.record import Recorder
+
+    args, _ = _tensors(header, blobs)
+    views = dict(zip(header["tensors"], [a for a in args if not isinstance(a, float)], strict=True))
+    recorder = Recorder(views)
+    with noting_only() as seen:
+        seen.listeners.append(recorder.note)
+        fn(*[args[i] for i in header["order"]])
+    if recorder.problem is not None:
+        raise TypeError(recorder.problem)
+    return json.dumps(recorder.record()).encode()
+
+
+@contextlib.contextmanager
+def noting_only():
+    """Inside the block every ``kernel[grid](...)`` is noted and not run: the judge replays
+    what was noted, so running it here would only cost time (and a stray lane could crash
+    this worker before the record is sent)."""
+    from triton.runtime.interpreter import InterpretedFunction
+    from triton.runtime.jit import JITFunction
+
+    from tmm_course.capstone import plain_launches
+    from tmm_course.check import launches
+
+    seen = launches.Launches()
+    saved = [(cls, cls.run) for cls in (JITFunction, InterpretedFunction)]
+
+    def run(self, *args, grid, warmup, **kwargs):
+        if not warmup:
+            seen.note(self, args, kwargs, grid)
+
+    for cls, _ in saved:
+        cls.run = run
+    try:
+        with plain_launches():  # the capstone's quick launches skip kernel.run once warm
+            yield seen
+    finally:
+        for cls, original in saved:
+            cls.run = original
+
+
+class Refused(RuntimeError):
+    """A replayed launch that a GPU's compiler refuses (or that calls what is not Triton)."""
+
+
+class Checked:
+    """A kernel that, before each launch, is compiled for :data:`GPU_TARGET` under the strict
+    compiler (once per argument types and constants): nothing that does not compile runs."""
+
+    def __init__(self, kernel, name: str, compiled: dict) -> None:
+        self.kernel, self.name, self.compiled = kernel, name, compiled
+
+    def __getitem__(self, grid):
+        def launch(*args, **kwargs):
+            self.check(args, kwargs)
+            return self.kernel[grid](*args, **kwargs)
+
+        return launch
+
+    def check(self, args: tuple, kwargs: dict) -> None:
+        from tmm_course import compile_ahead
+        from tmm_course.teach import triton_only
+
+        warps, stages = int(kwargs.get("num_warps", 4)), int(kwargs.get("num_stages", 3))
+        spec = compile_ahead.specialize(self.kernel, args, kwargs)
+        # once per argument types and constants: which pointers and integers are multiples of
+        # 16 changes how a GPU vectorises, never whether it accepts the kernel
+        key = (id(self.kernel), spec.key()[:2], warps, stages)
+        if key not in self.compiled:
+            try:
+                with triton_only.strict():
+                    compiled = compile_ahead.compile_for(
+                        self.kernel, spec, GPU_TARGET, warps, stages
+                    )
+                self.compiled[key] = None if compiled.ok else compiled.error
+            except Exception as error:  # specialize's own refusal (an argument it cannot type)
+                self.compiled[key] = str(error)
+        if self.compiled[key]:
+            raise Refused(f"{self.name} does not compile for {GPU_TARGET}: {self.compiled[key]}")
+
+
+class Replayer:
+    """The replay worker's kernels, each defined once, each specialization compiled once."""
+
+    def __init__(self) -> None:
+        self.kernels: dict = {}
+        self.compiled: dict = {}
+
+    def define(self, data: dict) -> None:
+        from tmm_course.teach import triton_only
+
+        for key, kernel in triton_only.define_record(data).items():
+            self.kernels[key] = Checked(kernel, data["kernels"][key]["name"], self.compiled)
+
+    def replay(self, header: dict, blobs: list[bytes]) -> tuple[dict, list[bytes]]:
+        import tmm_course
+        from tmm_course.backend import INTERPRETER
+        from tmm_course.check import launches
+        from tmm_course.check.memory_guard import OutOfBoundsAccess, only_these_tensors, raised_from
+        from tmm_course.check.record import replay as run_plan
+
+        args, storages = _tensors(header, blobs)
+        tensors = [a for a in args if not isinstance(a, float)]
+        views = dict(zip(header["tensors"], tensors, strict=True))
+        facts: dict = {"ok": True}
+        with contextlib.ExitStack() as stack:
+            launched = stack.enter_context(launches.recording())
+            trace = None
+            if tmm_course.BACKEND == INTERPRETER:
+                trace = stack.enter_context(only_these_tensors(views, launched))
+            try:
+                run_plan(json.loads(blobs[header["plan"]]), views, self.kernels)
+            except Refused as refused:
+                return {"ok": False, "error_type": "gpu_would_reject", "error": str(refused)}, []
+            except Exception as error:
+                stray = raised_from(error, OutOfBoundsAccess)
+                if stray is None:
+                    raise
+                facts["stray"] = {"kind": stray.kind, "text": str(stray)[:300]}
+        _synchronize()
+        if trace is not None:
+            output = header["tensors"][-1]
+            facts["outside"] = {kind: trace.outside(kind) for kind in ("load", "store")}
+            facts["output_loaded"] = trace.touched("load", output) > 0
+            facts["unstored"] = int((~trace.cells("store", output)).sum())
+        return facts, [s.cpu().numpy().tobytes() for s in storages]
+
+
 def serve(read_fd: int, write_fd: int) -> None:
     from tmm_course.teach import wire
 
     namespace: dict = {"__name__": "__main__", "display": _display}
+    replayer: Replayer | None = None
     count = 0
     while True:
         try:
@@ -71,27 +216,39 @@ def serve(read_fd: int, write_fd: int) -> None:
                 source = header["source"]
                 linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
                 exec(compile(source, filename, "exec"), namespace)  # the judge's order, in order
-            elif op == "call":
+            elif op == "record":
                 fn = namespace.get(header["name"])
                 if not callable(fn):
-                    reply = {
-                        "ok": False,
-                        "error_type": "missing",
-                        "error": f"no function named {header['name']}",
-                    }
+                    reply = {"ok": False, "error_type": "missing",
+                             "error": f"no function named {header['name']}"}  # fmt: skip
                 else:
-                    args, storages = _tensors(header, blobs)
-                    fn(*[args[i] for i in header["order"]])
-                    _synchronize()
-                    out = [s.cpu().numpy().tobytes() for s in storages]
+                    out = [_record(fn, header, blobs)]
+                    reply = {"ok": True, "size": len(out[0])}
+            elif op == "prepare":  # a replay worker's imports, before it is needed
+                import tmm_course
+                from tmm_course import compile_ahead  # noqa: F401
+                from tmm_course.check import memory_guard, record  # noqa: F401
+                from tmm_course.teach import triton_only  # noqa: F401
+            elif op == "kernels":
+                import tmm_course  # noqa: F401 - first: it picks the backend
+
+                replayer = replayer or Replayer()
+                replayer.define(json.loads(blobs[0]))
+            elif op == "replay":
+                assert replayer is not None, "no kernels defined"
+                reply, out = replayer.replay(header, blobs)
         except BaseException as error:  # the student's code: any failure is an answer
-            if isinstance(error, SystemExit | KeyboardInterrupt) and op != "call":
+            if isinstance(error, SystemExit | KeyboardInterrupt) and op == "run":
                 reply = _error(RuntimeError(f"{type(error).__name__} raised"))
             else:
                 reply = _error(error)
             out = []
         sys.stdout.flush()
-        wire.send(write_fd, reply, out)
+        if op == "record" and out:  # a record of any size: its size first, then the record
+            wire.send(write_fd, reply)
+            wire.send(write_fd, {}, out)
+        else:
+            wire.send(write_fd, reply, out)
 
 
 def _synchronize() -> None:
