@@ -152,7 +152,8 @@ def _plot(rows: list[dict], exercises: list[str]) -> str:
     axes.invert_yaxis()
     axes.set_xlim(0, 100)
     axes.set_xlabel(f"% of {entries} submissions")
-    axes.legend(ncols=4, fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.25))
+    if left != [0.0] * len(exercises):
+        axes.legend(ncols=4, fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.25))
     figure.tight_layout()
     buffer = io.BytesIO()
     figure.savefig(buffer, format="png")
