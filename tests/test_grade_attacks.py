@@ -460,7 +460,7 @@ def test_resource_and_inbox_attacks_end_with_their_rows_and_caps_held(graded):
     assert flood[0] == "error" and "printed more than" in flood[1], flood
     # four children of 1.5 GiB under --memory-gib 2: the restarted worker's cgroup kills some
     assert "ends=[0, 0, 0, 0]" not in balloon[1], balloon
-    assert balloon[0] in {"fail", "error", "missing"}, balloon
+    assert balloon[0] != "pass", balloon
     surrogates = verdict_and_detail(rows, "surrogates.ipynb", "transpose_v1")
     assert "\\udcff" in surrogates[1], surrogates
     assert set(verdicts(rows, "deep_nesting.ipynb").values()) <= {"review", "error", "fail",

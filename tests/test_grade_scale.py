@@ -230,3 +230,19 @@ def test_the_report_renders_in_chromium_without_a_console_error(sharded):
         chromium.close()
     assert errors == []
     assert width > 100 and heading == "The class at a glance"
+
+
+def test_a_worker_that_cannot_start_says_what_it_printed(tmp_path):
+    site = tmp_path / "site"  # a course package whose import fails, as a broken install's
+    (site / "tmm_course").mkdir(parents=True)
+    (site / "tmm_course" / "__init__.py").write_text(
+        "raise ImportError('libtriton.so: no such file')\n"
+    )
+    (tmp_path / "home").mkdir()
+    grader = grade.Grader([], "", site, sandbox.Limits(seconds=30), isolated=False)
+    worker = grade.Worker(grader, "1")
+    with pytest.raises(grade.WorkerGone) as gone:
+        worker.start(time.monotonic() + 30)
+    worker.stop()
+    assert gone.value.verdict == "error"
+    assert "ImportError: libtriton.so: no such file" in gone.value.detail, gone.value.detail

@@ -19,7 +19,14 @@ has no reason to; the reason and what the judge measured are in the detail; neve
 told ``--no-isolation``.
 
 Several graders, on one machine or many, never meet (a fresh user id and cgroup per
-submission, private mounts): split the inbox and give each part its own ``--out``.
+worker, private mounts). ``--jobs`` grades that many submissions at once (default: one per GPU,
+each worker handed its own; else one per core); ``--shard K/N`` grades a deterministic share of
+the inbox, and ``merge`` (:mod:`.shards`) combines the shards' CSVs. Beside the CSV go the
+class's report, an LMS export and the run's provenance (:mod:`.report`).
+
+The outer loop never waits without a deadline: every read and write on the channel has one,
+and a watchdog outside the workers gives each submission ``--timeout`` plus
+:data:`WATCHDOG_GRACE` before it kills them, writes ``timeout`` rows and goes on.
 """
 
 from __future__ import annotations

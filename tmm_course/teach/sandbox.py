@@ -11,10 +11,13 @@ As root, with ``bwrap`` (Debian's ``bubblewrap``) installed, each worker gets:
   and when the namespace's first process dies the kernel kills every process in it;
 - a user id drawn at random for this submission of this run (no other process has it), so two
   graders on one host, or two submissions, never share one;
-- a cgroup for memory and process count (cgroup v2, or v1 memory and pids controllers), the
-  whole group killed at the end (``cgroup.kill`` where cgroup v2 is mounted); without a
-  writable cgroup file system, per-process limits (``RLIMIT_AS``, ``RLIMIT_NPROC`` of its own
-  user) and the PID namespace's kill.
+- a cgroup of its own for memory, process count and CPU bandwidth (cgroup v2, or the v1
+  memory, pids and cpu controllers), under a name drawn fresh for each worker start, the whole
+  group killed at the end (``cgroup.kill`` where cgroup v2 is mounted). Where this host has a
+  writable controller, a cgroup that cannot be made or limited is an error
+  (:class:`CgroupError`: the worker does not start); only without a writable cgroup file
+  system do per-process limits apply (``RLIMIT_AS``, ``RLIMIT_NPROC`` of its own user,
+  ``RLIMIT_CPU``) and the PID namespace's kill, and the grader says so.
 
 :func:`unisolated` runs the worker as the grader's own user instead (``--no-isolation``).
 """
