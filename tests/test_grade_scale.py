@@ -246,3 +246,33 @@ def test_a_worker_that_cannot_start_says_what_it_printed(tmp_path):
     worker.stop()
     assert gone.value.verdict == "error"
     assert "ImportError: libtriton.so: no such file" in gone.value.detail, gone.value.detail
+
+
+class _Where(_Stuck):
+    """A stand-in grader that notes the GPU each submission's workers would be handed."""
+
+    def __init__(self) -> None:
+        super().__init__(30)
+        self.seen: dict[str, str | None] = {}
+
+    def grade(self, inbox, name):
+        self.seen[name] = grade._gpu()
+        time.sleep(0.2)  # long enough for both slots to be busy at once
+        return [self.row(name, e.name, "pass") for e, _ in self.exercises]
+
+
+def test_one_worker_per_gpu_each_handed_its_own(tmp_path, monkeypatch):
+    monkeypatch.setattr(sandbox, "gpus", lambda: ["0", "1"])
+    jobs, gpus = grade.default_jobs(6 * 2**30)
+    assert (jobs, gpus) == (2, ["0", "1"])
+    inbox = tmp_path / "inbox"
+    inbox.mkdir()
+    for i in range(4):
+        (inbox / f"s{i}").write_text("x")
+    where = _Where()
+    out = grade.CsvOut(tmp_path / "grades.csv", resume=False)
+    grade.grade_folder(inbox, where, out, jobs, progress=False, gpus=gpus)
+    assert sorted(where.seen) == ["s0", "s1", "s2", "s3"]
+    assert {where.seen["s0"], where.seen["s1"]} == {"0", "1"}
+    env = sandbox.worker_environment("/site", "/home", "1")
+    assert env["CUDA_VISIBLE_DEVICES"] == "1"

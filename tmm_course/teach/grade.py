@@ -40,6 +40,7 @@ import os
 import queue
 import secrets
 import shutil
+import signal
 import stat
 import sys
 import tempfile
@@ -445,6 +446,8 @@ def grade_folder(
     running: dict[str, tuple[float, int, Ticket]] = {}  # name: (watchdog deadline, slot, ticket)
     rows: list[Row] = []
     limit = grader.limits.seconds + WATCHDOG_GRACE
+    given_up = (f"the grader stopped waiting after {limit:.0f} s (--timeout and "
+                f"{WATCHDOG_GRACE:.0f} s for its worker to end)")  # fmt: skip
 
     def one(name: str, slot: int, ticket: Ticket) -> None:
         _SLOT.gpu, _SLOT.ticket = (gpus[slot % len(gpus)] if gpus else None), ticket
@@ -463,24 +466,27 @@ def grade_folder(
         bar.update(1)
 
     with tqdm(total=len(todo), desc="submissions", unit="nb", disable=not progress) as bar:
-        while todo or running:
-            while todo and free:
-                name, slot, ticket = todo.pop(0), free.pop(0), Ticket()
-                running[name] = (time.monotonic() + limit, slot, ticket)
-                threading.Thread(target=one, args=(name, slot, ticket), daemon=True).start()
-            wait = min(d for d, _, _ in running.values()) - time.monotonic()
-            try:
-                name, graded = finished.get(timeout=max(0.05, wait))
-                if name in running:  # not given up on already
-                    settle(name, graded)
-            except queue.Empty:
-                for name, (deadline, _, ticket) in list(running.items()):
-                    if time.monotonic() >= deadline:
-                        ticket.give_up()
-                        detail = (f"the grader stopped waiting after {limit:.0f} s (--timeout "
-                                  f"and {WATCHDOG_GRACE:.0f} s for its worker to end)")  # fmt: skip
-                        settle(name, [grader.row(name, e, "timeout", detail=detail)
-                                      for e in exercises])  # fmt: skip
+        try:
+            while todo or running:
+                while todo and free:
+                    name, slot, ticket = todo.pop(0), free.pop(0), Ticket()
+                    running[name] = (time.monotonic() + limit, slot, ticket)
+                    threading.Thread(target=one, args=(name, slot, ticket), daemon=True).start()
+                wait = min(d for d, _, _ in running.values()) - time.monotonic()
+                try:
+                    name, graded = finished.get(timeout=max(0.05, wait))
+                    if name in running:  # not given up on already
+                        settle(name, graded)
+                except queue.Empty:
+                    for name, (deadline, _, ticket) in list(running.items()):
+                        if time.monotonic() >= deadline:
+                            ticket.give_up()
+                            settle(name, [grader.row(name, e, "timeout", detail=given_up)
+                                          for e in exercises])  # fmt: skip
+        except BaseException:  # Ctrl-C, or a scheduler's SIGTERM: no worker outlives the run
+            for _, _, ticket in running.values():
+                ticket.give_up()
+            raise
     return rows
 
 
@@ -523,6 +529,10 @@ def _shard(text: str) -> tuple[int, int]:
     if not 0 <= k < n:
         raise argparse.ArgumentTypeError(f"{text!r}: K counts from 0 to N - 1")
     return k, n
+
+
+def _terminated(number: int, _frame: object) -> None:
+    raise SystemExit(128 + number)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -568,6 +578,25 @@ def main(argv: list[str] | None = None) -> int:
         help="run submissions as this user, unsandboxed (rows say unisolated)",
     )
     args = parser.parse_args(argv)
+    with _terminate_as_exit():
+        return _grade(args, parser)
+
+
+@contextlib.contextmanager
+def _terminate_as_exit():
+    """SIGTERM (how Slurm ends a task at its time limit, Kubernetes a pod it evicts) ends the
+    run as Ctrl-C does: workers killed, scratch removed; ``--resume`` goes on from there."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, _terminated)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _grade(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     if not args.submissions.is_dir():
         parser.error("name the folder of submitted notebooks")
     if not args.reference.is_file():
@@ -626,7 +655,9 @@ def main(argv: list[str] | None = None) -> int:
         run=grader.run, code=code, started=started, jobs=jobs, gpus=gpus, limits=limits,
         shard=args.shard, isolated=grader.isolated, reference=args.reference,
     )  # fmt: skip
-    written = report.write_all(args.out, [e.name for e, _ in exercises], [provenance])
+    earlier = report.companions(args.out)["json"]  # a resumed CSV holds earlier runs' rows
+    runs = json.loads(earlier.read_text()) if args.resume and earlier.is_file() else []
+    written = report.write_all(args.out, [e.name for e, _ in exercises], [*runs, provenance])
     print(
         f"graded {len({r.submission for r in rows})} submission(s) into {args.out} "
         f"(run {grader.run}); the report: {written}"
