@@ -130,14 +130,10 @@ class Worker:
 
     grader: Grader
     name: str
+    ticket: Ticket = field(init=False, repr=False)  # the submission's, for the watchdog
     running: sandbox.Running | None = None
     output: Output | None = None
     ran: list[str] = field(default_factory=list)
-    ticket: Ticket = field(init=False, repr=False)
-
-    def __post_init__(self) -> None:
-        self.ticket = getattr(_SLOT, "ticket", None) or Ticket()
-        self.ticket.workers.append(self)  # the watchdog of the submission's thread stops us
 
     def start(self, deadline: float) -> None:
         self.stop()
@@ -203,6 +199,10 @@ class Worker:
         running = self.running
         if running is not None:
             running.stop()
+
+    def __post_init__(self) -> None:
+        self.ticket = getattr(_SLOT, "ticket", None) or Ticket()
+        self.ticket.workers.append(self)  # the watchdog of the submission's thread stops us
 
 
 class WorkerGone(RuntimeError):
@@ -422,6 +422,17 @@ def entries_to_grade(inbox: Path, out: CsvOut, shard: tuple[int, int] | None) ->
     return [n for n in names if entry_key(n) not in out.done]
 
 
+def default_jobs(memory_bytes: int) -> tuple[int, list[str]]:
+    """Submissions at once on this machine, and the GPUs to hand out: one worker per GPU where
+    there are GPUs; else one per core, as many as the memory holds at ``memory_bytes`` each."""
+    found = sandbox.gpus()
+    if found:
+        return len(found), found
+    cores = len(os.sched_getaffinity(0))
+    memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    return max(1, min(cores, memory // max(1, memory_bytes))), []
+
+
 def grade_folder(
     inbox: Path,
     grader: Grader,
@@ -488,17 +499,6 @@ def grade_folder(
                 ticket.give_up()
             raise
     return rows
-
-
-def default_jobs(memory_bytes: int) -> tuple[int, list[str]]:
-    """Submissions at once on this machine, and the GPUs to hand out: one worker per GPU where
-    there are GPUs; else one per core, as many as the memory holds at ``memory_bytes`` each."""
-    found = sandbox.gpus()
-    if found:
-        return len(found), found
-    cores = len(os.sched_getaffinity(0))
-    memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    return max(1, min(cores, memory // max(1, memory_bytes))), []
 
 
 def graded_exercises(reference: dict) -> list[tuple[graded_notebook.Exercise, judge.Exercise]]:
