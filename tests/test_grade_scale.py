@@ -276,3 +276,17 @@ def test_one_worker_per_gpu_each_handed_its_own(tmp_path, monkeypatch):
     assert {where.seen["s0"], where.seen["s1"]} == {"0", "1"}
     env = sandbox.worker_environment("/site", "/home", "1")
     assert env["CUDA_VISIBLE_DEVICES"] == "1"
+
+
+def test_cgroups_that_cannot_cap_a_worker_stop_the_run_before_it_starts(
+    tmp_path, monkeypatch, capsys
+):
+    def broken(name, limits):
+        raise sandbox.CgroupError(f"cannot make the cgroup {name}: [Errno 16] busy")
+
+    monkeypatch.setattr(sandbox, "problem", lambda: None)
+    monkeypatch.setattr(sandbox, "Cgroup", broken)
+    out = tmp_path / "g.csv"
+    assert grade.main([str(tmp_path), "--reference", str(HOMEWORK), "--out", str(out)]) == 2
+    assert "refusing to grade: cannot make the cgroup" in capsys.readouterr().err
+    assert not out.exists()

@@ -618,6 +618,14 @@ def _grade(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     if not exercises:
         parser.error(f"{args.reference} has no exercise cell followed by a solution and a check")
     limits = sandbox.Limits(args.timeout, int(args.memory_gib * 2**30))
+    if not args.no_isolation:
+        try:  # a host whose cgroups cannot cap a worker fails here, not in every row
+            sandbox.Cgroup(f"probe-{secrets.token_hex(4)}", limits).kill()
+        except sandbox.CgroupError as error:
+            print(f"refusing to grade: {error}; this host offers cgroups but they could not cap "
+                  "a worker (memory, processes, CPU). Fix their delegation to this process, "
+                  "or grade where they work.", file=sys.stderr)  # fmt: skip
+            return 2
     jobs, gpus = default_jobs(limits.memory_bytes)
     jobs = args.jobs or jobs
     before = digest(args.submissions)

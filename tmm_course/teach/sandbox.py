@@ -96,8 +96,11 @@ def cgroup_layout() -> dict[str, Path]:
     """Where this process may make cgroups, by controller ("" for the kill file's unified
     hierarchy): the folders that exist and are writable; empty where none is."""
     if (CGROUP / "cgroup.controllers").is_file():  # the unified hierarchy alone
+        if not _writable(CGROUP):
+            return {}
+        offered = (CGROUP / "cgroup.controllers").read_text().split()
         base = CGROUP / "tmm-grade"
-        return {c: base for c in ("memory", "pids", "cpu", "")} if _writable(CGROUP) else {}
+        return {c: base for c in ("memory", "pids", "cpu", "") if c in offered or c == ""}
     found = {}
     for controller in ("memory", "pids", "cpu", ""):
         own = _own_path(controller)
@@ -126,10 +129,16 @@ class Cgroup:
         try:
             if (CGROUP / "cgroup.controllers").is_file() and layout:
                 folder = self._make(CGROUP / "tmm-grade" / name, v2_root=CGROUP)
-                self._write(folder, "memory.max", limits.memory_bytes, "memory")
-                self._write(folder, "memory.swap.max", 0, "")
-                self._write(folder, "pids.max", limits.processes, "pids")
-                self._write(folder, "cpu.max", f"{quota} 100000", "cpu")
+                settings = {
+                    "memory": [("memory.max", limits.memory_bytes), ("memory.swap.max", 0)],
+                    "pids": [("pids.max", limits.processes)],
+                    "cpu": [("cpu.max", f"{quota} 100000")],
+                    "": [],
+                }
+                for controller in layout:
+                    for key, value in settings[controller]:
+                        optional = key == "memory.swap.max"  # swap may be off altogether
+                        self._write(folder, key, value, "" if optional else controller, optional)
                 self.kill_file = folder / "cgroup.kill"
                 return
             settings = {
