@@ -87,7 +87,8 @@ def merge(parts: list[Path], inbox: Path) -> tuple[list[str], list[list[str]], l
             + (" ..." if len(missing) > 20 else "")
             + ": run their shard again (--resume grades only what it lacks)"
         )
-    strangers = [rows[0][0] for key, rows in by_key.items() if key not in set(keys)]
+    known = set(keys)
+    strangers = [rows[0][0] for key, rows in by_key.items() if key not in known]
     if strangers:
         raise MergeError(f"rows for entries not in {inbox}: {', '.join(strangers[:20])}")
     rows = [row for key in keys for row in by_key[key]]
