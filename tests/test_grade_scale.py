@@ -167,7 +167,9 @@ def test_four_shards_merged_equal_one_run(sharded):
     assert grade.main([*argv, "--out", str(merged)]) == 0
     assert len(sharded["parts"]) == 4
     assert _rows(merged) == _rows(sharded["whole"])
-    assert len(json.loads(report.companions(merged)["json"].read_text())) == 4
+    runs = json.loads(report.companions(merged)["json"].read_text())
+    assert sorted(run["shard"] for run in runs) == ["0/4", "1/4", "2/4", "3/4"]
+    assert report.companions(sharded["parts"][2])["html"].name == "grades.2-of-4.html"
     assert report.companions(merged)["html"].is_file()
 
 

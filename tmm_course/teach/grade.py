@@ -660,7 +660,8 @@ def _grade(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         out.write([grader.row("(inbox)", "*", "inbox_changed", detail=shown)], entry=False)
         print(f"warning: the inbox changed while grading: {shown}", file=sys.stderr)
     provenance = report.provenance(
-        run=grader.run, code=code, started=started, jobs=jobs, gpus=gpus, limits=limits,
+        run=grader.run, code=code, started=started, graded=len({r.submission for r in rows}),
+        jobs=jobs, gpus=gpus, limits=limits,
         shard=args.shard, isolated=grader.isolated, reference=args.reference,
     )  # fmt: skip
     earlier = report.companions(args.out)["json"]  # a resumed CSV holds earlier runs' rows

@@ -37,9 +37,10 @@ TROUBLE = ("timeout", "error")
 
 def companions(csv_path: Path) -> dict[str, Path]:
     """Where the report, the LMS export and the provenance of ``csv_path`` go."""
-    stem = csv_path.with_suffix("")
-    return {"html": stem.with_suffix(".html"), "lms": Path(f"{stem}-lms.csv"),
-            "json": stem.with_suffix(".json")}  # fmt: skip
+    stem = csv_path.name.removesuffix(".csv")  # grades.2-of-4.csv: grades.2-of-4.html
+    return {"html": csv_path.with_name(f"{stem}.html"),
+            "lms": csv_path.with_name(f"{stem}-lms.csv"),
+            "json": csv_path.with_name(f"{stem}.json")}  # fmt: skip
 
 
 def code_version(site: Path) -> str:
@@ -67,7 +68,9 @@ def device() -> str:
     return f"Triton's interpreter on the CPU ({cpu}, {os.cpu_count()} cores)"
 
 
-def provenance(*, run, code, started, jobs, gpus, limits, shard, isolated, reference) -> dict:
+def provenance(
+    *, run, code, started, graded, jobs, gpus, limits, shard, isolated, reference
+) -> dict:
     """Where, when and with what one run graded."""
     import torch
     import triton
@@ -89,6 +92,9 @@ def provenance(*, run, code, started, jobs, gpus, limits, shard, isolated, refer
         "started": stamp(started),
         "finished": stamp(finished),
         "seconds": round(finished - started, 1),
+        "submissions": graded,
+        "seconds_per_submission": round((finished - started) / graded, 2) if graded else None,
+        "load_average": [round(x, 1) for x in os.getloadavg()],  # what else ran on the host
         "jobs": jobs,
         "gpus": list(gpus),
         "timeout_s": limits.seconds,
