@@ -57,12 +57,12 @@ student: $(COURSE_ENV)
 	$(BIN)/python -m tmm_course.teach.release notebooks $(STUDENT)
 
 # grade a folder of submitted homework notebooks into grades.csv
-# (make grade SUBMISSIONS=inbox/ TIMEOUT=300 JOBS=2)
+# (make grade SUBMISSIONS=inbox/ TIMEOUT=300 JOBS=2; no JOBS: one per GPU, else per core)
 SUBMISSIONS ?= submissions
 TIMEOUT ?= 300
-JOBS ?= 2
+JOBS ?=
 grade: $(GRADE_ENV)
-	$(BIN)/python -m tmm_course.teach.grade $(SUBMISSIONS) --out grades.csv --timeout $(TIMEOUT) --jobs $(JOBS)
+	$(BIN)/python -m tmm_course.teach.grade $(SUBMISSIONS) --out grades.csv --timeout $(TIMEOUT) $(if $(JOBS),--jobs $(JOBS))
 
 clean:
 	rm -rf $(VENV) *.egg-info .pytest_cache .ruff_cache

@@ -12,6 +12,7 @@ from __future__ import annotations
 import csv
 import json
 import os
+import re
 import secrets
 import socket
 import subprocess
@@ -26,6 +27,7 @@ from conftest import ROOT
 from test_grade import HOMEWORK, exercise, solved, student, with_exercise
 
 from tmm_course.teach import grade, sandbox, wire
+from tmm_course.teach.safe_io import entry_key, entry_name
 
 pytestmark = pytest.mark.skipif(
     sandbox.problem() is not None and os.environ.get("TMM_REQUIRE_ISOLATION") != "1",
@@ -33,6 +35,7 @@ pytestmark = pytest.mark.skipif(
 )
 SLOW_LIMIT = 20  # seconds per submission for the inbox of endless and resource attacks
 FAST_LIMIT = 150
+HOSTILE_LIMIT = 60
 
 KERNEL = """
 @triton.jit
@@ -466,25 +469,77 @@ def slow_inbox(inbox: Path) -> None:
     (inbox / "untouched_after.ipynb").write_text(json.dumps(student()))
 
 
+def _solution(name: str) -> str:
+    cell_id = exercise(name).cell_id
+    return next(c["source"] for c in solved()["cells"] if c.get("id") == cell_id)
+
+
+# the resource and inbox attacks on the grader itself: each entry gets its rows, in time
+HOSTILE = {
+    # a dead pipe over the worker's read end, the judge's pipe kept open: the judge's next
+    # write (a case of 100 KB, more than a pipe holds) would block forever without a deadline
+    "dead_pipe": {"transpose_v1": "import os, sys\nr, w = os.pipe()\nfd = int(sys.argv[1])\n"
+                  "kept = os.dup(fd)\nos.dup2(r, fd)\n" + _solution("transpose_v1")},
+    # a flood stops the worker; the next exercise's worker must get caps of its own
+    "flood_then_balloon": {
+        "transpose_v1": "print('x' * 3 * 2**20)\n",
+        "transpose_v2": textwrap.dedent("""
+            import os, time
+            hogs = []
+            for _ in range(4):
+                pid = os.fork()
+                if pid == 0:
+                    block = bytearray(1536 * 2**20)
+                    block[::4096] = b'x' * len(block[::4096])
+                    time.sleep(3)
+                    os._exit(0)
+                hogs.append(pid)
+            raise RuntimeError(f'ends={[os.waitpid(p, 0)[1] for p in hogs]}')
+            """),
+    },
+    "surrogates": {"transpose_v1": "raise RuntimeError('\\udcff \\ud800 caf\\xe9')\n",
+                   "transpose_v2": "def transpose_v2(x, out):\n    raise ValueError('\\udfff')\n"},
+    "deep_nesting": {"transpose_v1": "x = a" + ".b" * 200_000 + "\n"},
+    "big_cell": {name: f"# {'x' * 70_000}\n" + _solution(name)
+                 for name in ("transpose_v1", "transpose_v2")},
+    "crash_then_honest": {"transpose_v1": "import ctypes\nctypes.string_at(0)\n",
+                          "transpose_v2": _solution("transpose_v2")},
+}  # fmt: skip
+
+
+def hostile_inbox(inbox: Path) -> None:
+    for name, cells in HOSTILE.items():
+        notebook = student()
+        for exercise_name, source in cells.items():
+            notebook = with_exercise(notebook, exercise_name, source)
+        (inbox / f"{name}.ipynb").write_text(json.dumps(notebook))
+    for raw in (b"caf\xe9.txt", b"alice\nnotebook.txt", b"alice notebook.txt"):
+        (inbox / os.fsdecode(raw)).write_text("not a notebook")
+
+
 def _grader(inbox: Path, limit: int) -> subprocess.Popen:
     command = [sys.executable, "-m", "tmm_course.teach.grade", str(inbox), "--reference",
                str(HOMEWORK), "--out", str(inbox.parent / f"{inbox.name}.csv"), "--timeout",
-               str(limit), "--jobs", "2", "--memory-gib", "2"]  # fmt: skip
+               str(limit), "--jobs", "2", "--memory-gib", "2", "--no-progress"]  # fmt: skip
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     return subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
 
 
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory):
-    """Two graders at once on this host, each with its own inbox."""
+    """Three graders at once on this host, each with its own inbox."""
     fast, slow = tmp_path_factory.mktemp("fast"), tmp_path_factory.mktemp("slow")
+    hostile = tmp_path_factory.mktemp("hostile")
     fast_inbox(fast)
     slow_inbox(slow)
-    before = {p: grade.digest(p) for p in (fast, slow)}
+    hostile_inbox(hostile)
+    before = {p: grade.digest(p) for p in (fast, slow, hostile)}
     start = time.monotonic()
-    runs = {fast: _grader(fast, FAST_LIMIT), slow: _grader(slow, SLOW_LIMIT)}
+    runs = {fast: _grader(fast, FAST_LIMIT), slow: _grader(slow, SLOW_LIMIT),
+            hostile: _grader(hostile, HOSTILE_LIMIT)}  # fmt: skip
     logs = {p: run.communicate(timeout=900)[0].decode(errors="replace") for p, run in runs.items()}
     elapsed = time.monotonic() - start
+    run_ids = [re.search(r"\(run ([0-9a-f]+)\)", log).group(1) for log in logs.values()]
     rows = {}
     for inbox, run in runs.items():
         assert run.returncode == 0, logs[inbox][-3000:]
@@ -492,8 +547,9 @@ def graded(tmp_path_factory):
             rows[inbox.name] = list(csv.DictReader(f))
     csv_bytes = {p: (p.parent / f"{p.name}.csv").read_bytes() for p in runs}
     time.sleep(2)  # anything left running would write now
-    return {"fast": rows[fast.name], "slow": rows[slow.name], "elapsed": elapsed,
-            "inboxes": (fast, slow), "before": before, "csv": csv_bytes}  # fmt: skip
+    return {"fast": rows[fast.name], "slow": rows[slow.name], "hostile": rows[hostile.name],
+            "elapsed": elapsed, "inboxes": (fast, slow, hostile), "before": before,
+            "csv": csv_bytes, "runs": run_ids}  # fmt: skip
 
 
 def verdicts(rows, submission):
@@ -554,15 +610,87 @@ def test_a_duplicated_exercise_cell_is_an_error_row(graded):
 
 
 def test_every_inbox_entry_gets_its_rows(graded):
-    for inbox, rows in zip(graded["inboxes"], (graded["fast"], graded["slow"]), strict=True):
-        names = {grade.csv_cell(n) for n in os.listdir(inbox)}
-        assert {r["submission"] for r in rows} == names
-        for name in names:
-            found = [r for r in rows if r["submission"] == name]
-            assert len(found) in (1, 4), (name, found)
+    everything = (graded["fast"], graded["slow"], graded["hostile"])
+    for inbox, rows in zip(graded["inboxes"], everything, strict=True):
+        keys = {entry_key(n) for n in os.listdir(inbox)}
+        assert {r["key"] for r in rows} == keys
+        for key in keys:
+            found = [r for r in rows if r["key"] == key]
+            assert len(found) in (1, 4), (key, found)
             assert len({r["exercise"] for r in found}) == len(found)
     for name in ("corrupt.ipynb", "notes.txt", "fifo.ipynb", "zero_link.ipynb", "deep.ipynb"):
         assert verdicts(graded["fast"], name) == {"*": "invalid"}, name
+
+
+def verdict_and_detail(rows, submission, exercise_name):
+    row = next(r for r in rows if r["submission"] == submission and r["exercise"] == exercise_name)
+    return row["verdict"], row["detail"]
+
+
+def test_resource_and_inbox_attacks_end_with_their_rows_and_caps_held(graded):
+    rows = graded["hostile"]
+    hang = verdict_and_detail(rows, "dead_pipe.ipynb", "transpose_v1")
+    assert hang[0] in {"timeout", "review"} and "ran past the time limit" in hang[1], hang
+    assert verdicts(rows, "dead_pipe.ipynb")["transpose_v2"] == "not_implemented"
+    flood, balloon = (verdict_and_detail(rows, "flood_then_balloon.ipynb", e)
+                      for e in ("transpose_v1", "transpose_v2"))  # fmt: skip
+    assert flood[0] == "error" and "printed more than" in flood[1], flood
+    # four children of 1.5 GiB under --memory-gib 2: the restarted worker's cgroup kills some
+    assert "ends=[0, 0, 0, 0]" not in balloon[1], balloon
+    assert balloon[0] != "pass", balloon
+    surrogates = verdict_and_detail(rows, "surrogates.ipynb", "transpose_v1")
+    assert "\\udcff" in surrogates[1], surrogates
+    assert set(verdicts(rows, "deep_nesting.ipynb").values()) <= {"review", "error", "fail",
+                                                                   "not_implemented"}  # fmt: skip
+    big = verdicts(rows, "big_cell.ipynb")
+    assert big["transpose_v1"] == big["transpose_v2"] == "pass", big
+    crash = verdicts(rows, "crash_then_honest.ipynb")
+    assert crash["transpose_v1"] in {"fail", "error", "review"}, crash
+    assert crash["transpose_v2"] == "pass", crash
+    assert graded["elapsed"] < 8 * SLOW_LIMIT + 120  # the hostile inbox beside the slow one
+
+
+def test_names_that_are_not_utf8_or_differ_in_a_newline_get_rows_of_their_own(graded):
+    rows = {r["key"]: r for r in graded["hostile"]}
+    assert rows["caf%E9.txt"]["submission"] == "caf\\xe9.txt"
+    assert rows["alice%0Anotebook.txt"]["verdict"] == rows["alice%20notebook.txt"]["verdict"]
+    assert [entry_name(k) for k in ("alice%0Anotebook.txt", "caf%E9.txt")] == [
+        "alice\nnotebook.txt", os.fsdecode(b"caf\xe9.txt")]  # fmt: skip
+
+
+def test_resume_matches_entries_by_their_key(tmp_path):
+    inbox = tmp_path / "inbox"
+    inbox.mkdir()
+    (inbox / "alice notebook.txt").write_text("x")
+    out = tmp_path / "grades.csv"
+    argv = [str(inbox), "--reference", str(HOMEWORK), "--out", str(out), "--no-progress"]
+    assert grade.main(argv) == 0
+    (inbox / "alice\nnotebook.txt").write_text("x")
+    (inbox / os.fsdecode(b"caf\xe9.txt")).write_text("x")
+    assert grade.main([*argv, "--resume"]) == 0
+    with out.open(newline="") as f:
+        keys = [r["key"] for r in csv.DictReader(f)]
+    assert sorted(keys) == ["alice%0Anotebook.txt", "alice%20notebook.txt", "caf%E9.txt"]
+
+
+def test_a_restarted_worker_gets_a_cgroup_of_its_own_with_every_cap(tmp_path):
+    site = grade.package_copy(tmp_path / "site")
+    limits = sandbox.Limits(seconds=30)
+    first = sandbox.start(site, limits, "same-name", isolated=True)
+    second = sandbox.start(site, limits, "same-name", isolated=True)
+    try:
+        groups = [first.cgroup, second.cgroup]
+        if not groups[0].folders:
+            pytest.skip("no writable cgroup here: per-process limits apply (README)")
+        assert not set(groups[0].folders) & set(groups[1].folders)
+        for group in groups:
+            assert {"memory", "pids", "cpu"} <= set(group.limited), group.limited
+        with pytest.raises(sandbox.CgroupError):  # a name in use is never shared
+            sandbox.Cgroup(groups[0].folders[0].name.removeprefix("tmm-grade-"), limits)
+    finally:
+        first.end()
+        second.end()
+    assert not any(f.exists() for g in groups for f in g.folders)
 
 
 def test_file_names_cannot_become_formulas(graded):
@@ -588,11 +716,27 @@ def test_the_inboxes_and_grades_are_unchanged_afterwards(graded):
 
 
 def test_nothing_a_submission_started_outlives_the_run(graded):
+    # every process a run starts lives in a cgroup named after the run (it cannot leave it):
+    # look at those runs' alone, so that another grader on this host changes nothing
     for _ in range(30):  # killed processes may take a moment to be gone
-        if not _sandbox_processes():
+        if not _processes_of(graded["runs"]):
             break
         time.sleep(0.5)
-    assert _sandbox_processes() == []
+    assert _processes_of(graded["runs"]) == []
+    left = [p for run in graded["runs"] for p in Path(sandbox.CGROUP).rglob(f"*{run}-*")]
+    assert left == []
+
+
+def _processes_of(runs: list[str]) -> list[str]:
+    found = []
+    for cgroup in Path("/proc").glob("[0-9]*/cgroup"):
+        try:
+            text = cgroup.read_text()
+        except OSError:
+            continue
+        if any(f"{run}-" in text for run in runs):
+            found.append(cgroup.parent.name)
+    return found
 
 
 def _sandbox_processes() -> list[str]:

@@ -23,7 +23,14 @@ The ``isolation`` column says ``isolated`` or, with ``--no-isolation``, ``unisol
 root or bubblewrap the grader refuses to run unless told ``--no-isolation``.
 
 Several graders, on one machine or many, never meet (a fresh user id and cgroup per
-worker, private mounts): split the inbox and give each part its own ``--out``.
+worker, private mounts). ``--jobs`` grades that many submissions at once (default: one per GPU,
+each worker handed its own; else one per core); ``--shard K/N`` grades a deterministic share of
+the inbox, and ``merge`` (:mod:`.shards`) combines the shards' CSVs. Beside the CSV go the
+class's report, an LMS export and the run's provenance (:mod:`.report`).
+
+The outer loop never waits without a deadline: every read and write on the channel has one,
+and a watchdog outside the workers gives each submission ``--timeout`` plus
+:data:`WATCHDOG_GRACE` before it kills them, writes ``timeout`` rows and goes on.
 """
 
 from __future__ import annotations
@@ -34,14 +41,15 @@ import csv
 import hashlib
 import json
 import os
+import queue
 import secrets
 import shutil
+import signal
 import stat
 import sys
 import tempfile
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -49,11 +57,27 @@ import tmm_course
 from tmm_course.exercises import BY_NAME as SPECS
 from tmm_course.exercises.spec import Exercise as Spec
 from tmm_course.exercises.spec import generator
-from tmm_course.teach import exercise_rules, graded_notebook, judge, sandbox, wire
-from tmm_course.teach.safe_io import Unreadable, csv_cell, kind, read_capped, remove_tree
+from tmm_course.teach import (
+    exercise_rules,
+    graded_notebook,
+    judge,
+    report,
+    sandbox,
+    shards,
+    wire,
+)
+from tmm_course.teach.safe_io import (
+    Unreadable,
+    csv_cell,
+    entry_key,
+    kind,
+    read_capped,
+    remove_tree,
+    shown_name,
+)
 
 DEFAULT_REFERENCE = Path("notebooks/05_homework_transpose.ipynb")
-FIELDS = ["submission", "exercise", "verdict", "codes", "detail", "isolation"]
+FIELDS = ["submission", "exercise", "verdict", "codes", "detail", "isolation", "key"]
 NOTEBOOK_CAP = 8 * 2**20
 STARTUP_SECONDS = 120.0
 
@@ -70,12 +94,21 @@ class Row:
 
 @dataclass
 class Output:
-    """Counts what a worker prints, keeps none of it, and stops it past the cap."""
+    """Counts what a worker prints, keeps only its last lines (what a worker that cannot start
+    said), and stops it past the cap."""
 
     cap: int
     printed: int = 0
     over: bool = False
     thread: threading.Thread | None = None
+    tail: bytes = b""
+
+    def last_lines(self, count: int = 5) -> str:
+        """The last ``count`` lines it printed, as text (waits briefly for the pump to drain)."""
+        if self.thread is not None:
+            self.thread.join(timeout=2)
+        lines = self.tail.decode("utf-8", "backslashreplace").strip().splitlines()
+        return " | ".join(line.strip() for line in lines[-count:])
 
     def drain(self, running: sandbox.Running) -> None:
         def pump() -> None:
@@ -88,6 +121,7 @@ class Output:
                 if not chunk:
                     return
                 self.printed += len(chunk)
+                self.tail = (self.tail + chunk)[-TAIL_BYTES:]
                 if self.printed > self.cap and not self.over:
                     self.over = True
                     running.stop()
@@ -103,6 +137,7 @@ class Worker:
 
     grader: Grader
     name: str
+    ticket: Ticket = field(init=False, repr=False)  # the submission's, for the watchdog
     running: sandbox.Running | None = None
     output: Output | None = None
     ran: list[str] = field(default_factory=list)
@@ -111,7 +146,14 @@ class Worker:
     def start(self, deadline: float) -> None:
         self.stop()
         g = self.grader
-        self.running = sandbox.start(g.site, g.limits, f"{g.run}-{self.name}", g.isolated)
+        try:  # a cgroup name of its own each time (sandbox.start adds a random suffix)
+            running = sandbox.start(g.site, g.limits, f"{g.run}-{self.name}", g.isolated, _gpu())
+        except sandbox.CgroupError as error:
+            raise WorkerGone("error", f"not graded without its caps: {error}") from None
+        if self.ticket.given_up.is_set():  # the watchdog gave up on this submission meanwhile
+            running.end()
+            raise WorkerGone("timeout", "ran past the time limit")
+        self.running = running
         self.output = Output(g.limits.output_bytes)
         self.output.drain(self.running)
         for source in [g.setup] * self.setup + self.ran:
@@ -126,7 +168,7 @@ class Worker:
     def ask(self, header: dict, blobs: list[bytes], deadline: float, sizes: list[int]):
         assert self.running is not None
         try:
-            wire.send(self.running.to_worker, header, blobs)
+            wire.send(self.running.to_worker, header, blobs, deadline)
             reply, returned = wire.receive(self.running.from_worker, deadline, sizes)
         except (OSError, wire.ChannelError) as error:
             raise self._why(error) from None
@@ -164,14 +206,27 @@ class Worker:
         if number in signals:  # bwrap reports its child's signal as 128 + the number
             return WorkerGone("fail", f"the worker crashed ({signals[number]}): a kernel read or "
                               "wrote outside its tensors", crashed=True)  # fmt: skip
-        return WorkerGone("error", f"the worker ended ({_ended(code)}): {error}"[:300])
+        said = self.output.last_lines() if self.output is not None else ""
+        said = f"; it printed: {said}" if said else ""
+        return WorkerGone("error", f"the worker ended ({_ended(code)}): {error}{said}"[:500])
 
     def stop(self) -> None:
         if self.running is not None:
             with contextlib.suppress(Exception):
-                wire.send(self.running.to_worker, {"op": "bye"})
+                wire.send(self.running.to_worker, {"op": "bye"}, [], time.monotonic() + 1)
             self.running.end()
             self.running = None
+
+    def abandon(self) -> None:
+        """From the watchdog's thread: kill the worker's processes (the submission's own thread
+        then sees its channel end, and closes it)."""
+        running = self.running
+        if running is not None:
+            running.stop()
+
+    def __post_init__(self) -> None:
+        self.ticket = getattr(_SLOT, "ticket", None) or Ticket()
+        self.ticket.workers.append(self)  # the watchdog of the submission's thread stops us
 
 
 class WorkerGone(RuntimeError):
@@ -416,7 +471,9 @@ def digest(folder: Path) -> dict[str, str]:
 
 
 class CsvOut:
-    """Rows appended as each submission finishes, flushed at once; resumable."""
+    """Rows appended as each submission finishes, flushed at once; resumable. Each row carries
+    its entry's key (:func:`.safe_io.entry_key`: the raw name, percent-encoded), which
+    ``--resume`` and ``merge`` match on; the ``submission`` column is the name for people."""
 
     def __init__(self, path: Path, resume: bool) -> None:
         self.path = path
@@ -424,46 +481,137 @@ class CsvOut:
         self.done: set[str] = set()
         if resume and path.exists():
             with path.open(newline="", encoding="utf-8") as f:
-                self.done = {row["submission"] for row in csv.DictReader(f)}
+                reader = csv.DictReader(f)
+                if "key" not in (reader.fieldnames or []):
+                    raise SystemExit(f"{path} has no key column: grade again without --resume")
+                self.done = {row["key"] for row in reader if row["key"]}
         else:
             with path.open("w", newline="", encoding="utf-8") as f:
                 csv.writer(f).writerow(FIELDS)
 
-    def write(self, rows: list[Row]) -> None:
+    def write(self, rows: list[Row], entry: bool = True) -> None:
+        """Append ``rows``; ``entry``: they grade an inbox entry (else a note, with no key)."""
         with self.lock, self.path.open("a", newline="", encoding="utf-8") as f:
             csv.writer(f).writerows(
                 [
                     csv_cell(v)
-                    for v in (r.submission, r.exercise, r.verdict, r.codes, r.detail, r.isolation)
+                    for v in (shown_name(r.submission), r.exercise, r.verdict, r.codes,
+                              r.detail, r.isolation)
                 ]
+                + [entry_key(r.submission) if entry else ""]
                 for r in rows
-            )
+            )  # fmt: skip
             f.flush()
             os.fsync(f.fileno())
 
 
-def grade_folder(inbox: Path, grader: Grader, out: CsvOut, jobs: int, progress: bool = True):
-    """Grade every entry of ``inbox`` not yet in ``out``, ``jobs`` at a time."""
+@dataclass
+class Ticket:
+    """One submission in the loop: its workers, and whether the watchdog gave up on it."""
+
+    workers: list[Worker] = field(default_factory=list)
+    given_up: threading.Event = field(default_factory=threading.Event)
+
+    def give_up(self) -> None:
+        self.given_up.set()
+        for worker in list(self.workers):
+            worker.abandon()
+
+
+# what a submission's thread grades under: its GPU (None: none to hand out) and its ticket
+_SLOT = threading.local()
+TAIL_BYTES = 4096  # what a worker printed last, kept for the row of one that cannot start
+WATCHDOG_GRACE = 60.0  # past --timeout, for the ending of a worker, before the loop moves on
+
+
+def _gpu() -> str | None:
+    return getattr(_SLOT, "gpu", None)
+
+
+def entries_to_grade(inbox: Path, out: CsvOut, shard: tuple[int, int] | None) -> list[str]:
+    """The inbox's entries in order, without those ``out`` holds, in ``shard`` (K, N) alone."""
+    names = sorted(os.listdir(inbox), key=os.fsencode)
+    if shard is not None:
+        names = [n for n in names if shards.shard_of(entry_key(n), shard[1]) == shard[0]]
+    return [n for n in names if entry_key(n) not in out.done]
+
+
+def default_jobs(memory_bytes: int) -> tuple[int, list[str]]:
+    """Submissions at once on this machine, and the GPUs to hand out: one worker per GPU where
+    there are GPUs; else one per core, as many as the memory holds at ``memory_bytes`` each."""
+    found = sandbox.gpus()
+    if found:
+        return len(found), found
+    cores = len(os.sched_getaffinity(0))
+    memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    return max(1, min(cores, memory // max(1, memory_bytes))), []
+
+
+def grade_folder(
+    inbox: Path,
+    grader: Grader,
+    out: CsvOut,
+    jobs: int,
+    progress: bool = True,
+    names: list[str] | None = None,
+    gpus: list[str] | None = None,
+) -> list[Row]:
+    """Grade ``names`` (default: every entry of ``inbox`` not yet in ``out``), ``jobs`` at a
+    time, each in a thread of its own; slot ``i`` hands its workers GPU ``gpus[i]`` where there
+    are GPUs. A watchdog outside every worker gives a submission ``--timeout`` plus
+    :data:`WATCHDOG_GRACE`: past that its workers are killed, it gets ``timeout`` rows and the
+    loop goes on without it, so the run always ends and every entry gets its rows."""
     from tqdm.auto import tqdm
 
-    entries = [n for n in sorted(os.listdir(inbox)) if csv_cell(n) not in out.done]
+    todo = list(entries_to_grade(inbox, out, None) if names is None else names)
+    jobs = max(1, jobs)
+    exercises = [e.name for e, _ in grader.exercises]
+    finished: queue.Queue[tuple[str, list[Row]]] = queue.Queue()
+    free = list(range(jobs))
+    running: dict[str, tuple[float, int, Ticket]] = {}  # name: (watchdog deadline, slot, ticket)
+    rows: list[Row] = []
+    limit = grader.limits.seconds + WATCHDOG_GRACE
+    given_up = (f"the grader stopped waiting after {limit:.0f} s (--timeout and "
+                f"{WATCHDOG_GRACE:.0f} s for its worker to end)")  # fmt: skip
 
-    def one(name: str) -> list[Row]:
+    def one(name: str, slot: int, ticket: Ticket) -> None:
+        _SLOT.gpu, _SLOT.ticket = (gpus[slot % len(gpus)] if gpus else None), ticket
         try:
             graded = grader.grade(inbox, name)
-        except Exception as error:  # the grader's own fault: still a row, and go on
-            graded = [
-                grader.row(name, "*", "error", detail=f"grader: {type(error).__name__}: {error}")
-            ]
-        out.write(graded)
-        return graded
+        except BaseException as error:  # the grader's own fault: still its rows, and go on
+            problem = f"grader: {type(error).__name__}: {error}"
+            graded = [grader.row(name, e, "error", detail=problem) for e in exercises]
+        finished.put((name, graded))
 
-    rows: list[Row] = []
-    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-        for graded in tqdm(
-            pool.map(one, entries), total=len(entries), desc="submissions", disable=not progress
-        ):
-            rows += graded
+    def settle(name: str, graded: list[Row]) -> None:
+        _, slot, _ = running.pop(name)
+        free.append(slot)
+        out.write(graded)
+        rows.extend(graded)
+        bar.update(1)
+
+    with tqdm(total=len(todo), desc="submissions", unit="nb", disable=not progress) as bar:
+        try:
+            while todo or running:
+                while todo and free:
+                    name, slot, ticket = todo.pop(0), free.pop(0), Ticket()
+                    running[name] = (time.monotonic() + limit, slot, ticket)
+                    threading.Thread(target=one, args=(name, slot, ticket), daemon=True).start()
+                wait = min(d for d, _, _ in running.values()) - time.monotonic()
+                try:
+                    name, graded = finished.get(timeout=max(0.05, wait))
+                    if name in running:  # not given up on already
+                        settle(name, graded)
+                except queue.Empty:
+                    for name, (deadline, _, ticket) in list(running.items()):
+                        if time.monotonic() >= deadline:
+                            ticket.give_up()
+                            settle(name, [grader.row(name, e, "timeout", detail=given_up)
+                                          for e in exercises])  # fmt: skip
+        except BaseException:  # Ctrl-C, or a scheduler's SIGTERM: no worker outlives the run
+            for _, _, ticket in running.values():
+                ticket.give_up()
+            raise
     return rows
 
 
@@ -487,8 +635,29 @@ def graded_exercises(reference: dict) -> list[tuple[graded_notebook.Exercise, Sp
     return found
 
 
+def _shard(text: str) -> tuple[int, int]:
+    try:
+        k, n = (int(part) for part in text.split("/"))
+    except ValueError:
+        problem = f"{text!r} is not K/N (0/4 is the first of four)"
+        raise argparse.ArgumentTypeError(problem) from None
+    if not 0 <= k < n:
+        raise argparse.ArgumentTypeError(f"{text!r}: K counts from 0 to N - 1")
+    return k, n
+
+
+def _terminated(number: int, _frame: object) -> None:
+    raise SystemExit(128 + number)
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description="Grade a folder of submitted notebooks.")
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["merge"]:
+        return shards.main(argv[1:])
+    parser = argparse.ArgumentParser(
+        description="Grade a folder of submitted notebooks ('merge' as the first argument: "
+        "combine the CSVs of --shard runs; merge --help says how)."
+    )
     parser.add_argument("submissions", type=Path, help="folder of submissions")
     parser.add_argument(
         "--reference",
@@ -496,21 +665,59 @@ def main(argv: list[str] | None = None) -> int:
         default=DEFAULT_REFERENCE,
         help="the course notebook (with its solutions) the submissions answer",
     )
-    parser.add_argument("--out", type=Path, default=Path("grades.csv"), help="CSV to write")
+    parser.add_argument(
+        "--out",
+        type=Path,
+        help="CSV to write (default grades.csv; with --shard K/N, grades.K-of-N.csv); the "
+        "report (.html), the LMS export (-lms.csv) and the run's provenance (.json) beside it",
+    )
     parser.add_argument("--timeout", type=float, default=300, help="seconds per submission")
     parser.add_argument("--memory-gib", type=float, default=6, help="memory per submission")
-    parser.add_argument("--jobs", type=int, default=2, help="submissions graded at once")
+    parser.add_argument(
+        "--jobs",
+        type=int,
+        help="submissions graded at once (default: one per GPU; without GPUs one per core, "
+        "as many as the memory holds)",
+    )
     parser.add_argument("--resume", action="store_true", help="skip submissions in --out")
+    parser.add_argument(
+        "--shard",
+        type=_shard,
+        metavar="K/N",
+        help="grade share K (0 to N-1) of N of the inbox alone (a job array's task index)",
+    )
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     parser.add_argument(
         "--no-isolation",
         action="store_true",
         help="run submissions as this user, unsandboxed (rows say unisolated)",
     )
     args = parser.parse_args(argv)
+    with _terminate_as_exit():
+        return _grade(args, parser)
+
+
+@contextlib.contextmanager
+def _terminate_as_exit():
+    """SIGTERM (how Slurm ends a task at its time limit, Kubernetes a pod it evicts) ends the
+    run as Ctrl-C does: workers killed, scratch removed; ``--resume`` goes on from there."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, _terminated)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _grade(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     if not args.submissions.is_dir():
         parser.error("name the folder of submitted notebooks")
     if not args.reference.is_file():
         parser.error(f"no reference notebook at {args.reference}: pass --reference PATH")
+    if args.out is None:
+        args.out = Path("grades.csv" if args.shard is None else shards.shard_file(*args.shard))
     problem = sandbox.problem()
     if problem and not args.no_isolation:
         print(
@@ -526,10 +733,21 @@ def main(argv: list[str] | None = None) -> int:
     if not exercises:
         parser.error(f"{args.reference} has no exercise cell followed by a solution and a check")
     limits = sandbox.Limits(args.timeout, int(args.memory_gib * 2**30))
+    if not args.no_isolation:
+        try:  # a host whose cgroups cannot cap a worker fails here, not in every row
+            sandbox.Cgroup(f"probe-{secrets.token_hex(4)}", limits).kill()
+        except sandbox.CgroupError as error:
+            print(f"refusing to grade: {error}; this host offers cgroups but they could not cap "
+                  "a worker (memory, processes, CPU). Fix their delegation to this process, "
+                  "or grade where they work.", file=sys.stderr)  # fmt: skip
+            return 2
+    jobs, gpus = default_jobs(limits.memory_bytes)
+    jobs = args.jobs or jobs
     before = digest(args.submissions)
     scratch = Path(
         tempfile.mkdtemp(prefix="tmm-grade-", dir="/var/tmp" if os.path.isdir("/var/tmp") else None)
     )
+    started = time.time()
     try:
         os.chmod(scratch, stat.S_IRWXU)
         site = package_copy(scratch / "site")
@@ -543,7 +761,9 @@ def main(argv: list[str] | None = None) -> int:
             reference=reference,
         )
         out = CsvOut(args.out, args.resume)
-        rows = grade_folder(args.submissions, grader, out, args.jobs)
+        names = entries_to_grade(args.submissions, out, args.shard)
+        rows = grade_folder(args.submissions, grader, out, jobs, not args.no_progress, names, gpus)
+        code = report.code_version(site)
     finally:
         # the package copy, and (unisolated) the workers' home: removed without recursion
         with contextlib.suppress(OSError):
@@ -552,9 +772,21 @@ def main(argv: list[str] | None = None) -> int:
     after = digest(args.submissions)
     changed = sorted(k for k in before.keys() | after.keys() if before.get(k) != after.get(k))
     if changed:
-        out.write([grader.row("(inbox)", "*", "inbox_changed", detail=", ".join(changed))])
-        print(f"warning: the inbox changed while grading: {', '.join(changed)}", file=sys.stderr)
-    print(f"graded {len({r.submission for r in rows})} submission(s) into {args.out}")
+        shown = ", ".join(shown_name(k) for k in changed)
+        out.write([grader.row("(inbox)", "*", "inbox_changed", detail=shown)], entry=False)
+        print(f"warning: the inbox changed while grading: {shown}", file=sys.stderr)
+    provenance = report.provenance(
+        run=grader.run, code=code, started=started, graded=len({r.submission for r in rows}),
+        jobs=jobs, gpus=gpus, limits=limits,
+        shard=args.shard, isolated=grader.isolated, reference=args.reference,
+    )  # fmt: skip
+    earlier = report.companions(args.out)["json"]  # a resumed CSV holds earlier runs' rows
+    runs = json.loads(earlier.read_text()) if args.resume and earlier.is_file() else []
+    written = report.write_all(args.out, [e.name for e, _ in exercises], [*runs, provenance])
+    print(
+        f"graded {len({r.submission for r in rows})} submission(s) into {args.out} "
+        f"(run {grader.run}); the report: {written}"
+    )
     return 0
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import stat
 from pathlib import Path
+from urllib.parse import quote, unquote_to_bytes
 
 FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r", "|", "%")
 
@@ -69,12 +70,30 @@ def kind(folder: Path, name: str) -> str:
 
 
 def csv_cell(value: object) -> str:
-    """``value`` as a CSV cell no spreadsheet evaluates: a leading formula character gets a
-    quote in front, and control characters become spaces."""
+    """``value`` as a CSV cell no spreadsheet evaluates and any UTF-8 writer takes: a leading
+    formula character gets a quote in front, control characters become spaces, and what UTF-8
+    cannot hold (a lone surrogate) is written as its escape (``\\udcff``)."""
     text = "".join(" " if (ord(ch) < 32 and ch not in "\t") else ch for ch in str(value))
+    text = text.encode("utf-8", "backslashreplace").decode("utf-8")
     if text.startswith(FORMULA_PREFIXES):
         text = "'" + text
     return text
+
+
+def shown_name(name: str) -> str:
+    """An inbox entry's name as a person reads it: bytes that are not UTF-8 as ``\\xff``."""
+    return os.fsencode(name).decode("utf-8", "backslashreplace")
+
+
+def entry_key(name: str) -> str:
+    """An inbox entry's name as a key no two names share: its raw bytes, percent-encoded
+    (``alice%0Anotebook.ipynb`` is not ``alice%20notebook.ipynb``); never a formula."""
+    return quote(os.fsencode(name), safe="").replace("-", "%2D")
+
+
+def entry_name(key: str) -> str:
+    """The inbox entry's name back from :func:`entry_key`."""
+    return os.fsdecode(unquote_to_bytes(key))
 
 
 def remove_tree(root: Path) -> None:

@@ -11,10 +11,13 @@ As root, with ``bwrap`` (Debian's ``bubblewrap``) installed, each worker gets:
   and when the namespace's first process dies the kernel kills every process in it;
 - a user id drawn at random for this submission of this run (no other process has it), so two
   graders on one host, or two submissions, never share one;
-- a cgroup for memory and process count (cgroup v2, or v1 memory and pids controllers), the
-  whole group killed at the end (``cgroup.kill`` where cgroup v2 is mounted); without a
-  writable cgroup file system, per-process limits (``RLIMIT_AS``, ``RLIMIT_NPROC`` of its own
-  user) and the PID namespace's kill.
+- a cgroup of its own for memory, process count and CPU bandwidth (cgroup v2, or the v1
+  memory, pids and cpu controllers), under a name drawn fresh for each worker start, the whole
+  group killed at the end (``cgroup.kill`` where cgroup v2 is mounted). Where this host has a
+  writable controller, a cgroup that cannot be made or limited is an error
+  (:class:`CgroupError`: the worker does not start); only without a writable cgroup file
+  system do per-process limits apply (``RLIMIT_AS``, ``RLIMIT_NPROC`` of its own user,
+  ``RLIMIT_CPU``) and the PID namespace's kill, and the grader says so.
 
 :func:`unisolated` runs the worker as the grader's own user instead (``--no-isolation``).
 """
@@ -49,6 +52,7 @@ class Limits:
     processes: int = 256
     disk_bytes: int = 256 * 2**20  # its working folder; /tmp and the others 64 MiB each
     output_bytes: int = 2**20  # printed output the judge accepts before it stops the worker
+    cpus: float = 2.0  # CPU bandwidth (cgroup cpu.max or cfs quota): with ``seconds``, CPU time
 
 
 def problem() -> str | None:
@@ -84,60 +88,98 @@ def _own_path(controller: str) -> str | None:
     return None
 
 
+class CgroupError(OSError):
+    """A cgroup this host can make could not be made or limited: the worker must not start."""
+
+
+def cgroup_layout() -> dict[str, Path]:
+    """Where this process may make cgroups, by controller ("" for the kill file's unified
+    hierarchy): the folders that exist and are writable; empty where none is."""
+    if (CGROUP / "cgroup.controllers").is_file():  # the unified hierarchy alone
+        if not _writable(CGROUP):
+            return {}
+        offered = (CGROUP / "cgroup.controllers").read_text().split()
+        base = CGROUP / "tmm-grade"
+        return {c: base for c in ("memory", "pids", "cpu", "") if c in offered or c == ""}
+    found = {}
+    for controller in ("memory", "pids", "cpu", ""):
+        own = _own_path(controller)
+        root = CGROUP / (controller or "unified")
+        if own is not None and root.is_dir() and _writable(root / own.lstrip("/")):
+            found[controller] = root / own.lstrip("/")
+    return found
+
+
+def _writable(folder: Path) -> bool:
+    return os.access(folder, os.W_OK) and not os.statvfs(folder).f_flag & os.ST_RDONLY
+
+
 class Cgroup:
-    """One submission's cgroups: limits written on creation, every process killed at the end."""
+    """One worker's cgroups, under a name no other worker has (the caller draws it): limits
+    written on creation, every process killed at the end. Each controller this host offers
+    (:func:`cgroup_layout`) must be made and limited, or :class:`CgroupError` is raised and
+    nothing is left behind: caps are never lost in silence."""
 
     def __init__(self, name: str, limits: Limits) -> None:
         self.folders: list[Path] = []
         self.kill_file: Path | None = None
         self.limited: list[str] = []
-        if (CGROUP / "cgroup.controllers").is_file():  # the unified hierarchy alone
-            folder = self._make(CGROUP / "tmm-grade" / name, v2_root=CGROUP)
-            if folder is not None:
-                self._write(folder, "memory.max", limits.memory_bytes, "memory")
-                self._write(folder, "memory.swap.max", 0, "")
-                self._write(folder, "pids.max", limits.processes, "pids")
-                self._write(folder, "cpu.max", "200000 100000", "cpu")
-                self.kill_file = folder / "cgroup.kill"
-            return
-        for controller, key, value in (
-            ("memory", "memory.limit_in_bytes", limits.memory_bytes),
-            ("pids", "pids.max", limits.processes),
-        ):
-            own = _own_path(controller)
-            if own is None or not (CGROUP / controller).is_dir():
-                continue
-            folder = self._make(CGROUP / controller / own.lstrip("/") / f"tmm-grade-{name}")
-            if folder is not None:
-                self._write(folder, key, value, controller)
-                if controller == "memory":
-                    self._write(folder, "memory.memsw.limit_in_bytes", value, "")
-        unified = _own_path("")
-        if unified is not None and (CGROUP / "unified").is_dir():
-            folder = self._make(CGROUP / "unified" / unified.lstrip("/") / f"tmm-grade-{name}")
-            if folder is not None and (folder / "cgroup.kill").exists():
-                self.kill_file = folder / "cgroup.kill"
-
-    def _make(self, folder: Path, v2_root: Path | None = None) -> Path | None:
+        layout = cgroup_layout()
+        quota = int(limits.cpus * 100_000)
         try:
-            if v2_root is not None:
-                with contextlib.suppress(OSError):
-                    (v2_root / "cgroup.subtree_control").write_text("+memory +pids +cpu")
-                folder.parent.mkdir(exist_ok=True)
-                with contextlib.suppress(OSError):
-                    (folder.parent / "cgroup.subtree_control").write_text("+memory +pids +cpu")
-            folder.mkdir()
-        except OSError:
-            return None
+            if (CGROUP / "cgroup.controllers").is_file() and layout:
+                folder = self._make(CGROUP / "tmm-grade" / name, v2_root=CGROUP)
+                settings = {
+                    "memory": [("memory.max", limits.memory_bytes), ("memory.swap.max", 0)],
+                    "pids": [("pids.max", limits.processes)],
+                    "cpu": [("cpu.max", f"{quota} 100000")],
+                    "": [],
+                }
+                for controller in layout:
+                    for key, value in settings[controller]:
+                        optional = key == "memory.swap.max"  # swap may be off altogether
+                        self._write(folder, key, value, "" if optional else controller, optional)
+                self.kill_file = folder / "cgroup.kill"
+                return
+            settings = {
+                "memory": [("memory.limit_in_bytes", limits.memory_bytes),
+                           ("memory.memsw.limit_in_bytes", limits.memory_bytes)],
+                "pids": [("pids.max", limits.processes)],
+                "cpu": [("cpu.cfs_period_us", 100_000), ("cpu.cfs_quota_us", quota)],
+                "": [],
+            }  # fmt: skip
+            for controller, parent in layout.items():
+                folder = self._make(parent / f"tmm-grade-{name}")
+                for key, value in settings[controller]:
+                    optional = key == "memory.memsw.limit_in_bytes"  # swap accounting may be off
+                    self._write(folder, key, value, "" if optional else controller, optional)
+                if controller == "" and (folder / "cgroup.kill").exists():
+                    self.kill_file = folder / "cgroup.kill"
+        except OSError as error:
+            self.kill()
+            raise CgroupError(f"cannot make the cgroup {name}: {error}") from None
+
+    def _make(self, folder: Path, v2_root: Path | None = None) -> Path:
+        if v2_root is not None:
+            with contextlib.suppress(OSError):
+                (v2_root / "cgroup.subtree_control").write_text("+memory +pids +cpu")
+            folder.parent.mkdir(exist_ok=True)
+            with contextlib.suppress(OSError):
+                (folder.parent / "cgroup.subtree_control").write_text("+memory +pids +cpu")
+        folder.mkdir()  # never exist_ok: a folder already there is another worker's
         self.folders.append(folder)
         return folder
 
-    def _write(self, folder: Path, key: str, value: object, what: str) -> None:
+    def _write(
+        self, folder: Path, key: str, value: object, what: str, optional: bool = False
+    ) -> None:
         try:
             (folder / key).write_text(str(value))
         except OSError:
-            return
-        if what:
+            if optional:
+                return
+            raise
+        if what and what not in self.limited:
             self.limited.append(what)
 
     def enter(self) -> None:
@@ -188,7 +230,9 @@ def binds() -> list[Path]:
     return [p for p in found if not any(q in p.parents for q in found)]
 
 
-def bwrap_command(site: Path, uid: int, limits: Limits, worker: list[str]) -> list[str]:
+def bwrap_command(
+    site: Path, uid: int, limits: Limits, worker: list[str], gpu: str | None = None
+) -> list[str]:
     """The bwrap command line that runs ``worker`` as ``uid`` in the allow-list view."""
     command = [
         "bwrap",
@@ -236,7 +280,7 @@ def bwrap_command(site: Path, uid: int, limits: Limits, worker: list[str]) -> li
     if devices:  # the CUDA driver reads the GPU's topology there
         command += ["--ro-bind", "/sys", "/sys"]
     command += ["--chdir", HOME]
-    for key, value in worker_environment(SITE, HOME).items():
+    for key, value in worker_environment(SITE, HOME, gpu).items():
         command += ["--setenv", key, value]
     command += [
         "--",
@@ -253,7 +297,7 @@ def bwrap_command(site: Path, uid: int, limits: Limits, worker: list[str]) -> li
     return command
 
 
-def worker_environment(site: str, home: str) -> dict[str, str]:
+def worker_environment(site: str, home: str, gpu: str | None = None) -> dict[str, str]:
     env = {
         "PATH": "/usr/bin:/bin",
         "HOME": home,
@@ -270,7 +314,18 @@ def worker_environment(site: str, home: str) -> dict[str, str]:
     for name in ("TMM_BACKEND", "CUDA_VISIBLE_DEVICES"):
         if name in os.environ:
             env[name] = os.environ[name]
+    if gpu is not None:
+        env["CUDA_VISIBLE_DEVICES"] = gpu
     return env
+
+
+def gpus() -> list[str]:
+    """The GPUs a worker may be given, one each: ``CUDA_VISIBLE_DEVICES`` where it is set, else
+    every ``/dev/nvidiaN`` of this host."""
+    if "CUDA_VISIBLE_DEVICES" in os.environ:
+        return [g for g in os.environ["CUDA_VISIBLE_DEVICES"].split(",") if g.strip()]
+    found = [p.name.removeprefix("nvidia") for p in Path("/dev").glob("nvidia[0-9]*")]
+    return sorted(found, key=int)
 
 
 def _rlimits(limits: Limits, per_process_memory: bool, nproc: bool) -> None:
@@ -333,51 +388,70 @@ class Running:
 _noted: set[str] = set()
 
 
-def _note_fallback(memory: bool, processes: bool) -> None:
+def _note_fallback(memory: bool, processes: bool, cpu: bool) -> None:
     """Say once per run which whole-submission caps fell back to per-process limits."""
-    for what, fell in (("memory", memory), ("process count", processes)):
+    for what, fell in (("memory", memory), ("process count", processes), ("CPU", cpu)):
         if fell and what not in _noted:
             _noted.add(what)
             print(f"note: no writable cgroup for {what}: capped per process (RLIMIT) instead, "
                   "and everything killed with the PID namespace", file=sys.stderr)  # fmt: skip
 
 
-def start(site: Path, limits: Limits, name: str, isolated: bool) -> Running:
-    """Start a worker (isolated: bwrap as a fresh user in its own cgroup)."""
+def start(site: Path, limits: Limits, name: str, isolated: bool, gpu: str | None = None) -> Running:
+    """Start a worker (isolated: bwrap as a fresh user in a cgroup of its own, named ``name``
+    and a random suffix, so a restarted worker never meets its predecessor's). ``gpu``: the one
+    GPU it sees (``CUDA_VISIBLE_DEVICES``). Raises :class:`CgroupError` where the host's cgroups
+    could not cap it."""
+    cgroup = None
+    if isolated:
+        for attempt in range(3):
+            try:
+                cgroup = Cgroup(f"{name}-{secrets.token_hex(4)}", limits)
+                break
+            except CgroupError:
+                if attempt == 2:
+                    raise
     judge_read, worker_write = os.pipe()
     worker_read, judge_write = os.pipe()
     worker = [sys.executable, "-m", "tmm_course.teach.worker", str(worker_read), str(worker_write)]
-    cgroup = None
     if isolated:
-        cgroup = Cgroup(name, limits)
-        command = bwrap_command(site, fresh_uid(), limits, worker)
+        assert cgroup is not None
+        command = bwrap_command(site, fresh_uid(), limits, worker, gpu)
         env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}
         memory_cap = "memory" not in cgroup.limited
         nproc = "pids" not in cgroup.limited
-        _note_fallback(memory_cap, nproc)
+        _note_fallback(memory_cap, nproc, "cpu" not in cgroup.limited)
 
         def prepare() -> None:
             cgroup.enter()
             _rlimits(limits, memory_cap, nproc)
     else:
         command = worker
-        env = worker_environment(str(site), str(site.parent / "home"))
+        env = worker_environment(str(site), str(site.parent / "home"), gpu)
         env["PATH"] = os.environ.get("PATH", "/usr/bin:/bin")
 
         def prepare() -> None:
             _rlimits(limits, True, False)
 
-    process = subprocess.Popen(
-        command,
-        env=env,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        pass_fds=(worker_read, worker_write),
-        start_new_session=True,
-        preexec_fn=prepare,
-        cwd="/",
-    )
+    try:
+        process = subprocess.Popen(
+            command,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            pass_fds=(worker_read, worker_write),
+            start_new_session=True,
+            preexec_fn=prepare,
+            cwd="/",
+        )
+    except BaseException:
+        for fd in (judge_read, worker_write, worker_read, judge_write):
+            os.close(fd)
+        if cgroup is not None:
+            cgroup.kill()
+        raise
     os.close(worker_read)
     os.close(worker_write)
+    os.set_blocking(judge_write, False)  # every write has a deadline (wire.send)
     return Running(process, judge_write, judge_read, cgroup, isolated)

@@ -1,10 +1,13 @@
 """The channel between the judge and a worker: frames over two pipes the judge opens.
 
 A frame is a 4-byte big-endian length, a JSON header of that length, then the raw bytes of each
-blob the header lists (``"blobs": [n, ...]``). The judge reads with a deadline and caps
-everything: a header is at most :data:`HEADER_CAP` bytes and the blobs must have exactly the
-sizes the judge expects, so a worker can neither stall it nor make it hold more than it asked
-for. Nothing read back is unpickled or evaluated.
+blob the header lists (``"blobs": [n, ...]``). The judge reads and writes with a deadline (its
+ends of the pipes are non-blocking: a worker that stops reading, or puts another pipe over its
+own end, cannot stall a write) and caps everything it reads: a worker's header is at most
+:data:`HEADER_CAP` bytes and the blobs must have exactly the sizes the judge expects, so a worker
+can neither stall it nor make it hold more than it asked for. Nothing read back is unpickled or
+evaluated. The worker's side trusts the judge: a header the judge sends (an exercise cell of up
+to the inbox's 8 MiB, say) may be up to :data:`TRUSTED_HEADER_CAP` bytes.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ import struct
 import time
 
 HEADER_CAP = 64 * 1024
+TRUSTED_HEADER_CAP = 256 * 2**20  # an 8 MiB cell as JSON: at most 12 bytes per character
 
 
 class ChannelError(RuntimeError):
@@ -26,20 +30,42 @@ class Timeout(ChannelError):
     """No complete frame before the deadline."""
 
 
-def send(fd: int, header: dict, blobs: list[bytes] = ()) -> None:
+def send(fd: int, header: dict, blobs: list[bytes] = (), deadline: float | None = None) -> None:
+    """One frame; with a ``deadline`` (monotonic seconds), :class:`Timeout` if the other side has
+    not taken all of it by then (the descriptor is made non-blocking for that)."""
     header = {**header, "blobs": [len(b) for b in blobs]}
     data = json.dumps(header).encode()
     payload = struct.pack(">I", len(data)) + data
-    _write_all(fd, payload)
+    if deadline is not None:
+        os.set_blocking(fd, False)
+    _write_all(fd, payload, deadline)
     for blob in blobs:
-        _write_all(fd, blob)
+        _write_all(fd, blob, deadline)
 
 
-def _write_all(fd: int, data: bytes) -> None:
+def _write_all(fd: int, data: bytes, deadline: float | None) -> None:
     view = memoryview(data)
     while view:
-        written = os.write(fd, view)
+        if deadline is not None:
+            _wait(fd, select.POLLOUT, deadline, "the other side took no more before the deadline")
+        try:
+            written = os.write(fd, view)
+        except BlockingIOError:
+            continue
+        except BrokenPipeError:
+            raise ChannelError("the other side closed the channel") from None
         view = view[written:]
+
+
+def _wait(fd: int, events: int, deadline: float, why: str) -> None:
+    """Until ``fd`` is ready for ``events`` (or hung up), or :class:`Timeout` at ``deadline``."""
+    wait = deadline - time.monotonic()
+    if wait <= 0:
+        raise Timeout(why)
+    poller = select.poll()  # not select(): any descriptor number works
+    poller.register(fd, events | select.POLLHUP | select.POLLERR)
+    if not poller.poll(max(1, int(wait * 1000))):
+        raise Timeout(why)
 
 
 def read_exactly(fd: int, size: int, deadline: float | None) -> bytes:
@@ -47,14 +73,11 @@ def read_exactly(fd: int, size: int, deadline: float | None) -> bytes:
     chunks, left = [], size
     while left:
         if deadline is not None:
-            wait = deadline - time.monotonic()
-            if wait <= 0:
-                raise Timeout("no answer before the deadline")
-            poller = select.poll()  # not select(): any descriptor number works
-            poller.register(fd, select.POLLIN | select.POLLHUP | select.POLLERR)
-            if not poller.poll(max(1, int(wait * 1000))):
-                raise Timeout("no answer before the deadline")
-        chunk = os.read(fd, min(left, 1 << 20))
+            _wait(fd, select.POLLIN, deadline, "no answer before the deadline")
+        try:
+            chunk = os.read(fd, min(left, 1 << 20))
+        except BlockingIOError:
+            continue
         if not chunk:
             raise ChannelError("the other side closed the channel")
         chunks.append(chunk)
@@ -68,8 +91,9 @@ def receive(
     """One frame: its header and blobs. ``blob_sizes``: what the blobs must be (the judge's
     side); None accepts what the header says (the worker's side, which trusts the judge)."""
     (length,) = struct.unpack(">I", read_exactly(fd, 4, deadline))
-    if length > HEADER_CAP:
-        raise ChannelError(f"a header of {length} bytes (at most {HEADER_CAP})")
+    cap = HEADER_CAP if blob_sizes is not None else TRUSTED_HEADER_CAP
+    if length > cap:
+        raise ChannelError(f"a header of {length} bytes (at most {cap})")
     try:
         header = json.loads(read_exactly(fd, length, deadline))
     except (ValueError, UnicodeDecodeError) as error:
