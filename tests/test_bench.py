@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 
 import pytest
@@ -358,3 +359,32 @@ def test_the_shipped_grid_was_raced_with_the_plan_this_code_makes(use_fit, monke
             replanned.add(p.label)
     # rows raced before a change of plan say so in the file, and only those differ
     assert replanned == set(grid.replanned)
+
+
+def test_paths_races_the_plan_beside_each_kernel_forced_and_resumes(tmp_path, monkeypatch):
+    raced = []
+
+    def race(problem, contenders, rounds, operands):
+        a, b = operands
+        for name, fn in contenders.items():  # each contender computes the product
+            assert torch.allclose(fn(a, b).float(), a.float() @ b.float(), atol=0.05), name
+        raced.append((problem.label, sorted(contenders)))
+        ms = {"torch.matmul": 1.0, **dict.fromkeys(contenders, 2.0)}
+        return measure.Race(problem, 0.1, {}, [], ms, ms, {n: 1.0 / t for n, t in ms.items()},
+                            {}, {}, {})  # fmt: skip
+
+    monkeypatch.setattr(bench, "race", race)
+    odd, even = Problem(33, 37, 45), Problem(32, 32, 32)
+    assert bench.shape("33x37x45") == odd and bench.shape("8x8x8:bfloat16").dtype == "bfloat16"
+    with pytest.raises(argparse.ArgumentTypeError, match="expected MxNxK"):
+        bench.shape("33x37")
+    kept = []
+    rows = bench.suite_paths(1, [], kept.append, [odd, even])
+    forced = sorted(["matmul_fast", *bench.FORCED.values()])
+    assert raced == [(odd.label, sorted([*forced, bench.LESSON_4])), (even.label, forced)]
+    assert kept[-1] == rows and rows[0]["ratio_to_torch"]["matmul_fast"] == 0.5
+    assert bench.suite_paths(1, rows[:1], kept.append, [odd, even])[0] is rows[0]  # kept
+    assert raced[-1][0] == even.label and len(raced) == 3
+    picked = bench.paths_problems([odd], everything=True)
+    assert picked[0] == Problem(2500, 2500, 2500) and odd in picked and even not in picked
+    assert {p.rows_on_16_bytes for p in picked[: picked.index(odd)]} == {False}

@@ -23,7 +23,7 @@ def _compiled_for_an_h200(monkeypatch, a, b, config):
     monkeypatch.setattr(launches, "program_slots", lambda: gpu.KNOWN["H200"].sms)
     monkeypatch.setattr(launches.knobs.runtime, "interpret", False)  # a GPU's launch
     out = torch.empty(a.shape[0], b.shape[1], dtype=a.dtype)
-    arguments, _, constexprs, _ = launches.persistent_tma_setup(a, b, out, config, "tf32")
+    arguments, _, constexprs, _, _ = launches.persistent_tma_setup(a, b, out, config, "tf32")
     given = {name: value for name, value in constexprs.items() if name not in OPTIONS}
     kernel = kernels.persistent_tma_matmul_kernel
     launch = specialize(kernel, arguments(a, b, out), given)
