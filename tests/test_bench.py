@@ -312,7 +312,7 @@ def test_a_fitted_persistent_choice_stages_unreadable_rows_or_falls_back_to_grou
 ):
     from tmm_course.capstone import plans
 
-    entry = _fitted(512, 512, 512, path="persistent_tma")
+    entry = _fitted(512, 512, 510, path="persistent_tma")  # rows off 16-byte lines too
     use_fit([entry])
     a, b = torch.empty(512, 510).half(), torch.empty(510, 512).half()  # 1020-byte rows
     staged = plans.plan_by_fit(a, b, None)
@@ -388,3 +388,20 @@ def test_paths_races_the_plan_beside_each_kernel_forced_and_resumes(tmp_path, mo
     picked = bench.paths_problems([odd], everything=True)
     assert picked[0] == Problem(2500, 2500, 2500) and odd in picked and even not in picked
     assert {p.rows_on_16_bytes for p in picked[: picked.index(odd)]} == {False}
+
+
+def test_rows_off_16_byte_lines_are_planned_from_problems_whose_rows_are_off_them(use_fit):
+    from tmm_course.capstone import plans
+
+    on, off = _fitted(512, 512, 512), _fitted(1024, 1024, 1022, path="persistent_tma")
+    use_fit([on, off])
+    odd = torch.empty(512, 510).half(), torch.empty(510, 512).half()  # A's rows 1,020 bytes apart
+    assert "fitted on 1024x1024x1022" in plans.plan_by_fit(*odd, None).reason
+    even = torch.empty(1000, 1024).half(), torch.empty(1024, 1000).half()
+    assert "fitted on 512^3" in plans.plan_by_fit(*even, None).reason
+    c = torch.empty(1000, 1001, dtype=torch.float16)[:, :1000]  # C's rows 2,002 bytes apart
+    assert "fitted on 1024x1024x1022" in plans.plan_by_fit(*even, c).reason
+    use_fit([on])
+    assert plans.plan_by_fit(*odd, None) is None  # no neighbour off them: the rules
+    assert not Problem(333, 7777, 2222).rows_on_16_bytes and Problem(4096, 1, 4096).rows_on_16_bytes
+    assert not Problem(36, 32, 32, a_layout="col").rows_on_16_bytes  # A's columns 72 bytes apart

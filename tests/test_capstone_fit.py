@@ -72,7 +72,7 @@ def test_refit_fully_fits_the_fitted_and_extra_problems_the_file_lacks(monkeypat
         bench.suite_refit(1, done, lambda rows: None)
     finally:
         capstone.use_fit(None)
-    assert asked == [p for p in FITTED + EXTRA_FITTED if p != have]
+    assert asked == [p for p in bench.FIT if p != have]
 
 
 def test_a_refit_with_nothing_new_to_time_keeps_the_row_it_had(monkeypatch):
