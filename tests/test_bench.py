@@ -390,7 +390,10 @@ def test_paths_races_the_plan_beside_each_kernel_forced_and_resumes(tmp_path, mo
     assert {p.rows_on_16_bytes for p in picked[: picked.index(odd)]} == {False}
 
 
-def test_rows_off_16_byte_lines_are_planned_from_problems_whose_rows_are_off_them(use_fit):
+def test_rows_off_16_byte_lines_are_planned_from_problems_whose_rows_are_off_them(
+    use_fit, monkeypatch
+):
+    from tmm_course import gpu
     from tmm_course.capstone import plans
 
     on, off = _fitted(512, 512, 512), _fitted(1024, 1024, 1022, path="persistent_tma")
@@ -403,5 +406,11 @@ def test_rows_off_16_byte_lines_are_planned_from_problems_whose_rows_are_off_the
     assert "fitted on 1024x1024x1022" in plans.plan_by_fit(*even, c).reason
     use_fit([on])
     assert plans.plan_by_fit(*odd, None) is None  # no neighbour off them: the rules
+    monkeypatch.setattr(plans.tmm_course, "BACKEND", GPU)
+    monkeypatch.setattr(plans.gpu, "current", lambda: gpu.KNOWN["H200"])
+    ruled = plans.plan(*odd)
+    assert (ruled.path, ruled.stage, ruled.config) == ("persistent_tma", True, plans.LARGE_TMA)
+    monkeypatch.setattr(plans, "tma_problem", lambda *args, stage=False: "TMA needs 9.0")
+    assert plans.plan(*odd).path == "grouped"
     assert not Problem(333, 7777, 2222).rows_on_16_bytes and Problem(4096, 1, 4096).rows_on_16_bytes
     assert not Problem(36, 32, 32, a_layout="col").rows_on_16_bytes  # A's columns 72 bytes apart
