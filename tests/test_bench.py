@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 
 import pytest
@@ -311,7 +312,7 @@ def test_a_fitted_persistent_choice_stages_unreadable_rows_or_falls_back_to_grou
 ):
     from tmm_course.capstone import plans
 
-    entry = _fitted(512, 512, 512, path="persistent_tma")
+    entry = _fitted(512, 512, 510, path="persistent_tma")  # rows off 16-byte lines too
     use_fit([entry])
     a, b = torch.empty(512, 510).half(), torch.empty(510, 512).half()  # 1020-byte rows
     staged = plans.plan_by_fit(a, b, None)
@@ -358,3 +359,58 @@ def test_the_shipped_grid_was_raced_with_the_plan_this_code_makes(use_fit, monke
             replanned.add(p.label)
     # rows raced before a change of plan say so in the file, and only those differ
     assert replanned == set(grid.replanned)
+
+
+def test_paths_races_the_plan_beside_each_kernel_forced_and_resumes(tmp_path, monkeypatch):
+    raced = []
+
+    def race(problem, contenders, rounds, operands):
+        a, b = operands
+        for name, fn in contenders.items():  # each contender computes the product
+            assert torch.allclose(fn(a, b).float(), a.float() @ b.float(), atol=0.05), name
+        raced.append((problem.label, sorted(contenders)))
+        ms = {"torch.matmul": 1.0, **dict.fromkeys(contenders, 2.0)}
+        return measure.Race(problem, 0.1, {}, [], ms, ms, {n: 1.0 / t for n, t in ms.items()},
+                            {}, {}, {})  # fmt: skip
+
+    monkeypatch.setattr(bench, "race", race)
+    odd, even = Problem(33, 37, 45), Problem(32, 32, 32)
+    assert bench.shape("33x37x45") == odd and bench.shape("8x8x8:bfloat16").dtype == "bfloat16"
+    with pytest.raises(argparse.ArgumentTypeError, match="expected MxNxK"):
+        bench.shape("33x37")
+    kept = []
+    rows = bench.suite_paths(1, [], kept.append, [odd, even])
+    forced = sorted(["matmul_fast", *bench.FORCED.values()])
+    assert raced == [(odd.label, sorted([*forced, bench.LESSON_4])), (even.label, forced)]
+    assert kept[-1] == rows and rows[0]["ratio_to_torch"]["matmul_fast"] == 0.5
+    assert bench.suite_paths(1, rows[:1], kept.append, [odd, even])[0] is rows[0]  # kept
+    assert raced[-1][0] == even.label and len(raced) == 3
+    picked = bench.paths_problems([odd], everything=True)
+    assert picked[0] == Problem(2500, 2500, 2500) and odd in picked and even not in picked
+    assert {p.rows_on_16_bytes for p in picked[: picked.index(odd)]} == {False}
+
+
+def test_rows_off_16_byte_lines_are_planned_from_problems_whose_rows_are_off_them(
+    use_fit, monkeypatch
+):
+    from tmm_course import gpu
+    from tmm_course.capstone import plans
+
+    on, off = _fitted(512, 512, 512), _fitted(1024, 1024, 1022, path="persistent_tma")
+    use_fit([on, off])
+    odd = torch.empty(512, 510).half(), torch.empty(510, 512).half()  # A's rows 1,020 bytes apart
+    assert "fitted on 1024x1024x1022" in plans.plan_by_fit(*odd, None).reason
+    even = torch.empty(1000, 1024).half(), torch.empty(1024, 1000).half()
+    assert "fitted on 512^3" in plans.plan_by_fit(*even, None).reason
+    c = torch.empty(1000, 1001, dtype=torch.float16)[:, :1000]  # C's rows 2,002 bytes apart
+    assert "fitted on 1024x1024x1022" in plans.plan_by_fit(*even, c).reason
+    use_fit([on])
+    assert plans.plan_by_fit(*odd, None) is None  # no neighbour off them: the rules
+    monkeypatch.setattr(plans.tmm_course, "BACKEND", GPU)
+    monkeypatch.setattr(plans.gpu, "current", lambda: gpu.KNOWN["H200"])
+    ruled = plans.plan(*odd)
+    assert (ruled.path, ruled.stage, ruled.config) == ("persistent_tma", True, plans.LARGE_TMA)
+    monkeypatch.setattr(plans, "tma_problem", lambda *args, stage=False: "TMA needs 9.0")
+    assert plans.plan(*odd).path == "grouped"
+    assert not Problem(333, 7777, 2222).rows_on_16_bytes and Problem(4096, 1, 4096).rows_on_16_bytes
+    assert not Problem(36, 32, 32, a_layout="col").rows_on_16_bytes  # A's columns 72 bytes apart

@@ -3,7 +3,9 @@ for sm_90: ptxas ships in the wheel), as ``matmul_fast`` would launch it there."
 
 from __future__ import annotations
 
+import collections
 import dataclasses
+import re
 
 import pytest
 import torch
@@ -23,7 +25,7 @@ def _compiled_for_an_h200(monkeypatch, a, b, config):
     monkeypatch.setattr(launches, "program_slots", lambda: gpu.KNOWN["H200"].sms)
     monkeypatch.setattr(launches.knobs.runtime, "interpret", False)  # a GPU's launch
     out = torch.empty(a.shape[0], b.shape[1], dtype=a.dtype)
-    arguments, _, constexprs, _ = launches.persistent_tma_setup(a, b, out, config, "tf32")
+    arguments, _, constexprs, _, _ = launches.persistent_tma_setup(a, b, out, config, "tf32")
     given = {name: value for name, value in constexprs.items() if name not in OPTIONS}
     kernel = kernels.persistent_tma_matmul_kernel
     launch = specialize(kernel, arguments(a, b, out), given)
@@ -50,3 +52,30 @@ def test_the_persistent_kernel_compiles_for_an_h200(monkeypatch, what, shape, dt
     assert compiled.ok, compiled.error
     assert compiled.matrix_unit == "wgmma"  # Hopper's warpgroup tensor cores
     assert compiled.shared_bytes <= gpu.KNOWN["H200"].shared_memory
+
+
+def _loads(ptx: str) -> dict[str, int]:
+    """The global loads of a kernel's PTX: asynchronous copies by bytes, plain loads by width."""
+    copies = re.findall(r"cp\.async\.c[ag]\.shared\.global [^;]*, (0x[0-9a-f]+|\d+)[,;]", ptx)
+    found = collections.Counter(f"cp.async {int(size, 0)} bytes" for size in copies)
+    found.update(re.findall(r"\bld\.global(?:\.\w+)*?\.((?:v\d\.)?[bu]\d+)\b", ptx))
+    return dict(found)
+
+
+def test_the_grouped_kernel_reads_rows_off_16_byte_lines_16_bytes_a_copy(monkeypatch):
+    # columns of A 333 elements apart, rows of B 7,777, as A's rows and B's in 333x7777x2222:
+    # loads of the operands as they are move 2 bytes each, none asynchronously (cp.async moves
+    # 4 bytes at least); of the copies the grouped kernel reads, 16 bytes at once, pipelined
+    a = torch.zeros(2240, 333, dtype=torch.float16).t()
+    b = torch.zeros(2240, 7777, dtype=torch.float16)
+    out = torch.empty(333, 7777, dtype=torch.float16)
+    config = Config(64, 64, 32, num_warps=4, num_stages=3)
+    arguments, _, constexprs, _, before = launches.grouped_setup(a, b, out, config, "tf32")
+    assert before is not None  # A and B are copied before each launch
+    given = {name: value for name, value in constexprs.items() if name not in OPTIONS}
+    kernel = kernels.grouped_matmul_kernel
+    compiled = compile_for(kernel, specialize(kernel, arguments(a, b, out), given), "sm_90", 4, 3)
+    assert compiled.ok, compiled.error
+    loads = _loads(compiled.ptx)
+    assert loads.get("cp.async 16 bytes", 0) >= 6 and not {"b16", "u16"} & set(loads), loads
+    assert set(loads) == {"cp.async 16 bytes"}, loads  # every load of A and B

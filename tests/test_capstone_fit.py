@@ -72,7 +72,7 @@ def test_refit_fully_fits_the_fitted_and_extra_problems_the_file_lacks(monkeypat
         bench.suite_refit(1, done, lambda rows: None)
     finally:
         capstone.use_fit(None)
-    assert asked == [p for p in FITTED + EXTRA_FITTED if p != have]
+    assert asked == [p for p in bench.FIT if p != have]
 
 
 def test_a_refit_with_nothing_new_to_time_keeps_the_row_it_had(monkeypatch):
@@ -160,8 +160,8 @@ def test_the_shipped_grid_was_raced_with_the_plans_this_code_makes(monkeypatch):
     monkeypatch.setattr(launches, "program_slots", lambda: 132)  # an H200's SMs
     monkeypatch.setattr(plans, "program_slots", lambda: 132)
     grid = results.grid()
-    stored = {row.label: row.plan for row in grid.rows + grid.layouts}
-    for p in GRID + LAYOUTS:
+    stored = {row.label: row.plan for row in grid.rows + grid.layouts + grid.paths}
+    for p in GRID + LAYOUTS + tuple(row.problem for row in grid.paths):
         dtype = getattr(torch, p.dtype)
         a = torch.empty(p.m, p.k, dtype=dtype) if p.a_layout == "row" else torch.empty(
             p.k, p.m, dtype=dtype).t()  # fmt: skip
@@ -169,3 +169,36 @@ def test_the_shipped_grid_was_raced_with_the_plans_this_code_makes(monkeypatch):
             p.n, p.k, dtype=dtype).t()  # fmt: skip
         chosen = plans.plan_by_fit(a, b, None)
         assert stored[p.label].startswith(f"{chosen.path} kernel, {chosen.config}:"), p.label
+
+
+def test_odd_rows_are_off_16_byte_lines_and_fitted_on_one_half_in_each_size_class():
+    from tmm_course.capstone.problems import ODD_ROWS, ODD_ROWS_FITTED
+
+    assert not any(p.rows_on_16_bytes for p in ODD_ROWS)
+    assert set(ODD_ROWS).isdisjoint(GRID + EXTRA_FITTED)
+    fitted = {f.problem for f in shipped()}
+    assert set(ODD_ROWS_FITTED) <= fitted and fitted.isdisjoint(ODD_ROWS[1::2])
+    classes = {size_class(p.m, p.n) for p in ODD_ROWS_FITTED if p.dtype != "float32"}
+    assert classes == set(CANDIDATES) and "float32" in {p.dtype for p in ODD_ROWS_FITTED}
+
+
+PERSISTENT, GROUPED = (f"matmul_fast(path={path!r})" for path in ("persistent_tma", "grouped"))
+
+
+def test_the_plan_runs_within_a_tenth_of_the_faster_kernel_on_every_stored_problem():
+    from tmm_course.capstone.problems import ODD_ROWS
+    from tmm_course.perf.bench import LESSON_4
+
+    rows = results.grid().paths
+    assert {p.label for p in GRID + ODD_ROWS} <= {r.label for r in rows}
+    assert {"333x7777x2222 float16", "2047x2049x2051 float16"} <= {r.label for r in rows}
+    for row in rows:
+        r = row.ratio_to_torch
+        best = max(r[PERSISTENT], r[GROUPED])
+        assert r["matmul_fast"] >= 0.9 * best, row.label
+        assert row.code and row.date, row.label  # each row names its code and day
+        if row.problem.rows_on_16_bytes:
+            continue
+        assert r["matmul_fast"] >= 0.85 or best < 0.85, row.label
+        # the grouped kernel no slower than lesson 4's, or the plan runs the other one there
+        assert r[GROUPED] >= r[LESSON_4] or row.plan.startswith("persistent_tma"), row.label

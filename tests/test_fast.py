@@ -478,6 +478,21 @@ def test_copies_are_made_again_on_every_call_into_the_same_workspaces():
             launches.aligned_like(b.t(), "B copied").data_ptr()) == staged  # fmt: skip
 
 
+@pytest.mark.parametrize("layout", ["rr", "cc"])
+def test_the_grouped_kernel_copies_rows_off_16_byte_lines_again_on_every_call(layout):
+    a, b = laid_out(33, 37, 45, torch.float16, layout)  # every line an odd number of elements
+    config = Config(16, 32, 16, split_k=2)
+    first = matmul_fast(a, b, path="grouped", config=config)
+    a.copy_(torch.randn_like(a))  # new values at the same addresses
+    b.copy_(torch.randn_like(b))
+    again = matmul_fast(a, b, path="grouped", config=config)
+    assert error(again, a, b) <= tolerance(torch.float16, tmm_course.BACKEND, "tf32")
+    assert not torch.equal(first, again)
+    view = (lambda t: t) if layout == "rr" else (lambda t: t.t())
+    assert torch.equal(view(launches.aligned_like(view(a), "A copied")), a)
+    assert torch.equal(view(launches.aligned_like(view(b), "B copied")), b)
+
+
 def test_the_kernel_turns_a_ragged_strided_float32_b_around_where_its_descriptor_reads():
     if kernels.TensorDescriptor is None:
         pytest.skip("needs tensor descriptors")

@@ -111,12 +111,13 @@ def test_an_unknown_name_says_what_ships():
 
 
 def test_the_shipped_grid_races_every_grid_problem_with_the_fit_it_was_planned_from():
-    from tmm_course.capstone.problems import EXTRA_FITTED, FITTED, GRID
+    from tmm_course.capstone.problems import FITTED, GRID
+    from tmm_course.perf.bench import FIT
 
     grid = results.grid()
     assert {r.label for r in grid.rows} == {p.label for p in GRID}
     assert grid.fitted == {p.label for p in FITTED}
-    assert {f.problem.label for f in grid.fit} == {p.label for p in FITTED + EXTRA_FITTED}
+    assert {f.problem.label for f in grid.fit} == {p.label for p in FIT}
     for race in grid.rows:
         assert race.wrong == [] and race.error["matmul_fast"] <= race.tolerance
         assert race.plan and race.host_us["matmul_fast"] > 0
@@ -185,7 +186,14 @@ def test_a_row_raced_again_later_names_its_code_and_day_in_the_provenance():
     assert f"{grid.provenance.date} to {max(r.date for r in later)}" in where
     untouched = [r for r in grid.rows if not r.code]
     assert grid.provenance.of(untouched).endswith(f"code {grid.provenance.code}")
-    for row in grid.rows + grid.layouts + grid.pitches + grid.inductor + results.races().inductor:
+    for row in (
+        grid.rows
+        + grid.layouts
+        + grid.pitches
+        + grid.inductor
+        + grid.paths
+        + results.races().inductor
+    ):
         assert results.Race.from_dict(row.as_dict()) == row
     stored = untouched[0].as_dict()
     assert "code" not in stored and "date" not in stored  # the file's own run names neither

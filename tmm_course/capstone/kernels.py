@@ -18,12 +18,13 @@ ROUND = tl.constexpr(1 << 20)  # the grid barrier's count: more than any GPU has
 # the kernels keep the hand layout a learner reads (argument groups, aligned comments)
 __all__ = ["TensorDescriptor", "grouped_matmul_kernel", "grouped_tile",
            "persistent_tma_matmul_kernel", "reads_a_transposed", "reads_b_transposed",
-           "tma_problem"]
+           "rows_on_16_bytes", "tma_problem"]
 
 
 @triton.jit
 def grouped_matmul_kernel(a_ptr, b_ptr, c_ptr, partial_ptr, count_ptr, M, N, K,
-                          stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
+                          wrap_m, wrap_n, stride_am, stride_ak, stride_bk, stride_bn,
+                          stride_cm, stride_cn,
                           PRECISION: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
                           BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr, SPLIT_K: tl.constexpr,
                           ALIGN_M: tl.constexpr, ALIGN_N: tl.constexpr,
@@ -39,13 +40,15 @@ def grouped_matmul_kernel(a_ptr, b_ptr, c_ptr, partial_ptr, count_ptr, M, N, K,
     offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
     offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
     offs_k = tl.arange(0, BLOCK_K)
-    # rows past M (columns past N) wrap onto real ones: loads need no mask on M and N, and
-    # what they fetch there is never stored. ALIGN_*: the largest power of two (up to 16)
-    # dividing M, N and each stride, so that loads move 16 bytes at once even where a size
-    # is not a multiple of 16 (Triton then assumes nothing about it): rows wrapped at M
-    # still come in runs of ALIGN_M that start on a multiple of ALIGN_M
-    wrapped_m = tl.max_contiguous(tl.multiple_of(offs_m % M, ALIGN_M), ALIGN_M)
-    wrapped_n = tl.max_contiguous(tl.multiple_of(offs_n % N, ALIGN_N), ALIGN_N)
+    # rows past M (columns past N) wrap onto ones in memory: loads need no mask on M and N,
+    # and what they fetch there is never stored. They wrap at wrap_m and wrap_n: M and N, or
+    # in a copy whose rows are padded to 16 bytes (launches.grouped_setup), at M or N rounded
+    # up. ALIGN_*: the largest power of two (up to 16) dividing wrap_m, wrap_n and each
+    # stride, so that loads move 16 bytes at once even where a size is not a multiple of 16
+    # (Triton then assumes nothing about it): rows wrapped at wrap_m still come in runs of
+    # ALIGN_M that start on a multiple of ALIGN_M
+    wrapped_m = tl.max_contiguous(tl.multiple_of(offs_m % wrap_m, ALIGN_M), ALIGN_M)
+    wrapped_n = tl.max_contiguous(tl.multiple_of(offs_n % wrap_n, ALIGN_N), ALIGN_N)
     a_rows = tl.multiple_of(wrapped_m * stride_am, ALIGN_AM)
     a_cols = tl.multiple_of(offs_k * stride_ak, ALIGN_AK)
     b_rows = tl.multiple_of(offs_k * stride_bk, ALIGN_BK)
@@ -244,6 +247,20 @@ def reads_b_transposed(b: torch.Tensor) -> bool:
     B^T's tile read into registers instead (the one operand wgmma takes from there), a kernel of
     one tile per program ran them at 0.64x and 0.61x at best; given B^T, at 0.86x and 0.90x."""
     return (b.stride(0) == 1 and b.shape[0] > 1) or b.dtype == torch.float32
+
+
+def rows_on_16_bytes(t: torch.Tensor) -> bool:
+    """Whether a 2-D ``t`` starts on a 16-byte boundary and, unless it is one row or one column,
+    has one contiguous axis whose lines (rows, or columns of a column-major ``t``) start 16
+    bytes apart or a multiple of that: where Triton can move 16 bytes per load. Off them (rows
+    4,444 bytes apart, say), compiled for sm_90 its loads move 2 bytes each, not 16, and never
+    asynchronously (``cp.async`` moves 4 bytes at least), so the pipeline's stages are gone."""
+    if t.data_ptr() % 16:
+        return False
+    if min(t.shape) <= 1:
+        return True
+    pitch = t.stride(0) if t.stride(1) == 1 else t.stride(1) if t.stride(0) == 1 else 1
+    return pitch * t.element_size() % 16 == 0
 
 
 def readable(t: torch.Tensor) -> bool:

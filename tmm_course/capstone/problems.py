@@ -43,6 +43,17 @@ class Problem:
                    if layout == "col"]  # fmt: skip
         return ", ".join([f"{shape} {self.kind}", *layouts])
 
+    @property
+    def rows_on_16_bytes(self) -> bool:
+        """Whether the lines of A, B and C (rows, or columns of a column-major operand) all
+        start on 16-byte boundaries, or are one line: what :func:`~tmm_course.capstone.kernels.
+        rows_on_16_bytes` says of the problem's tensors."""
+        itemsize = getattr(torch, self.dtype).itemsize
+        a = (self.m, self.k) if self.a_layout == "row" else (self.k, self.m)
+        b = (self.k, self.n) if self.b_layout == "row" else (self.n, self.k)
+        return all(rows <= 1 or pitch <= 1 or pitch * itemsize % 16 == 0
+                   for rows, pitch in (a, b, (self.m, self.n)))  # fmt: skip
+
     def as_dict(self) -> dict:
         return {**asdict(self), "kind": self.kind, "label": self.label}
 
@@ -134,6 +145,19 @@ def _extra_fitted() -> tuple[Problem, ...]:
 
 
 EXTRA_FITTED = _extra_fitted()
+
+# products whose rows are off 16-byte boundaries (odd pitches), beside the grid's seven: few
+# rows or columns, mid sizes and large, each 16-bit dtype and float32; the plan is fitted on
+# every other one (ODD_ROWS_FITTED), and the rest are held out (python -m tmm_course.perf.bench
+# paths races each kernel forced beside the plan)
+ODD_ROWS = tuple(Problem(m, n, k, dtype) for m, n, k, dtype in [
+    (64, 4097, 4093, "float16"), (100, 5003, 3001, "float16"),
+    (4097, 100, 2999, "bfloat16"), (3000, 30, 4097, "float16"),
+    (500, 6007, 3007, "float16"), (700, 2001, 5003, "float16"),
+    (5001, 4999, 2047, "bfloat16"), (3003, 3005, 3007, "bfloat16"),
+    (1999, 1501, 1003, "float32"), (1501, 1999, 2001, "float32")])  # fmt: skip
+ODD_ROWS_FITTED = ODD_ROWS[0::2]
+ODD_ROWS_HELD_OUT = ODD_ROWS[1::2]
 
 
 def family(problem: Problem) -> str:

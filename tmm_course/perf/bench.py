@@ -9,6 +9,7 @@ On a GPU::
     python -m tmm_course.perf.bench refit --again grouped --out grid_mine.json  # kernel changed
     python -m tmm_course.perf.bench layouts pitches --out grid_mine.json  # layouts, row pitches
     python -m tmm_course.perf.bench held-out-inductor --out grid_mine.json  # Inductor's column
+    python -m tmm_course.perf.bench paths --shape 333x7777x2222 --out grid_mine.json  # forced
 
 writes TFLOP/s, ratios to torch, the fraction of the measured peak, host launch time, GPU
 clocks, and where, when and how it was measured (``--code-version "$(git rev-parse --short
@@ -46,6 +47,8 @@ from tmm_course.capstone.problems import (
     GRID,
     HELD_OUT,
     LAYOUTS,
+    ODD_ROWS,
+    ODD_ROWS_FITTED,
     Problem,
 )
 from tmm_course.perf import journey, results, tuning
@@ -99,11 +102,14 @@ def _say(line: str) -> None:
     print(line, flush=True)
 
 
+FIT = FITTED + EXTRA_FITTED + ODD_ROWS_FITTED  # the problems the plan is fitted on
+
+
 def suite_fit(rounds: int, done: list[dict], keep: Keep) -> list[dict]:
-    """fit_one on every FITTED and EXTRA_FITTED problem (``keep`` saves the rows after each);
+    """fit_one on every problem of :data:`FIT` (``keep`` saves the rows after each);
     matmul_fast plans from the result at once."""
     rows = list(done)
-    left = _progress(FITTED + EXTRA_FITTED, {r["problem"]["label"] for r in done}, "fit")
+    left = _progress(FIT, {r["problem"]["label"] for r in done}, "fit")
     for fitted in fit.fit(left, _timer(rounds), _say):
         rows.append(fitted.as_dict())
         keep(rows)
@@ -116,7 +122,7 @@ def suite_refit(rounds: int, done: list[dict], keep: Keep, again: tuple[str, ...
     """The fit of the --out file brought up to date: on each fitted problem, the candidates
     not measured before (``candidates.NEW``), and every candidate of the kernels ``again``
     names (after a change to that kernel), timed by :func:`fit.refit` and merged in (marked
-    ``"refitted"``); FITTED and EXTRA_FITTED problems the fit lacks get every candidate."""
+    ``"refitted"``); problems of :data:`FIT` the fit lacks get every candidate."""
     new = NEW | {(path, c) for family in CANDIDATES.values()
                  for path, configs in family.items() if path in again for c in configs}  # fmt: skip
     rows = list(done)
@@ -127,7 +133,7 @@ def suite_refit(rounds: int, done: list[dict], keep: Keep, again: tuple[str, ...
             row = rows[i] = row if merged is earlier else merged.as_dict()  # nothing new: as it was
             row["refitted"] = True
             keep(rows)
-    missing = [p for p in FITTED + EXTRA_FITTED if p.label not in known]
+    missing = [p for p in FIT if p.label not in known]
     for fitted in fit.fit(missing, _timer(rounds), _say):
         rows.append({**fitted.as_dict(), "refitted": True})
         keep(rows)
@@ -164,6 +170,56 @@ def suite_layouts(rounds: int) -> list[dict]:
         print(f"{problem.label:44s} {row.ratio_to_torch['matmul_fast']:.3f}  {row.plan}",
               flush=True)  # fmt: skip
     return rows
+
+
+FORCED = {path: f"matmul_fast(path={path!r})" for path in plans.PATHS}
+LESSON_4 = "lesson 4's matmul"
+
+
+def paths_problems(extra: Sequence[Problem] = (), everything: bool = False) -> list[Problem]:
+    """What :func:`suite_paths` races: the grid's problems whose rows are off 16-byte
+    boundaries, ``ODD_ROWS``, ``extra``; then, with ``everything``, the rest of the grid."""
+    odd = [p for p in GRID if not p.rows_on_16_bytes]
+    rest = [p for p in GRID if p.rows_on_16_bytes] if everything else []
+    return list(dict.fromkeys([*odd, *ODD_ROWS, *extra, *rest]))
+
+
+def suite_paths(rounds: int, done: list[dict], keep: Keep, problems: Sequence[Problem] = ()
+                ) -> list[dict]:  # fmt: skip
+    """matmul_fast as planned, and forced down each kernel (``path=``, the plan's configuration
+    there, else the rules'), raced against torch.matmul on ``problems``; beside them, on rows
+    off 16-byte boundaries, lesson 4's matmul (``keep`` saves the rows after each)."""
+    from tmm_course.kernels.matmul import matmul
+
+    fast = capstone.matmul_fast
+    rows = list(done)
+    for problem in _progress(problems, {r["problem"]["label"] for r in done}, "paths"):
+        a, b = problem.operands()
+        contenders = {
+            "matmul_fast": fast,
+            **{name: functools.partial(fast, path=path) for path, name in FORCED.items()},
+        }
+        if not problem.rows_on_16_bytes:
+            contenders[LESSON_4] = matmul
+        row = race(problem, contenders, rounds, (a, b))
+        row = dataclasses.replace(row, plan=str(capstone.plan(a, b)))
+        rows.append(row.as_dict())
+        keep(rows)
+        ratios = "  ".join(f"{name} {x:.3f}" for name, x in row.ratio_to_torch.items())
+        print(f"{problem.label:34s} {ratios}  {row.plan}", flush=True)
+    return rows
+
+
+def shape(text: str) -> Problem:
+    """``MxNxK`` or ``MxNxK:dtype`` (float16 by default), as ``--shape`` takes it."""
+    sizes, _, dtype = text.partition(":")
+    try:
+        m, n, k = (int(x) for x in sizes.lower().split("x"))
+        return Problem(m, n, k, dtype or "float16")
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: expected MxNxK or MxNxK:dtype, e.g. 333x7777x2222:bfloat16"
+        ) from exc
 
 
 # squares whose rows start mid-way through 128-byte lines (5000 and 3000 halves), and one whose
@@ -391,12 +447,13 @@ SUITES = {
     "inductor": suite_inductor,
     "held-out-inductor": suite_held_out_inductor,
     "pitches": suite_pitches,
+    "paths": suite_paths,
 }
 
 
 DEFAULT = ("goals", "journey", "host")
 # an existing --out file's rows are kept, not measured again (refit brings its "fit" up to date)
-RESUMABLE = ("fit", "grid")
+RESUMABLE = ("fit", "grid", "paths")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -412,6 +469,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--again", action="append", default=[], choices=("grouped", "persistent_tma"),
         help="refit: time every candidate of this kernel again (after a change to it)")  # fmt: skip
+    parser.add_argument(
+        "--shape", action="append", default=[], type=shape,
+        help="paths: race this problem too (MxNxK or MxNxK:dtype; repeat for more)")  # fmt: skip
+    parser.add_argument(
+        "--everything", action="store_true", help="paths: the rest of the grid after them"
+    )
     args = parser.parse_args(argv)
     unknown = sorted(set(args.suites) - set(SUITES))
     if unknown:
@@ -457,6 +520,9 @@ def main(argv: list[str] | None = None) -> int:
             run = SUITES[suite]
             if suite == "refit":
                 run = functools.partial(suite_refit, again=tuple(args.again))
+            if suite == "paths":
+                picked = paths_problems(args.shape, args.everything)
+                run = functools.partial(suite_paths, problems=picked)
             data[name] = stamped(run(args.rounds, data.get(name, []), keep))
         else:
             data[suite] = stamped(SUITES[suite](args.rounds))

@@ -300,6 +300,7 @@ class Grid:
     replanned: dict[str, str] = field(default_factory=dict)  # rows raced with an older plan
     pitches: list[Race] = field(default_factory=list)  # rows on 128-byte lines, or mid-line
     inductor: list[Race] = field(default_factory=list)  # held out: Inductor's GEMM raced too
+    paths: list[Race] = field(default_factory=list)  # the plan beside each kernel forced
 
     def part(self, fitted: bool | None = None) -> list[Race]:
         """Every row, or those the plan was (``True``) or was not (``False``) fitted on."""
@@ -335,6 +336,7 @@ class Grid:
             dict(data.get("replanned", {})),
             [Race.from_dict(r) for r in data.get("pitches", [])],
             [Race.from_dict(r) for r in data.get("held-out-inductor", [])],
+            [Race.from_dict(r) for r in data.get("paths", [])],
         )
 
 
