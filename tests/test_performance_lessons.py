@@ -345,7 +345,9 @@ def test_lesson_figures_carry_the_run_that_measured_them():
     fig = figures.dram_figure(rows, (67e6, 34e6), RUN.where)
     assert RUN.where in fig.axes[0].get_title()
     ratios = {"t": {1: 0.5, 2: 0.7}}
-    fig = figures.stage_sweep_figure(ratios, {"sm_80": {1: 8, 2: 8}}, {"sm_80": 163}, RUN.where)
+    fig = figures.stage_sweep_figure(
+        ratios, {"sm_80": {1: 8, 2: 8}}, {"sm_80": 163}, RUN.where, shared_tile="t"
+    )
     assert RUN.where in fig.axes[0].get_title()
     fig = figures.group_sweep_figure({"t": {"G1": 0.4}}, {"t": {"G1": 2.0}}, RUN.where)
     assert RUN.where in fig.axes[0].get_title()

@@ -6,9 +6,10 @@ import textwrap
 
 import numpy as np
 from matplotlib.axes import Axes
+from matplotlib.axis import Axis
 from matplotlib.colors import ListedColormap
 from matplotlib.figure import Figure
-from matplotlib.ticker import MaxNLocator
+from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator, NullFormatter
 
 MAX_LABELLED_CELLS = 24 * 24
 
@@ -124,13 +125,28 @@ def fitted_title(ax: Axes, title: str, fontsize: float, share: float = 1.0) -> s
 
 def index_ticks(ax: Axes) -> None:
     """Whole-number ticks only: the axes count rows and columns."""
-    ax.xaxis.set_major_locator(MaxNLocator(integer=True, min_n_ticks=1))
-    ax.yaxis.set_major_locator(MaxNLocator(integer=True, min_n_ticks=1))
+    whole_number_ticks(ax.xaxis)
+    whole_number_ticks(ax.yaxis)
 
 
-# Okabe and Ito's colour-blind safe qualitative palette without its vermillion, reddish purple
-# and black: no tile is red (the edge of C is drawn in red), and black or white text reads on all
-PROGRAM_PALETTE = ("#E69F00", "#56B4E9", "#009E73", "#F0E442", "#0072B2", "#BBBBBB")
+def whole_number_ticks(axis: Axis) -> None:
+    """Ticks only at whole numbers: the axis counts something (stages, waves, rows)."""
+    axis.set_major_locator(MaxNLocator(integer=True, min_n_ticks=1))
+
+
+def plain_log_ticks(axis: Axis) -> None:
+    """A log axis labelled with plain numbers (50, 100, 200, 500) at 1, 2 and 5 times the
+    powers of ten, the other ticks unlabelled: never "6x10^2"."""
+    axis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
+    axis.set_major_formatter(FuncFormatter(lambda value, _pos: f"{value:,.0f}" if value >= 1
+                                           else f"{value:.3g}"))  # fmt: skip
+    axis.set_minor_formatter(NullFormatter())
+
+
+# Okabe and Ito's colour-blind safe qualitative palette without its vermillion and black: no
+# tile is red (the edge of C is drawn in red) and none grey (grey means a cell nobody touched),
+# and black or white text reads on all
+PROGRAM_PALETTE = ("#E69F00", "#56B4E9", "#009E73", "#F0E442", "#0072B2", "#CC79A7")
 
 
 def program_colours(count: int, columns: int | None = None) -> ListedColormap:

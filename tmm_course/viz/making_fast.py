@@ -11,7 +11,7 @@ from matplotlib.patches import Rectangle
 
 from tmm_course.perf import pipeline
 from tmm_course.perf.waves import Waves
-from tmm_course.viz.draw import new_figure
+from tmm_course.viz.draw import index_ticks, new_figure, plain_log_ticks, whole_number_ticks
 
 BLUE, VERMILLION, GREEN, GREY = "#0072B2", "#D55E00", "#009E73", "#999999"
 
@@ -25,26 +25,31 @@ def roofline_figure(
     unit: str = "TFLOP/s",
 ) -> Figure:
     """min(peak, I x B) on log axes; each kernel as a hollow marker at its tile intensity and,
-    if measured, a filled one at FLOPs per DRAM byte measured, joined by a line."""
-    fig, (ax,) = new_figure(6.6, 4.0)
+    if measured, a filled one at FLOPs per DRAM byte measured, joined by a line. Kernels with
+    the same tile sit on one spot: each hollow marker there is drawn larger than the last, so
+    all show as rings. The key, the ridge's among them, sits beside the axes."""
+    fig, (ax,) = new_figure(7.4, 4.0)
     ridge = peak / bandwidth
     xs_all = [x for x, _ in tile_points.values()] + [x for x, _ in (measured_points or {}).values()]
     xs = np.geomspace(min([ridge / 16, *xs_all]) / 1.5, max([ridge * 8, *xs_all]) * 1.5, 200)
-    ax.loglog(xs, np.minimum(peak, xs * bandwidth), color="black")
-    ax.axvline(ridge, color=GREY, ls=":")
-    ax.annotate(f"ridge {ridge:.0f} FLOP/B", (ridge, peak), textcoords="offset points",
-                xytext=(4, -14), fontsize=8, color=GREY)  # fmt: skip
+    ax.loglog(xs, np.minimum(peak, xs * bandwidth), color="black", label="attainable")
+    ax.axvline(ridge, color=GREY, ls=":", label=f"ridge {ridge:.0f} FLOP/B")
     markers = "osD^v<>P*X"
     colours = ["C0", "C1", "C2", "C3", "C4", "C5", "C6", "C7"]
+    drawn: list[tuple[float, float]] = []
     for i, (name, (x, rate)) in enumerate(tile_points.items()):
-        style = {"marker": markers[i % 10], "color": colours[i % 8], "ms": 7}
-        ax.plot([x], [rate], ls="none", mfc="none", label=f"{name}", **style)
+        near = sum(abs(np.log(x / dx)) < 0.1 and abs(np.log(rate / dr)) < 0.1 for dx, dr in drawn)
+        drawn.append((x, rate))
+        style = {"marker": markers[i % 10], "color": colours[i % 8]}
+        ax.plot([x], [rate], ls="none", mfc="none", ms=7 * 1.5**near, label=name, **style)
         if measured_points and name in measured_points:
             mx, mrate = measured_points[name]
-            ax.plot([mx], [mrate], ls="none", **style)
-            ax.plot([x, mx], [rate, mrate], color=colours[i % 8], lw=0.8, alpha=0.6)
-    ax.legend(fontsize=7, loc="lower right", title="hollow: tile intensity\nfilled: measured DRAM",
-              title_fontsize=7)  # fmt: skip
+            ax.plot([mx], [mrate], ls="none", ms=7, **style)
+            ax.plot([x, mx], [rate, mrate], color=colours[i % 8], lw=0.8, alpha=0.6, zorder=1)
+    fig.legend(fontsize=7, loc="outside right upper", title_fontsize=7,
+               title="hollow: tile intensity\nfilled: measured DRAM")  # fmt: skip
+    plain_log_ticks(ax.xaxis)
+    plain_log_ticks(ax.yaxis)
     ax.set_xlabel("arithmetic intensity (FLOP / byte)")
     ax.set_ylabel(unit)
     ax.set_title(title, fontsize=9)
@@ -69,7 +74,7 @@ def dram_figure(rows: dict[str, tuple[float, float]], ideal: tuple[float, float]
     ax.set_yticks(y, names, fontsize=8)
     ax.invert_yaxis()
     ax.set_xlabel("MB moved to and from DRAM (Nsight Compute)")
-    ax.legend(fontsize=7, loc="lower right")
+    fig.legend(fontsize=7, loc="outside lower center", ncols=3)  # below: it covers no bar
     ax.set_title((title + "\n" if title else "") + where, fontsize=9)
     return fig
 
@@ -107,33 +112,41 @@ def stage_sweep_figure(
     shared_kb: dict[str, dict[int, float]],
     limits_kb: dict[str, float],
     where: str,
+    shared_tile: str,
 ) -> Figure:
     """Left: speed relative to torch.matmul against num_stages, one line per tile (stored
-    run). Right: shared memory the compiler gives each num_stages, per GPU, with its limit."""
+    run). Right: shared memory the compiler gives each num_stages to the ``shared_tile`` (one
+    of the tiles on the left, in its colour), per GPU, with its limit."""
     fig, (left, right) = new_figure(9.0, 3.6, ncols=2)
+    colour_of = {name: c for name, c in zip(ratios, [BLUE, VERMILLION, GREEN], strict=False)}
     for name, by_stage in ratios.items():
         stages = sorted(by_stage)
-        left.plot(stages, [by_stage[s] for s in stages], "o-", label=name)
+        left.plot(stages, [by_stage[s] for s in stages], "o-", label=name,
+                  color=colour_of.get(name))  # fmt: skip
         for s in stages:
             left.annotate(f"{by_stage[s]:.2f}", (s, by_stage[s]), textcoords="offset points",
                           xytext=(0, 5), fontsize=7, ha="center")  # fmt: skip
     left.set_xlabel("num_stages")
     left.set_ylabel("torch.matmul time / kernel time")
-    left.set_xticks(sorted({s for v in ratios.values() for s in v}))
+    left.margins(y=0.12)  # room above the top value for its label
     left.legend(fontsize=7)
     left.set_title(f"float16 4096^3\n{where}", fontsize=8)
-    colours = {"sm_80": GREEN, "sm_90": BLUE}
+    styles = {"sm_80": ("s", "--"), "sm_90": ("o", "-")}
+    colour = colour_of.get(shared_tile, "black")
     for gpu, by_stage in shared_kb.items():
         stages = sorted(by_stage)
-        right.plot(stages, [by_stage[s] for s in stages], "s-", color=colours.get(gpu),
-                   label=f"{gpu}, compiled here")  # fmt: skip
-        right.axhline(limits_kb[gpu], color=colours.get(gpu), ls=":", lw=1)
+        marker, line = styles.get(gpu, ("^", "-."))
+        right.plot(stages, [by_stage[s] for s in stages], marker=marker, ls=line, color=colour,
+                   label=gpu)  # fmt: skip
+        right.axhline(limits_kb[gpu], color="black", ls=line, lw=0.8)
         right.annotate(f"{gpu} limit {limits_kb[gpu]:.0f} KB", (stages[0], limits_kb[gpu]),
                        textcoords="offset points", xytext=(0, 3), fontsize=7)  # fmt: skip
     right.set_xlabel("num_stages")
     right.set_ylabel("shared memory per program (KB)")
     right.legend(fontsize=7, loc="center right")
-    right.set_title("the compiler's figure, per GPU", fontsize=8)
+    right.set_title(f"{shared_tile}: shared memory, compiled here for each GPU", fontsize=8)
+    for ax in (left, right):
+        whole_number_ticks(ax.xaxis)
     return fig
 
 
@@ -153,6 +166,7 @@ def group_sweep_figure(
     left.set_ylabel("torch.matmul time / kernel time")
     right.set_ylabel("GB read from DRAM (Nsight Compute)")
     right.set_yscale("log")
+    plain_log_ticks(right.yaxis)
     left.set_title(f"float16 8192^3, launch order\n{where}", fontsize=8)
     right.set_title("A and B are 0.27 GB: everything above is re-reading", fontsize=8)
     return fig
@@ -181,6 +195,8 @@ def wave_figure(order: np.ndarray, in_flight: int, strip_mb: float, l2_mb: float
     right.annotate(f"L2 {l2_mb:.0f} MB", (0, l2_mb), textcoords="offset points", xytext=(0, 3),
                    fontsize=8)  # fmt: skip
     right.set_xlabel("wave")
+    whole_number_ticks(right.xaxis)
+    index_ticks(left)
     right.set_ylabel("MB of A and B strips the wave reads")
     right.set_title("blue: fits in L2, vermillion: does not", fontsize=9)
     return fig
@@ -196,6 +212,7 @@ def waves_figure(w: Waves, title: str = "") -> Figure:
            color=[BLUE if b == w.slots else VERMILLION for b in busy])  # fmt: skip
     ax.axhline(w.slots, color="black", ls=":")
     ax.set_xlabel("wave" + (" (the last 40)" if rounds > shown else ""))
+    whole_number_ticks(ax.xaxis)
     ax.set_ylabel("SMs busy")
     words = (
         f"{w.tiles} tiles on {w.slots} SMs: {w.waves:.2f} waves, last wave "
