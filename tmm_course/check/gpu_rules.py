@@ -14,6 +14,7 @@ costs a second or two more per kernel and dtype, not per case.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
@@ -49,15 +50,11 @@ def fits(compiled: Compiled) -> Compiled:
     limit = SHARED_MEMORY_LIMIT[compiled.gpu]
     if not compiled.ok or compiled.shared_bytes is None or compiled.shared_bytes <= limit:
         return compiled
-    return Compiled(
-        gpu=compiled.gpu,
+    return dataclasses.replace(
+        compiled,
         ok=False,
         error=f"out of resource: shared memory, Required: {compiled.shared_bytes}, Hardware "
         f"limit: {limit}. Reducing block sizes or `num_stages` may help.",
-        shared_bytes=compiled.shared_bytes,
-        registers=compiled.registers,
-        spilled_bytes=compiled.spilled_bytes,
-        matrix_unit=compiled.matrix_unit,
     )
 
 
@@ -101,6 +98,7 @@ class KernelReport:
                 "registers": c.registers,
                 "spilled_bytes": c.spilled_bytes,
                 "matrix_unit": c.matrix_unit,
+                "programs_per_sm": c.occupancy.programs if c.occupancy else None,
             }
             for name, c in self.compiled.items()
         ]
