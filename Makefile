@@ -51,10 +51,12 @@ $(GRADE_ENV): pyproject.toml tools/setup-venv.sh
 colab-links: $(COURSE_ENV)
 	$(BIN)/python -m tmm_course.teach.colab
 
-# the student copy: every notebook without its solutions (make student STUDENT=handout/)
+# the student copy: every notebook without its solutions (make student STUDENT=handout/);
+# make student FORCE=1 replaces the notebooks of an existing copy
 STUDENT ?= student
+FORCE ?=
 student: $(COURSE_ENV)
-	$(BIN)/python -m tmm_course.teach.release notebooks $(STUDENT)
+	$(BIN)/python -m tmm_course.teach.release notebooks $(STUDENT) $(if $(FORCE),--force,)
 
 # grade a folder of submitted homework notebooks into grades.csv
 # (make grade SUBMISSIONS=inbox/ TIMEOUT=300 JOBS=2)

@@ -46,10 +46,14 @@ def test_generator_rewrites_a_stale_install_cell(tmp_path):
         c for c in notebook["cells"] if colab.INSTALL_TAG in c["metadata"].get("tags", [])
     )
     install["source"] = ["stale"]
+    install["metadata"] = {"tags": [colab.INSTALL_TAG]}
     target.write_text(json.dumps(notebook))
     assert colab.main(["--root", str(tmp_path)]) == 0
     fixed = json.loads(target.read_text())
-    assert colab.install_cell_source() in ["".join(c["source"]) for c in fixed["cells"]]
+    install = next(c for c in fixed["cells"] if colab.INSTALL_TAG in c["metadata"].get("tags", []))
+    assert "".join(install["source"]) == colab.install_cell_source()
+    assert install["metadata"]["cellView"] == "form"  # and collapsed, even if it was not
+    assert install["metadata"]["jupyter"] == {"source_hidden": True}
     assert (tmp_path / colab.LINKS_FILE).read_text() == colab.render_links(tmp_path)
 
 

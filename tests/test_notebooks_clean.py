@@ -55,6 +55,9 @@ def test_python_kernelspec_and_colab_gpu_runtime(path):
 def test_first_code_cell_is_the_current_colab_install_cell(path):
     first = code_cells(load(path))[0]
     assert INSTALL_TAG in first["metadata"].get("tags", [])
+    # collapsed in JupyterLab, a form with its title in Colab
+    assert first["metadata"]["jupyter"]["source_hidden"] is True
+    assert first["metadata"]["cellView"] == "form" and first["source"][0].startswith("# @title ")
     assert "".join(first["source"]) == install_cell_source(), (
         "install cell is stale: run `python -m tmm_course.teach.colab`"
     )

@@ -4,6 +4,7 @@ and it still runs under nbval with every check saying not_implemented."""
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 
@@ -143,3 +144,29 @@ def test_student_copy_passes_nbval(student):
     )
     assert out.returncode == 0, out.stdout[-3000:]
     assert " passed" in out.stdout
+
+
+def _make_student(*args: str) -> str:
+    """The command ``make student`` would run (dry run; the venv taken as made)."""
+    done = subprocess.run(["make", "-n", "-o", ".venv/.installed-course", "student", *args],
+                          cwd=ROOT, capture_output=True, text=True, check=True)  # fmt: skip
+    return done.stdout
+
+
+@pytest.mark.skipif(shutil.which("make") is None, reason="needs make")
+def test_make_student_passes_force_through_and_reruns_with_it(tmp_path):
+    assert "--force" not in _make_student()
+    command = _make_student("FORCE=1", f"STUDENT={tmp_path}").strip().splitlines()[-1]
+    assert command.endswith(f"tmm_course.teach.release notebooks {tmp_path} --force")
+    (tmp_path / "01_tile_fill.ipynb").write_text("{}")  # an earlier copy, re-run over
+    argv = command.split("tmm_course.teach.release ")[1].split()
+    assert main(argv) == 0 and main(argv[:2]) == 2  # FORCE=1 replaces; without, a clear no
+
+
+def test_grades_and_submissions_stay_out_of_git():
+    if not (ROOT / ".git").exists():
+        pytest.skip("not a git checkout")
+    paths = ["inbox/a.ipynb", "submissions/a.ipynb", "grades.csv"]
+    done = subprocess.run(["git", "check-ignore", *paths], cwd=ROOT, capture_output=True,
+                          text=True)  # fmt: skip
+    assert done.stdout.split() == paths

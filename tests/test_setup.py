@@ -50,3 +50,11 @@ def test_make_grade_installs_what_the_grader_imports():
 def test_setup_installs_the_extras_it_is_given():
     script = (ROOT / "tools" / "setup-venv.sh").read_text(encoding="utf-8")
     assert 'install -e ".[$EXTRAS]"' in script
+
+
+def test_setup_shows_pips_progress_through_the_torch_download():
+    script = (ROOT / "tools" / "setup-venv.sh").read_text(encoding="utf-8")
+    command = script.split('"torch==$TORCH_VERSION"')[0].rsplit("\n", 2)[-2:]  # its two lines
+    words = " ".join(command).split()
+    assert "--progress-bar" in words and words[words.index("--progress-bar") + 1] == "on"
+    assert "-q" not in words and '"${pip[@]}"' not in words  # the quiet pip of the other steps

@@ -61,4 +61,5 @@ def _warn_known_problems() -> None:
 
 _warn_known_problems()
 _hints.install_ipython_hint(BACKEND)
+_hints.guard_gridless_calls(BACKEND)
 _ipython.show_figures_inline()

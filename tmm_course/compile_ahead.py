@@ -124,6 +124,7 @@ class Compiled:
     registers: int | None = None
     spilled_bytes: int | None = None  # per thread, the binary's stack: registers spilled
     matrix_unit: str | None = None  # "wgmma" (Hopper), "mma" (tensor cores), "fma" (none)
+    scratch_bytes: int | None = None  # global memory a launch asks the allocator for
     ptx: str = ""
     ttgir: str = ""
     num_warps: int = 4
@@ -413,6 +414,7 @@ def _compile(
         registers=registers,
         spilled_bytes=spilled,
         matrix_unit=matrix_unit(ptx),
+        scratch_bytes=int(getattr(compiled.metadata, "global_scratch_size", 0)),
         ptx=ptx,
         ttgir=compiled.asm.get("ttgir", ""),
         num_warps=num_warps,

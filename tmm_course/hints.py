@@ -4,10 +4,56 @@ from __future__ import annotations
 
 from typing import Any
 
-from tmm_course.backend import INTERPRETER
+from triton.errors import TritonError
+
+from tmm_course.backend import GPU, INTERPRETER
 from tmm_course.ipython import current_shell
 
 _NO_DRIVER = "active drivers"
+
+# The slips a first launch makes, by the words Triton (3.6 to 3.9) or Python says them in, and
+# the backend on which those words mean that slip: (words, backend or None for both, sentence).
+NO_GRID = (
+    "This kernel was called like a Python function, without a grid. A Triton kernel runs as a "
+    "grid of programs, and the grid goes in square brackets before the arguments. Fix: "
+    "kernel[grid](...), e.g. kernel[(triton.cdiv(M, BLOCK_M), triton.cdiv(N, BLOCK_N))](...), "
+    "or kernel[(1,)](...) for one program."
+)
+NUMPY_ARRAY = (
+    "A numpy array was given where a torch tensor belongs: Triton kernels (and the course's "
+    "launchers) take torch tensors, whose memory and strides they read. Fix: "
+    "x = torch.from_numpy(x).to(tmm_course.DEVICE), or make x with torch in the first place."
+)
+PYTHON_LIST = (
+    "A Python list (or tuple) was given where a torch tensor belongs: a kernel reads memory, "
+    "and a list has none it can address. Fix: x = torch.tensor(x, device=tmm_course.DEVICE)."
+)
+WRONG_DEVICE = (
+    "A tensor on the CPU was given to a kernel compiled for the GPU, which cannot read the "
+    "CPU's memory. Fix: x = x.to(tmm_course.DEVICE) for every tensor the kernel touches (or "
+    "make them with device=tmm_course.DEVICE)."
+)
+SLIPS: tuple[tuple[str, str | None, str], ...] = (
+    (NO_GRID, INTERPRETER, NO_GRID),  # raised by guard_gridless_calls
+    ("Cannot call @triton.jit'd outside of the scope of a kernel", GPU, NO_GRID),
+    ("'numpy.ndarray' object has no attribute", None, NUMPY_ARRAY),
+    ("'list' object has no attribute", None, PYTHON_LIST),
+    ("'tuple' object has no attribute", None, PYTHON_LIST),
+    ("cannot be accessed from Triton (cpu tensor?)", GPU, WRONG_DEVICE),
+)
+
+
+def slip(error: BaseException, backend: str) -> str | None:
+    """The plain sentence for a first-timer's slip (no grid, numpy or a list for a tensor, a
+    tensor on the wrong device) that ``error`` says in Triton's words, or None."""
+    texts = []
+    while error is not None and len(texts) < 8:  # the error and what it was raised from
+        texts.append(f"{type(error).__name__}: {error}")
+        error = error.__cause__ or error.__context__
+    for words, where, sentence in SLIPS:
+        if (where is None or where == backend) and any(words in text for text in texts):
+            return sentence
+    return None
 
 
 def explain(error: BaseException, backend: str) -> str | None:
@@ -27,12 +73,39 @@ def explain(error: BaseException, backend: str) -> str | None:
             "set up for a GPU while your kernels run on the interpreter. Fix: restart the kernel "
             "and make `import tmm_course` the first import."
         )
+    if (said := slip(error, backend)) is not None:
+        return said
     if "only 0-dimensional arrays can be converted" in text and backend == INTERPRETER:
         return (
             "This Triton interpreter does not work with numpy >= 2.4 when a loop bound is a "
             "runtime integer. Fix: pip install 'numpy<2.4' (or 'triton>=3.7') and restart."
         )
     return None
+
+
+def guard_gridless_calls(backend: str) -> bool:
+    """On the interpreter, a kernel called without a grid runs as a device function on the
+    host's tensors and fails deep inside Triton, in words that change from version to version
+    ('grid_idx', 'is_ptr', 'scalar'). A device function called from a kernel never receives a
+    torch tensor (the launch turns every tensor into a pointer), so one that does was called
+    from Python without ``[grid]``: say so, with the fix."""
+    if backend != INTERPRETER:
+        return False
+    import torch
+    from triton.runtime.interpreter import InterpretedFunction
+
+    original = InterpretedFunction.__call__
+    if getattr(original, "guards_gridless_calls", False):
+        return True
+
+    def __call__(self: Any, *args: Any, **kwargs: Any) -> Any:
+        if any(isinstance(value, torch.Tensor) for value in (*args, *kwargs.values())):
+            raise TypeError(f"{self.__name__}: {NO_GRID}")
+        return original(self, *args, **kwargs)
+
+    __call__.guards_gridless_calls = True  # type: ignore[attr-defined]
+    InterpretedFunction.__call__ = __call__
+    return True
 
 
 def install_ipython_hint(backend: str) -> bool:
@@ -47,5 +120,8 @@ def install_ipython_hint(backend: str) -> bool:
         if hint:
             print(f"\ntmm_course: {hint}")
 
-    shell.set_custom_exc((RuntimeError, TypeError), handler)
+    # Triton's interpreter wraps what it meets in InterpreterError; Python says AttributeError
+    shell.set_custom_exc(
+        (RuntimeError, TypeError, ValueError, AttributeError, TritonError), handler
+    )
     return True

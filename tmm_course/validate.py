@@ -82,6 +82,42 @@ def on_device(expected: torch.device, **tensors: torch.Tensor) -> None:
             )
 
 
+def _span(t: torch.Tensor) -> tuple[int, int]:
+    """The bytes ``t`` may touch: [first, last + 1) (torch strides are never negative)."""
+    if t.numel() == 0:
+        return 0, 0
+    last = sum((size - 1) * stride for size, stride in zip(t.shape, t.stride(), strict=True))
+    start = t.data_ptr()
+    return start, start + (last + 1) * t.element_size()
+
+
+def _share_elements(x: torch.Tensor, y: torch.Tensor) -> bool:
+    """Whether two tensors whose byte ranges meet share an element (interleaved views of one
+    buffer, such as its left and right columns, do not); asked only when the ranges meet."""
+    if x.untyped_storage().data_ptr() != y.untyped_storage().data_ptr():
+        return True  # two allocations meet only if they share memory
+    if x.element_size() != y.element_size():
+        return True  # one buffer seen as two dtypes: the ranges decide
+    every = torch.arange(x.untyped_storage().nbytes() // x.element_size(), device=x.device)
+    own = [every.as_strided(t.shape, t.stride(), t.storage_offset()).flatten() for t in (x, y)]
+    return bool(torch.isin(own[0], own[1]).any())
+
+
+def no_overlap(out: torch.Tensor, **inputs: torch.Tensor) -> None:
+    """``out`` shares no memory with any input: a kernel writing ``out`` tile by tile while it
+    still reads an input there would read its own results and return wrong values."""
+    first, end = _span(out)
+    for n, t in inputs.items():
+        lo, hi = _span(t)
+        if t.device == out.device and lo < end and first < hi and _share_elements(out, t):
+            raise KernelInputError(
+                f"out shares memory with {n}: the kernel would overwrite {n} while it still "
+                f"reads it, and return wrong values. Expected an out of its own. Fix: leave "
+                f"out= away (a new tensor is returned), or give out=torch.empty_like(...); to "
+                f"put the product into {n}, copy it there afterwards: {n}.copy_(result)."
+            )
+
+
 def same_shape(**tensors: torch.Tensor) -> None:
     """All tensors have one shape."""
     shapes = {n: tuple(t.shape) for n, t in tensors.items()}

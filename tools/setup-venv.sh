@@ -31,7 +31,9 @@ if ! "$VENV/bin/python" -c 'import torch' 2>/dev/null; then
     echo "  no NVIDIA GPU? PyPI's torch for Linux is the CUDA build, about 2.4 GB more than the CPU"
     echo "  build: stop (Ctrl-C) and run: make clean; TORCH_INDEX_URL=https://download.pytorch.org/whl/cpu make course"
   fi
-  "${pip[@]}" install "torch==$TORCH_VERSION" ${TORCH_INDEX_URL:+--index-url "$TORCH_INDEX_URL"}
+  # pip's progress bar through the download (the rest of this script stays quiet)
+  "$VENV/bin/python" -m pip --disable-pip-version-check install --progress-bar on \
+    "torch==$TORCH_VERSION" ${TORCH_INDEX_URL:+--index-url "$TORCH_INDEX_URL"}
 fi
 case ",$EXTRAS," in
   *,test,*) echo "installing the course package, JupyterLab and the test and grading tools ..." ;;

@@ -17,6 +17,7 @@ import torch
 import triton
 
 import tmm_course
+from tmm_course import hints
 from tmm_course.backend import GPU, INTERPRETER
 from tmm_course.check import gpu_rules, launches, time_limit
 from tmm_course.check.buffers import Guarded, padded_input
@@ -321,6 +322,9 @@ def _failed(case: Case, error: Exception, trace: Trace | None, views) -> bool:
         case.problem = f"{stray} (stopped: it points outside every tensor)"
         return False
     case.code, case.problem = "crashed", _first_line(error)
+    slip = hints.slip(error, tmm_course.BACKEND)  # a first-timer's slip, in plain words
+    if slip is not None and slip not in case.problem:
+        case.problem = f"{slip} (it raised {case.problem})"
     if _gpu_context_lost(error):
         case.problem = GPU_CONTEXT_LOST
         for kind in ("store", "load"):  # the replay on the interpreter saw where

@@ -123,7 +123,8 @@ def check_blocks(blocks: tuple[int, int, int]) -> None:
 
 
 def output_for(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None) -> torch.Tensor:
-    """``out`` checked against the product's shape and dtype, or a new (M, N) tensor."""
+    """``out`` checked against the product's shape and dtype (and sharing no memory with ``a``
+    or ``b``), or a new (M, N) tensor."""
     m, n = a.shape[0], b.shape[1]
     if out is None:
         return torch.empty((m, n), dtype=a.dtype, device=a.device)
@@ -134,6 +135,7 @@ def output_for(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None) -> to
             f"out is {tuple(out.shape)} {out.dtype}; expected ({m}, {n}) {a.dtype}. "
             "Fix: out = torch.empty(M, N, dtype=a.dtype, device=a.device)."
         )
+    validate.no_overlap(out, a=a, b=b)
     return out
 
 

@@ -17,6 +17,9 @@ BRANCH = "main"
 NOTEBOOKS = "notebooks"
 LINKS_FILE = "colab_links.md"
 INSTALL_TAG = "colab-install"
+# the install cell shows its title, not its code: a form in Colab, collapsed in JupyterLab (as
+# the solution cells are)
+INSTALL_METADATA = {"cellView": "form", "jupyter": {"source_hidden": True}}
 BADGE = "https://colab.research.google.com/assets/colab-badge.svg"
 
 
@@ -39,7 +42,7 @@ def install_cell_source(repository: str = REPOSITORY, branch: str = BRANCH) -> s
     package Colab ships as it is (the course's lower bounds are at or below Colab's versions).
     """
     page = f"https://github.com/{repository}"
-    return f'''# On Colab, install the course package; anywhere else this cell does nothing.
+    return f'''# @title On Colab, install the course package; anywhere else this cell does nothing
 import sys
 
 COURSE_URL = "{install_url(repository, branch)}"
@@ -101,11 +104,14 @@ def render_links(root: Path) -> str:
 def sync_install_cell(notebook: dict) -> bool:
     """Make the notebook's tagged install cell current; return True if it changed."""
     for cell in notebook["cells"]:
-        if INSTALL_TAG in cell.get("metadata", {}).get("tags", []):
+        metadata = cell.setdefault("metadata", {})
+        if INSTALL_TAG in metadata.get("tags", []):
             wanted = install_cell_source()
-            if "".join(cell["source"]) == wanted:
+            hidden = {key: metadata.get(key) for key in INSTALL_METADATA}
+            if "".join(cell["source"]) == wanted and hidden == INSTALL_METADATA:
                 return False
             cell["source"] = wanted.splitlines(keepends=True)
+            metadata.update(INSTALL_METADATA)
             return True
     raise ValueError(f"no cell tagged {INSTALL_TAG!r}: add the install cell first")
 

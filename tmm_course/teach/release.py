@@ -90,8 +90,8 @@ def write_student_copy(source: Path, target: Path, force: bool = False) -> list[
         )
     if target.exists() and any(target.iterdir()) and not force:
         raise ReleaseError(
-            f"{target} exists and is not empty. Fix: name a new folder, or pass --force to "
-            "replace the notebooks in it."
+            f"{target} exists and is not empty. Fix: name a new folder, or replace the "
+            "notebooks in it: --force (make student FORCE=1)."
         )
     target.mkdir(parents=True, exist_ok=True)
     written = []
