@@ -2,6 +2,7 @@
 #   make course   open the course in JupyterLab (installs the course and JupyterLab, nothing else)
 #   make test     lint, unit tests, and every notebook executed with nbval (adds the test and
 #                 grading tools to .venv)
+#   make site     the course as web pages in build/site (Sphinx and myst-nb run every lesson)
 # Whichever command creates .venv installs torch; on a machine without an NVIDIA GPU, give it the
 # CPU build (far smaller): TORCH_INDEX_URL=https://download.pytorch.org/whl/cpu make course
 PYTHON ?= python3
@@ -11,12 +12,13 @@ BIN    := $(VENV)/bin
 COURSE_ENV := $(VENV)/.installed-course
 TEST_ENV   := $(VENV)/.installed-test
 GRADE_ENV  := $(VENV)/.installed-grade
+SITE_ENV   := $(VENV)/.installed-site
 # extra JupyterLab options, e.g. on a remote machine: make course LAB_ARGS="--no-browser --port 8888"
 LAB_ARGS ?=
 AS_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root,)
 SETUP = PYTHON=$(PYTHON) VENV=$(VENV) bash tools/setup-venv.sh
 
-.PHONY: course test setup setup-test colab-links student grade clean
+.PHONY: course test setup setup-test site colab-links student grade clean
 
 # kernels talk to JupyterLab over local sockets (ipc), not TCP: nothing listens on the network
 # but JupyterLab itself, and ipykernel has no reason to warn about eavesdropping
@@ -38,10 +40,18 @@ $(COURSE_ENV): pyproject.toml tools/setup-venv.sh tools/jupyterlab-overrides.jso
 	EXTRAS=course $(SETUP)
 	touch $@
 
-# make test's tools include the course's and the grader's
+# make test's tools include the course's, the grader's and the site's (its test builds it)
 $(TEST_ENV): pyproject.toml tools/setup-venv.sh tools/jupyterlab-overrides.json
-	EXTRAS=course,test,grade $(SETUP)
-	touch $@ $(COURSE_ENV) $(GRADE_ENV)
+	EXTRAS=course,test,grade,site $(SETUP)
+	touch $@ $(COURSE_ENV) $(GRADE_ENV) $(SITE_ENV)
+
+$(SITE_ENV): pyproject.toml tools/setup-venv.sh tools/jupyterlab-overrides.json
+	EXTRAS=course,site $(SETUP)
+	touch $@ $(COURSE_ENV)
+
+# the course as static web pages: build/site/index.html and one page per lesson
+site: $(SITE_ENV)
+	$(BIN)/python docs/build.py
 
 $(GRADE_ENV): pyproject.toml tools/setup-venv.sh
 	EXTRAS=grade $(SETUP)
@@ -67,4 +77,4 @@ grade: $(GRADE_ENV)
 	$(BIN)/python -m tmm_course.teach.grade $(SUBMISSIONS) --out grades.csv --timeout $(TIMEOUT) $(if $(JOBS),--jobs $(JOBS))
 
 clean:
-	rm -rf $(VENV) *.egg-info .pytest_cache .ruff_cache
+	rm -rf $(VENV) build *.egg-info .pytest_cache .ruff_cache

@@ -341,26 +341,6 @@ def test_the_grid_summary_is_a_geometric_mean_with_the_worst_first():
     assert held_out.below == 1 and grid.summary(fitted=True).below == 1
 
 
-def test_the_shipped_grid_was_raced_with_the_plan_this_code_makes(use_fit, monkeypatch):
-    from tmm_course.capstone import plans
-    from tmm_course.perf import results
-
-    monkeypatch.setattr(plans, "program_slots", lambda: 132)  # the H200 it was measured on
-    use_fit(None)  # the shipped fit
-    grid = results.grid()
-    replanned = set()
-    for row in grid.rows:
-        p = row.problem
-        a = torch.empty(p.k, p.m).t() if p.a_layout == "col" else torch.empty(p.m, p.k)
-        b = torch.empty(p.n, p.k).t() if p.b_layout == "col" else torch.empty(p.k, p.n)
-        dtype = getattr(torch, p.dtype)
-        chosen = plans.plan_by_fit(a.to(dtype), b.to(dtype), None)
-        if not row.plan.startswith(f"{chosen.path} kernel, {chosen.config}: "):
-            replanned.add(p.label)
-    # rows raced before a change of plan say so in the file, and only those differ
-    assert replanned == set(grid.replanned)
-
-
 def test_paths_races_the_plan_beside_each_kernel_forced_and_resumes(tmp_path, monkeypatch):
     raced = []
 

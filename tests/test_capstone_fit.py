@@ -162,6 +162,8 @@ def test_the_shipped_grid_was_raced_with_the_plans_this_code_makes(monkeypatch):
     grid = results.grid()
     stored = {row.label: row.plan for row in grid.rows + grid.layouts + grid.paths}
     for p in GRID + LAYOUTS + tuple(row.problem for row in grid.paths):
+        if p.label in grid.replanned:  # raced before a change of plan, as the file says
+            continue
         dtype = getattr(torch, p.dtype)
         a = torch.empty(p.m, p.k, dtype=dtype) if p.a_layout == "row" else torch.empty(
             p.k, p.m, dtype=dtype).t()  # fmt: skip

@@ -28,14 +28,14 @@ from tmm_course.kernels.vector_add import vector_add_kernel
 
 def few(exercise, count: int):
     """``exercise`` with only its first ``count`` cases (a quicker check, same engine)."""
-    return replace(exercise, cases=lambda gen, backend: exercise.cases(gen, backend)[:count])
+    return replace(exercise, cases=lambda gen, backend, *_: exercise.cases(gen, backend)[:count])
 
 
 VECTOR = few(vector_add.EXERCISE, 3)  # n = 1, 7, 128
 MATMUL = few(matmul.EXERCISE, 2)  # 64x64x64 and 16x16x16, float16
 
 
-def scaled_cases(gen, backend):
+def scaled_cases(gen, backend, *_):
     return [
         scaled_matmul.case(PRODUCTS[1], scaled_matmul.ALPHA, scaled_matmul.BETA, backend, gen),
         scaled_matmul.beta_zero(scaled_matmul.ALPHA, backend, gen),
@@ -234,7 +234,7 @@ def a_fixed_grid(x, y, out):
 def test_a_launch_that_runs_past_the_limit_times_out(launcher, monkeypatch):
     monkeypatch.setattr(time_limit, "PROGRAM_SECONDS", 1.0)
     monkeypatch.setattr(time_limit, "CASE_SECONDS", 1.0)
-    slow = replace(vector_add.EXERCISE, cases=lambda g, b: [vector_add.case(100_000, b, g)])
+    slow = replace(vector_add.EXERCISE, cases=lambda g, b, *_: [vector_add.case(100_000, b, g)])
     result = run_exercise(slow, launcher)
     assert result.codes == ["timed_out"], result
 
@@ -256,7 +256,7 @@ def test_a_kernel_that_only_a_size_one_constant_breaks_is_refused(recwarn):
         refused_when_n_is_one[grid_1d(x.numel())](x, y, out, x.numel(), BLOCK=16)
 
     seven_then_one = replace(
-        vector_add.EXERCISE, cases=lambda g, b: [vector_add.case(n, b, g) for n in (7, 1)]
+        vector_add.EXERCISE, cases=lambda g, b, *_: [vector_add.case(n, b, g) for n in (7, 1)]
     )
     result = run_exercise(seven_then_one, launcher)
     assert result.codes == ["gpu_would_reject"], result

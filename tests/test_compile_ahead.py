@@ -178,3 +178,31 @@ def test_a_kernel_taking_tensor_descriptors_compiles_ahead_for_hopper():
     compiled = compile_for(copy_tile, specialize(copy_tile, args, {"BLOCK": 64}), "sm_90", 4, 1)
     assert compiled.ok, compiled.error
     assert "cp.async.bulk.tensor" in compiled.ptx  # the TMA unit moves the tile
+
+
+def test_a_spilling_kernel_reports_its_spills_and_its_occupancy():
+    """Lesson 4's kernel with 128x256 tiles on 4 warps holds 256 accumulator values per thread:
+    more than 255 registers, so ptxas spills (``cuobjdump`` counts them as STACK, not LOCAL);
+    8 warps hold the same tile without spilling."""
+    launch = _lesson4(4096, 4096, 4096, (128, 256, 64))
+    four = compile_for(matmul_kernel, launch, "sm_90", num_warps=4, num_stages=3)
+    assert four.ok and four.registers == 255 and four.spilled_bytes > 0
+    assert four.occupancy is not None and four.occupancy.programs == 1
+    assert four.occupancy.limited_by == "shared memory"  # 144 KB of 228: one program
+    assert "bytes spilled" in four.summary() and "1 program per SM" in four.summary()
+
+
+def test_occupancy_follows_the_occupancy_calculator():
+    from tmm_course.compile_ahead import occupancy
+
+    # 255 registers: 8,192 per warp, two warps per quarter of the register file, 8 warps per SM
+    assert occupancy("sm_90", 255, 0, num_warps=4).by_registers == 2
+    assert occupancy("sm_90", 255, 0, num_warps=8).programs == 1
+    # 128 registers and 4 warps: 4 programs; 64 KB of shared memory: 3 on sm_90 (1 KB reserve)
+    held = occupancy("sm_90", 128, 64 * 1024, num_warps=4)
+    assert (held.by_registers, held.by_shared, held.programs) == (4, 3, 3)
+    assert held.limited_by == "shared memory"
+    # a T4 holds 32 warps and 64 KB: warps limit 8-warp programs to 4, 32 KB each to 2
+    t4 = occupancy("sm_75", 32, 32 * 1024, num_warps=8)
+    assert (t4.by_warps, t4.by_shared, t4.programs) == (4, 2, 2)
+    assert occupancy("sm_80", 32, 200 * 1024, num_warps=4).limited_by == "nothing fits"

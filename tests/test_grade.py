@@ -121,26 +121,40 @@ def test_honest_work_is_graded_on_its_merits(homework):
 
 
 @needs_isolation
-def test_lesson_9s_mysteries_fail_their_repairs_pass_and_another_matmul_is_not_a_repair(tmp_path):
+def test_lesson_9_is_judged_on_the_kernel_the_function_launches(tmp_path):
     inbox = tmp_path / "pitfalls"
     inbox.mkdir()
-    names = [f"fixed_{x}" for x in pitfalls.MYSTERIES]
-    broken = student(PITFALLS)
-    elsewhere = student(PITFALLS)
-    for x, kernel in pitfalls.MYSTERIES.items():
-        broken = with_exercise(broken, f"fixed_{x}", pasted(kernel, f"fixed_{x}"), PITFALLS)
-        elsewhere = with_exercise(
-            elsewhere, f"fixed_{x}", pasted(pitfalls.correct_kernel, f"fixed_{x}"), PITFALLS
-        )
-    (inbox / "broken.ipynb").write_text(json.dumps(broken))
-    (inbox / "elsewhere.ipynb").write_text(json.dumps(elsewhere))
-    (inbox / "fixed.ipynb").write_text(json.dumps(solved(PITFALLS)))
-    rows = grade(inbox, PITFALLS)
+    kept = ("a", "b")  # two of the four mysteries: the other two are graded alike
+    reference = load(PITFALLS)
+    reference["cells"] = [c for c in reference["cells"]
+                          if not c.get("id", "").startswith(("f7ec", "f7ed"))]  # fmt: skip
+    trimmed = tmp_path / "09_pitfalls.ipynb"
+    trimmed.write_text(json.dumps(reference))
+    names = [f"fixed_{x}" for x in kept]
+    exercises = graded_notebook.exercises_of(reference)
+    fixes = graded_notebook.exercise_sources(solved_notebook(reference), exercises)
+    other = inspect.getsource(pitfalls.correct_kernel.fn).replace(
+        f"def {pitfalls.correct_kernel.fn.__name__}(", "def other_kernel("
+    )
+    broken, elsewhere, decoy = (student_notebook(reference) for _ in range(3))
+    for x in kept:
+        name = f"fixed_{x}"
+        with_exercise(broken, name, pasted(pitfalls.MYSTERIES[x], name), trimmed)
+        with_exercise(elsewhere, name, pasted(pitfalls.correct_kernel, name), trimmed)
+        # the repaired kernel defined as asked, another correct kernel launched
+        launches_other = f"{fixes[name]}\n{other}\n\ndef {name}(a, b, c):\n"
+        launches_other += "    launcher(other_kernel)(a, b, c)\n"
+        with_exercise(decoy, name, launches_other, trimmed)
+    for file, notebook in (("broken", broken), ("elsewhere", elsewhere), ("decoy", decoy),
+                           ("fixed", solved_notebook(reference))):  # fmt: skip
+        (inbox / f"{file}.ipynb").write_text(json.dumps(notebook))
+    rows = grade(inbox, trimmed)
     assert verdicts(rows, "fixed.ipynb") == dict.fromkeys(names, "pass")
     assert set(verdicts(rows, "broken.ipynb").values()) == {"fail"}
-    other = [r for r in rows if r["submission"] == "elsewhere.ipynb"]
-    assert {r["verdict"] for r in other} == {"fail"}
-    assert all("not_the_fix" in r["codes"] for r in other)
+    for file in ("elsewhere.ipynb", "decoy.ipynb"):
+        found = [r for r in rows if r["submission"] == file]
+        assert {r["verdict"] for r in found} == {"fail"}
+        assert all(r["codes"] == "not_the_fix" for r in found), found
 
 
 def test_without_isolation_the_grader_refuses(tmp_path, monkeypatch, capsys):

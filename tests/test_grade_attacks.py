@@ -584,7 +584,7 @@ def test_no_forgery_passes(graded, forgery):
         ("course_kernel_borrowed", "course_kernel"),
         ("course_kernel_under_a_new_name", "course_kernel"),
         ("answer_as_an_argument", "host_copy"),
-        ("decoy_kernel_torch_does_it", "unwritten"),
+        ("decoy_kernel_torch_does_it", "no_triton_kernel"),
         ("autotune_pre_hook_does_the_work", "unwritten"),
     ],
 )

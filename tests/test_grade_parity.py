@@ -67,6 +67,8 @@ def graded(name: str, fn, seed: int = 5) -> tuple[str, list[str]]:
             facts, returned = {"ok": False, "error_type": type(error).__name__,
                                "error": str(error)}, None  # fmt: skip
         results.append(judge.judge_replay(trial, facts, returned if facts.get("ok") else None))
+        if results[-1].code == "timed_out":
+            break
     for case in cases[len(results) :]:
         results.append(judge.result(case, code="skipped", problem="not run"))
     verdict, codes, _ = judge.verdict(spec, results, last)

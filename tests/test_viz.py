@@ -140,3 +140,37 @@ def test_k_loop_c_stays_empty_until_the_store_after_the_last_step():
         else:
             assert written == 16 * 16 and "stored" in c_panel.get_title()
             assert np.allclose(np.ma.filled(stored, np.nan)[16:32, :16], frames.acc[-1].numpy())
+
+
+def test_prerendered_widgets_draw_each_combination_with_the_kernel(monkeypatch):
+    """For the web pages: one picture per combination of the bounded values, each drawn by the
+    kernel for exactly those values, and the HTML naming every slider's values."""
+    calls = []
+    monkeypatch.setenv(widgets.PRERENDER_ENV, "1")
+    monkeypatch.setattr(widgets, "run_tile_fill", lambda *args: calls.append(args) or args)
+    monkeypatch.setattr(widgets, "ownership_figure", _figure_naming)
+    shown = widgets.tile_fill_explorer(m=10, n=13, block_m=4, block_n=8)
+    assert isinstance(shown, widgets.Prerendered)
+    sizes = [len(values) for _, values in shown.controls]
+    assert len(calls) == len(set(calls)) == len(shown.index) == np.prod(sizes)
+    assert (10, 13, 4, 8) in calls
+    # the key of a combination leads to the picture drawn for it
+    (m, ms), (n, ns), (bm, bms), (bn, bns) = shown.controls
+    assert [m, n, bm, bn] == ["M", "N", "BLOCK_M", "BLOCK_N"]
+    at = (ms.index(16), ns.index(8), bms.index(8), bns.index(4))
+    frame = shown.frames[shown.index[",".join(map(str, at))]]
+    assert frame == widgets._frame(lambda: _figure_naming((16, 8, 8, 4)))
+    page = shown._repr_html_()
+    assert page.count('type="range"') == 4 and "</script>" in page
+    assert [v[i] for (_, v), i in zip(shown.controls, shown.start, strict=True)] == [10, 13, 4, 8]
+
+
+def _figure_naming(args) -> Figure:
+    fig = Figure(figsize=(1, 1))
+    fig.text(0.1, 0.5, str(args))
+    return fig
+
+
+def test_widgets_are_live_unless_prerendering(monkeypatch):
+    monkeypatch.delenv(widgets.PRERENDER_ENV, raising=False)
+    assert isinstance(widgets.roofline_lab(), ipywidgets.VBox)

@@ -10,6 +10,7 @@ hand: the compiler's own verdict, shared memory, registers and instructions, per
     launch = specialize(kernel, (a, b, c, M, N, K, ...), {"BLOCK_M": 64, ...})
     compiled = compile_for(kernel, launch, "sm_80", num_warps=4, num_stages=3)
     compiled.ok, compiled.error, compiled.shared_bytes, compiled.registers, compiled.matrix_unit
+    compiled.spilled_bytes, compiled.occupancy.programs, compiled.occupancy.limited_by
 
 Works on the interpreter too: the kernel (and every kernel it calls) is compiled from its source.
 """
@@ -54,6 +55,65 @@ _POINTER_TYPES: dict[torch.dtype, str] = {
 
 
 @dataclass(frozen=True)
+class SmLimits:
+    """What one SM of a compute capability holds (the CUDA occupancy calculator's figures)."""
+
+    registers: int = 65536  # 32-bit registers, in four quarters of 16,384 (one per scheduler)
+    warps: int = 64
+    programs: int = 32  # resident blocks
+    shared_bytes: int = 228 * 1024
+    reserved_shared: int = 1024  # the driver keeps this much of each block's share
+    shared_unit: int = 128  # shared memory is handed out in steps of this many bytes
+
+
+SM_LIMITS: dict[str, SmLimits] = {
+    "sm_75": SmLimits(warps=32, programs=16, shared_bytes=64 * 1024, reserved_shared=0,
+                      shared_unit=256),
+    "sm_80": SmLimits(shared_bytes=164 * 1024),
+    "sm_90": SmLimits(shared_bytes=228 * 1024),
+}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Occupancy:
+    """How many programs (blocks) of one kernel an SM holds at once, and what each resource
+    alone would allow: ``programs`` is the smallest, ``limited_by`` names it."""
+
+    programs: int
+    by_registers: int
+    by_shared: int
+    by_warps: int
+    limited_by: str  # "registers", "shared memory", "warps" (or "nothing fits")
+
+    def summary(self) -> str:
+        return (
+            f"{self.programs} program{'s' * (self.programs != 1)} per SM (limited by "
+            f"{self.limited_by}: registers allow {self.by_registers}, shared memory "
+            f"{self.by_shared}, warps {self.by_warps})"
+        )
+
+
+def occupancy(gpu: str, registers: int, shared_bytes: int, num_warps: int) -> Occupancy:
+    """Programs per SM of a kernel with ``registers`` per thread, ``shared_bytes`` per program
+    and ``num_warps`` warps, on ``gpu``, as the CUDA occupancy calculator counts them:
+    registers go to each warp in steps of 256 and a warp lives in one quarter of the SM's
+    register file; shared memory goes in steps, with the driver's reserve per program."""
+    limits = SM_LIMITS[gpu]
+    per_warp = -(-registers * 32 // 256) * 256
+    quarter = limits.registers // 4
+    warps_by_registers = 4 * (quarter // per_warp) if per_warp else limits.warps
+    by_registers = warps_by_registers // num_warps
+    unit = limits.shared_unit
+    per_program = -(-(shared_bytes + limits.reserved_shared) // unit) * unit
+    by_shared = limits.shared_bytes // per_program if per_program else limits.programs
+    by_warps = min(limits.warps // num_warps, limits.programs)
+    found = {"registers": by_registers, "shared memory": by_shared, "warps": by_warps}
+    programs = min(found.values())
+    limited_by = min(found, key=found.get) if programs else "nothing fits"
+    return Occupancy(programs, by_registers, by_shared, by_warps, limited_by)
+
+
+@dataclass(frozen=True)
 class Compiled:
     """What the compiler made of one kernel for one GPU (``ok`` False: ``error`` says why)."""
 
@@ -62,11 +122,21 @@ class Compiled:
     error: str | None = None
     shared_bytes: int | None = None
     registers: int | None = None
-    spilled_bytes: int | None = None
+    spilled_bytes: int | None = None  # per thread, the binary's stack: registers spilled
     matrix_unit: str | None = None  # "wgmma" (Hopper), "mma" (tensor cores), "fma" (none)
     scratch_bytes: int | None = None  # global memory a launch asks the allocator for
     ptx: str = ""
     ttgir: str = ""
+    num_warps: int = 4
+    ttir: str = ""
+
+    @property
+    def occupancy(self) -> Occupancy | None:
+        """Programs per SM from registers, shared memory and warps (None: not compiled, or
+        no ``cuobjdump`` to read the registers with)."""
+        if not self.ok or self.registers is None or self.shared_bytes is None:
+            return None
+        return occupancy(self.gpu, self.registers, self.shared_bytes, self.num_warps)
 
     @property
     def gpu_name(self) -> str:
@@ -76,10 +146,12 @@ class Compiled:
         """One line for a learner: the verdict, and what the GPU would run."""
         if not self.ok:
             return f"{self.gpu}: refused by the compiler: {self.error}"
+        held = self.occupancy
         return (
             f"{self.gpu}: compiles; {self.shared_bytes / 1024:.1f} KB shared memory, "
             f"{self.registers} registers per thread, {self.spilled_bytes} bytes spilled, "
             f"tl.dot on {_UNIT_WORDS[self.matrix_unit or 'none']}"
+            + (f"; {held.summary()}" if held else "")
         )
 
 
@@ -345,6 +417,8 @@ def _compile(
         scratch_bytes=int(getattr(compiled.metadata, "global_scratch_size", 0)),
         ptx=ptx,
         ttgir=compiled.asm.get("ttgir", ""),
+        num_warps=num_warps,
+        ttir=compiled.asm.get("ttir", ""),
     )
 
 
@@ -384,7 +458,10 @@ def _cuobjdump() -> Path | None:
 
 
 def _resource_usage(cubin: bytes) -> tuple[int | None, int | None]:
-    """(registers per thread, bytes of local memory per thread: spills) of a compiled binary."""
+    """(registers per thread, bytes spilled per thread) of a compiled binary.
+
+    ``cuobjdump -res-usage`` reports spilled registers as the function's ``STACK`` (the bytes
+    of local memory each thread's frame takes), not as ``LOCAL``, which stays 0 for them."""
     tool = _cuobjdump()
     if tool is None or not cubin:
         return None, None
@@ -395,10 +472,10 @@ def _resource_usage(cubin: bytes) -> tuple[int | None, int | None]:
             [str(tool), "-res-usage", str(path)], capture_output=True, text=True, timeout=60
         )
     registers = re.search(r"REG:(\d+)", run.stdout)
-    local = re.search(r"LOCAL:(\d+)", run.stdout)
+    stack = re.search(r"STACK:(\d+)", run.stdout)
     return (
         int(registers.group(1)) if registers else None,
-        int(local.group(1)) if local else None,
+        int(stack.group(1)) if stack else None,
     )
 
 

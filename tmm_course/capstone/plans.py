@@ -104,9 +104,9 @@ def _distance(fitted: Fitted, m: int, n: int, k: int, dtype: str, layouts: tuple
     another size, a problem of another size class (its candidates differ: scores over different
     neighbours would not compare), or one whose lines are on 16-byte boundaries where these are
     not, or the other way round (``aligned``: :attr:`Problem.rows_on_16_bytes`). Off them, both
-    kernels copy first, and the grouped one read 2 bytes a load before it did: on an H200 the
-    aligned neighbours of 333x7777x2222 float16 planned the grouped kernel, 0.45x torch where
-    the persistent one ran at 1.74x."""
+    kernels copy such operands first, which their neighbours on them never timed: on an H200 the
+    aligned neighbours of 333x7777x2222 float16 planned the grouped kernel reading B 2 bytes a
+    load, 0.45x torch where the persistent one ran at 1.74x."""
     p = fitted.problem
     if getattr(torch, p.dtype).itemsize != getattr(torch, dtype).itemsize:
         return math.inf
@@ -230,11 +230,11 @@ def by_rules(path: str, dtype: torch.dtype) -> Config:
 
 
 def _plan_by_shape(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None) -> Plan:
-    """The rules' plan: on a GPU, the persistent kernel where the TMA can read (or copy), as
-    where rows are off 16-byte lines both kernels copy, and in large tiles the persistent one
-    ran as fast or faster on an H200 (grid_h200.json's paths: 1.71x torch against 1.72x at
-    333x7777x2222, 3.41x against 3.01x at 2048x2048x2047; float32 1999x1501x1003 0.66x grouped,
-    1.3x to 1.9x in every persistent candidate of its fit); else the grouped kernel."""
+    """The rules' plan: on a GPU, the persistent kernel wherever the TMA can read the tensors
+    or copies of them, else the grouped one. Where rows are off 16-byte lines both kernels copy,
+    and the persistent one ran as fast or faster on an H200 (grid_h200.json's paths: in large
+    tiles 1.71x torch against 1.72x at 333x7777x2222, 3.41x against 3.01x at 2048x2048x2047;
+    float32 1999x1501x1003 0.66x grouped, 1.3x to 1.9x in every persistent candidate fitted)."""
     if tmm_course.BACKEND != GPU:
         return Plan(
             "grouped", by_rules("grouped", a.dtype), "the interpreter: small tiles run fastest"

@@ -29,6 +29,7 @@ from tmm_course.check.fixes import check_fix
 from tmm_course.check.linear import check_linear_relu
 from tmm_course.check.performance import (
     check_descriptor_matmul,
+    check_faster,
     check_fits_shared_memory,
     check_grouped_tile,
 )
@@ -38,6 +39,7 @@ from tmm_course.check.result import CheckResult
 __all__ = [
     "CheckResult",
     "check_descriptor_matmul",
+    "check_faster",
     "check_fill_column_major",
     "check_fits_shared_memory",
     "check_fix",

@@ -17,6 +17,7 @@ size-1 K makes the compiler refuse is refused, in the compiler's words.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
@@ -61,15 +62,11 @@ def fits(compiled: Compiled) -> Compiled:
     limit = SHARED_MEMORY_LIMIT[compiled.gpu]
     if not compiled.ok or compiled.shared_bytes is None or compiled.shared_bytes <= limit:
         return compiled
-    return Compiled(
-        gpu=compiled.gpu,
+    return dataclasses.replace(
+        compiled,
         ok=False,
         error=f"out of resource: shared memory, Required: {compiled.shared_bytes}, Hardware "
         f"limit: {limit}. Reducing block sizes or `num_stages` may help.",
-        shared_bytes=compiled.shared_bytes,
-        registers=compiled.registers,
-        spilled_bytes=compiled.spilled_bytes,
-        matrix_unit=compiled.matrix_unit,
     )
 
 
@@ -113,6 +110,7 @@ class KernelReport:
                 "registers": c.registers,
                 "spilled_bytes": c.spilled_bytes,
                 "matrix_unit": c.matrix_unit,
+                "programs_per_sm": c.occupancy.programs if c.occupancy else None,
             }
             for name, c in self.compiled.items()
         ]

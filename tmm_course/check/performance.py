@@ -15,11 +15,13 @@ from collections.abc import Callable, Mapping
 import torch
 
 import tmm_course
+from tmm_course.backend import GPU
 from tmm_course.check.buffers import guarded_output
 from tmm_course.check.engine import Trial, run_trials
 from tmm_course.check.exercises import accumulator_precision, labelled_case
 from tmm_course.check.result import Case, CheckResult, Diagnosis
 from tmm_course.numerics import allowed
+from tmm_course.perf import faster
 from tmm_course.perf.shared_memory import SHARED_GPUS, SHARED_LIMITS, compiled_shared_bytes
 
 # ---------------------------------------------------------------------------- grouped order
@@ -234,6 +236,136 @@ def check_descriptor_matmul(
     probe.only_if_all_passed = True
     trials.append(probe)
     trials.append(_descriptor_trial(*DESCRIPTOR_CASES[0], torch.float32))
-    return run_trials(
+    result = run_trials(
         "descriptor_matmul", fn, trials, ("a", "b", "c"), messages=DESCRIPTOR_MESSAGES
     )
+    if result.passed or not set(result.codes) & {"not_implemented", "crashed"}:
+        reads = descriptor_reads(fn)
+        result.cases.append(reads)
+        if not reads.passed:
+            result.passed = False
+            result.diagnoses.insert(0, Diagnosis(reads.code or "no_descriptor", reads.problem))
+    if result.passed and tmm_course.BACKEND == GPU:
+        goal = faster.clock_goal(faster.race(lambda a, b: _filled(fn, a, b)),
+                                 torch.cuda.get_device_name(0))  # fmt: skip
+        clock, missed = _goal_cases([goal])
+        result.cases += clock
+        result.passed = goal.met
+        result.diagnoses += missed
+    return result
+
+
+def _filled(fn: Callable, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    c = torch.empty(a.shape[0], b.shape[1], dtype=a.dtype, device=a.device)
+    fn(a, b, c)
+    return c
+
+
+def descriptor_reads(fn: Callable) -> Case:
+    """One call of ``fn`` on a 128x128x128 float16 product, its own kernels compiled ahead:
+    they read through tensor descriptors if their Triton-level code (TTIR) loads with
+    ``descriptor_load`` and their PTX copies with the TMA (``cp.async.bulk.tensor``) for an H200,
+    and they compile for an A100 too (where Triton turns each descriptor back into a pointer,
+    shape and strides: no TMA there). A pointer kernel does neither."""
+    from tmm_course.check.launches import recording
+    from tmm_course.compile_ahead import compile_for, specialize
+
+    case = Case("reads A and B through tensor descriptors (compiled for sm_80 and sm_90)", ())
+    device = tmm_course.DEVICE
+    a = torch.randn(128, 128, device=device).half()
+    b = torch.randn(128, 128, device=device).half()
+    try:
+        with recording() as seen:
+            fn(a, b, torch.empty(128, 128, device=device, dtype=torch.float16))
+    except Exception as error:  # reported by the trials already
+        case.code, case.problem = "crashed", f"{type(error).__name__}: {error}"[:200]
+        return case
+    mine = [launch for launch in seen.seen if launch.jit is not None and not launch.from_the_course]
+    if not mine:
+        case.code = "course_kernel"
+        case.problem = (
+            "no kernel written in the notebook was launched: write your own descriptor kernel "
+            "(the course's kernels do not count)"
+        )
+        return case
+    seen_text = []
+    for launch in mine:
+        options = {k: launch.kwargs[k] for k in ("num_warps", "num_stages") if k in launch.kwargs}
+        spec = specialize(launch.jit, launch.args, launch.kwargs)
+        ampere = compile_for(launch.jit, spec, "sm_80", **options)
+        hopper = compile_for(launch.jit, spec, "sm_90", **options)
+        if not (ampere.ok and hopper.ok):
+            refused = ampere if not ampere.ok else hopper
+            case.code, case.problem = "gpu_would_reject", f"{refused.gpu}: {refused.error}"
+            return case
+        descriptors = "descriptor_load" in hopper.ttir  # sm_80's TTIR has them as pointers
+        tma = "cp.async.bulk.tensor" in hopper.ptx
+        seen_text.append(f"{launch.kernel}: descriptor loads in the TTIR {descriptors}, "
+                         f"TMA copies on sm_90 {tma}")  # fmt: skip
+        if descriptors and tma:
+            case.passed, case.problem = True, seen_text[-1]
+            return case
+    case.code = "no_descriptor"
+    case.problem = ("the kernel loads through pointers, not tensor descriptors (" +
+                    "; ".join(seen_text) + "): build TensorDescriptor.from_tensor(x, block) on "
+                    "the host, pass it, and load with a_desc.load([row, col])")  # fmt: skip
+    return case
+
+
+# ------------------------------------------------------- making it faster (lesson 6)
+
+REASONING_WORDS = 12  # a sentence or two: what limits lesson 4's launch, what yours changes
+
+
+def _reasoned(reasoning: object) -> bool:
+    return isinstance(reasoning, str) and len(reasoning.split()) >= REASONING_WORDS
+
+
+def _goal_cases(goals: list[faster.Goal]) -> tuple[list[Case], list[Diagnosis]]:
+    cases = [
+        Case(g.asks, (), passed=g.met, problem=g.seen, code=None if g.met else "too_slow")
+        for g in goals
+    ]
+    missed = [g for g in goals if not g.met]
+    diagnoses = [
+        Diagnosis("too_slow", f"{g.asks}: not yet ({g.seen}). Turn {g.knob}." if g.knob
+                  else f"{g.asks}: not yet ({g.seen}).")
+        for g in missed[:1]
+    ]  # fmt: skip
+    return cases, diagnoses
+
+
+def check_faster(launch: Mapping[str, object], reasoning: str = "") -> CheckResult:
+    """Lesson 6: ``launch``, the knobs of lesson 4's kernel (``BLOCK_M``, ``BLOCK_N``,
+    ``BLOCK_K``, ``num_warps``, ``num_stages``, ``GROUP_M``), judged by the compiler for a T4,
+    an A100 and an H200 (:func:`tmm_course.perf.faster.compiler_goals`) and, on a GPU, by the
+    clock against lesson 4's own launch. ``reasoning``: your prediction in words, asked for
+    before the compiler's figures are shown."""
+    knobs = faster.knobs_of(launch)
+    if knobs == faster.BASELINE:
+        return CheckResult("faster", False, [Case("your launch", (), code="not_implemented",
+                           problem="still lesson 4's own knobs")], [Diagnosis(
+                           "not_implemented", "Change my_launch's knobs (it still holds lesson "
+                           "4's), write my_reasoning, then run the check.")])  # fmt: skip
+    if not _reasoned(reasoning):
+        return CheckResult("faster", False, [Case("your reasoning", (), code="not_implemented",
+                           problem="not written yet")], [Diagnosis("not_implemented",
+                           f"First say in my_reasoning (at least {REASONING_WORDS} words) what "
+                           "limits lesson 4's launch and what each knob you turned changes; "
+                           "the check shows the compiler's figures after that.")])  # fmt: skip
+    figures = faster.compiled(knobs)
+    goals = faster.compiler_goals(knobs, figures)
+    if tmm_course.BACKEND == GPU:
+        name = torch.cuda.get_device_name(0)
+        goals.append(faster.clock_goal(faster.race(knobs), name))
+    cases, diagnoses = _goal_cases(goals)
+    result = CheckResult("faster", all(g.met for g in goals), cases, diagnoses)
+    result.compiled = [
+        {"kernel": "lesson 4's kernel", "launch": knobs.label, "gpu": gpu, "ok": c.ok,
+         "error": c.error, "shared_kb": None if c.shared_bytes is None else
+         round(c.shared_bytes / 1024, 1), "registers": c.registers,
+         "spilled_bytes": c.spilled_bytes, "matrix_unit": c.matrix_unit,
+         "programs_per_sm": c.occupancy.programs if c.occupancy else None}
+        for gpu, c in figures.items()
+    ]  # fmt: skip
+    return result

@@ -1,24 +1,25 @@
-"""Lesson 8's graded predictions: numbers a learner works out on paper before the GPU shows
-them (a configuration's shared memory, a tile's intensity, whether it fits), checked against
-the formulas the lesson teaches. A wrong answer gets a hint at the way and, for a known slip
-(bytes for KB, 1000 for 1024), its name; never the answer or the whole calculation."""
+"""Lesson 8's graded predictions: what the capstone's own plan does on the H200, worked out
+before the lesson shows it (which kernel a problem gets, how many waves its tiles make, where
+``matmul_fast`` loses), checked against the plan and the grid the stored H200 run raced
+(:func:`tmm_course.perf.results.grid`). A wrong answer gets a hint at the way and, for a known
+slip, its name; never the answer."""
 
 from __future__ import annotations
 
+import functools
 import math
 import numbers
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from tmm_course import gpu
-from tmm_course.capstone.config import Config
-from tmm_course.capstone.plans import shared_memory_bytes
 from tmm_course.check.result import Case, CheckResult, Diagnosis
-from tmm_course.perf.intensity import tile_intensity
+from tmm_course.perf import results, waves
 
-WIDE = Config(128, 256, 64, num_warps=8, num_stages=3)
+PLANNED = "1536^3 float16"  # a problem whose plan lesson 8 does not print before the question
+H200_SMS = 132
 
 
 @dataclass(frozen=True)
@@ -27,52 +28,71 @@ class Question:
     the slips a learner makes, as factors between their number and the answer."""
 
     asks: str
-    answer: Callable[[], float | bool]
+    answer: Callable[[], float | bool | str]
     how: str
     rel_tol: float = 0.01
     slips: Mapping[float, str] = field(default_factory=dict)
+    choices: tuple[str, ...] = ()  # a named answer: one of these
 
 
-KB_SLIPS = {
-    1024.0: "that is the figure in bytes; the question asks for KB (1 KB = 1024 bytes)",
-    1.024: "that is bytes divided by 1000; here 1 KB is 1024 bytes",
-    1 / 1024: "that is the figure in MB, or divided by 1024 once too often",
-    0.5: "that counts one byte too few per element, or one tile fewer: float16 takes 2 bytes",
-    2.0: "that counts 4 bytes per element; float16 takes 2",
-}
+@functools.cache
+def _grid() -> results.Grid:
+    return results.grid("grid_h200.json")
+
+
+def planned(label: str) -> tuple[str, tuple[int, int, int]]:
+    """(kernel path, (BLOCK_M, BLOCK_N, BLOCK_K)) of the plan the stored H200 run raced for
+    ``label``, read from the plan it recorded."""
+    row = next(r for r in _grid().rows if r.label == label)
+    found = re.match(r"(\w+) kernel, (\d+)x(\d+)x(\d+)", row.plan or "")
+    if found is None:
+        raise ValueError(f"the stored plan of {label} does not name a kernel: {row.plan!r}")
+    return found.group(1), tuple(int(found.group(i)) for i in (2, 3, 4))
+
+
+def _waves() -> float:
+    _, (bm, bn, _) = planned(PLANNED)
+    problem = next(r.problem for r in _grid().rows if r.label == PLANNED)
+    return waves.waves(problem.m, problem.n, bm, bn, sms=H200_SMS).waves
+
+
+def _loses_most() -> str:
+    """The family whose held-out problems ran furthest behind torch.matmul, host included."""
+    families = _grid().families()
+    return min(families, key=lambda name: families[name][1])
+
+
+FAMILIES = (
+    "square", "few rows or columns", "small K", "odd sizes", "B column-major", "rectangular",
+    "A column-major",
+)  # fmt: skip
 
 LESSON_8 = {
-    "shared_kb": Question(
-        "shared memory of one 128x256x64 float16 program of lesson 4's kernel, 3 stages, on an "
-        "H200 (sm_90, where Triton keeps num_stages buffers), in KB (1 KB = 1024 bytes)",
-        lambda: shared_memory_bytes(WIDE, itemsize=2) / 1024,
-        "on sm_90 each stage holds one A tile (BLOCK_M x BLOCK_K) and one B tile (BLOCK_K x "
-        "BLOCK_N) of 2-byte elements; multiply by the stages, then turn bytes into KB",
+    "path": Question(
+        f"which kernel matmul_fast's plan runs for {PLANNED} on the H200: 'grouped' or "
+        "'persistent_tma'",
+        lambda: planned(PLANNED)[0],
+        "count the tiles a 128x256 persistent program would take on 132 SMs, and ask what a "
+        "persistent loop buys when there are fewer tiles than SMs to loop over",
+        choices=("grouped", "persistent_tma"),
+    ),
+    "waves": Question(
+        f"how many waves of tiles that plan's tile makes for {PLANNED} on the H200's 132 SMs "
+        "(tiles / 132, to two decimals); the tile is in the plan: plan_tile below",
+        _waves,
+        "cdiv(M, BLOCK_M) * cdiv(N, BLOCK_N) tiles, divided by the SMs (lesson 7)",
         slips={
-            **KB_SLIPS,
-            2 / 3: "that counts 2 stages (sm_80 keeps num_stages - 1 buffers); "
-            "the question is about sm_90, which keeps all 3",
+            2.0: "that counts tiles of half the size along one side",
+            0.5: "that counts tiles twice the size along one side",
         },
     ),
-    "intensity": Question(
-        "FLOPs per byte loaded by a 128x128 float16 tile",
-        lambda: tile_intensity(128, 128, element_bytes=2),
-        "the FLOPs of one K step of the tile over the bytes of the two slabs it loads, with "
-        "2-byte elements; BLOCK_K cancels",
-        slips={
-            2.0: "that counts 1 byte per element; float16 takes 2",
-            0.5: "that counts 4 bytes per element (float32), or one multiply-add as 1 FLOP "
-            "instead of 2",
-            0.25: "that counts 4-byte elements and one FLOP per multiply-add",
-        },
-    ),
-    "fits_with_4_stages": Question(
-        "does that program fit an H200's 227 KB of shared memory with 4 stages (True or False)?",
-        lambda: (
-            shared_memory_bytes(Config(128, 256, 64, num_stages=4), itemsize=2)
-            <= gpu.KNOWN["H200"].shared_memory
-        ),
-        "the same sum as shared_kb with 4 stages, against 227 KB",
+    "loses_most": Question(
+        "the family of problems where matmul_fast, host time included, is furthest behind "
+        f"torch.matmul in the grid (one of: {', '.join(FAMILIES)})",
+        _loses_most,
+        "think of where cuBLAS is tuned hardest, and where the plan's tiles leave a last wave "
+        "part empty (lesson 7's quantisation)",
+        choices=FAMILIES,
     ),
 }
 
@@ -85,6 +105,15 @@ def _kind(value: object) -> str:
 def _judge(question: Question, yours: object) -> tuple[bool, str]:
     """(right, what to tell the learner when not)."""
     right = question.answer()
+    if isinstance(right, str):
+        if not isinstance(yours, str):
+            return (
+                False,
+                f"expected one of {', '.join(map(repr, question.choices))}, got {_kind(yours)}",
+            )
+        if yours.strip().lower() not in question.choices:
+            return False, f"{yours!r} is none of {', '.join(map(repr, question.choices))}"
+        return yours.strip().lower() == right, f"work it out: {question.how}"
     if isinstance(right, bool):
         if not isinstance(yours, bool | np.bool_):
             return False, f"expected True or False, got {_kind(yours)} ({yours!r})"

@@ -62,6 +62,7 @@ COMPILED_COLUMNS = (
     "registers / thread",
     "spilled",
     "tl.dot runs on",
+    "programs / SM",
 )
 
 
@@ -205,9 +206,10 @@ class CheckResult:
                     str(row["registers"]),
                     f"{row['spilled_bytes']} B",
                     units.get(row["matrix_unit"], str(row["matrix_unit"])),
+                    str(row.get("programs_per_sm") or ""),
                 ]
             else:
-                cells = [f"refused: {row['error']}", "", "", "", ""]
+                cells = [f"refused: {row['error']}", "", "", "", "", ""]
             rows.append(
                 f"<tr><td>{html.escape(str(row['kernel']))}</td>"
                 f"<td>{html.escape(str(row['launch']))}</td><td>{html.escape(str(row['gpu']))}</td>"

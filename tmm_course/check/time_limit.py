@@ -6,8 +6,10 @@ one *program*: the memory guard notes which program each load and store belongs 
 (:func:`note_program`), and a program that is still running after :data:`PROGRAM_SECONDS` is
 stopped with :class:`CaseTimedOut`, however many programs came before it (a long K loop on a
 slow laptop makes progress; a loop whose counter never advances does not). A whole case is
-also stopped after :data:`CASE_SECONDS`. Where there is no such signal (Windows) or the check
-does not run on the main thread, cases run without a limit.
+also stopped after :data:`CASE_SECONDS` (a launch of many short programs: one per cell, a grid
+of fixed size). The seconds are the main thread's CPU time (the interpreter runs there), so a
+busy machine does not stop a case that makes progress, only slowly. Where there is no such
+signal (Windows) or the check does not run on the main thread, cases run without a limit.
 """
 
 from __future__ import annotations
@@ -38,12 +40,12 @@ class _Clock:
     """Which program runs now, and since when."""
 
     def __init__(self) -> None:
-        self.start = self.since = time.monotonic()
+        self.start = self.since = time.thread_time()
         self.program: tuple[int, ...] | None = None
 
     def note(self, program: tuple[int, ...]) -> None:
         if program != self.program:
-            self.program, self.since = program, time.monotonic()
+            self.program, self.since = program, time.thread_time()
 
 
 _CLOCK: _Clock | None = None
@@ -72,7 +74,7 @@ def time_limit(on: bool = True) -> Iterator[None]:
     program_seconds, case_seconds = PROGRAM_SECONDS, CASE_SECONDS
 
     def tick(signum, frame):
-        now = time.monotonic()
+        now = time.thread_time()  # the handler runs on the main thread
         if now - clock.since > program_seconds:
             raise CaseTimedOut(program_seconds, clock.program)
         if now - clock.start > case_seconds:

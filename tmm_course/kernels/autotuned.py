@@ -67,9 +67,9 @@ def autotuned_matmul(a: torch.Tensor, b: torch.Tensor, precision: str = "tf32") 
 
 def tuned() -> dict[tuple, str]:
     """Every (M, N, K) tuned so far and the configuration that won it."""
-    return {key[:3]: _short(config) for key, config in autotuned_matmul_kernel.cache.items()}
+    return {key[:3]: short(config) for key, config in autotuned_matmul_kernel.cache.items()}
 
 
-def _short(config: triton.Config) -> str:
+def short(config: triton.Config) -> str:
     b = config.kwargs
     return f"{b['BLOCK_M']}x{b['BLOCK_N']}x{b['BLOCK_K']} w{config.num_warps} s{config.num_stages}"

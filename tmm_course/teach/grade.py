@@ -371,6 +371,8 @@ class Grader:
             last = record
             trial = judge.Trial.of(spec, case, nan, secret)
             results.append(self._replay(trial, record, replayer, deadline))
+            if results[-1].code == "timed_out":  # as the check: the cases after it do not run
+                break
         for case in cases[len(results) :]:  # after a crash or an unfinished exercise
             results.append(judge.result(case, code="skipped", problem="not run"))
         verdict, codes, detail = judge.verdict(spec, results, last)

@@ -167,6 +167,14 @@ def judge_record(trial: Trial, record: dict) -> Result | None:
     case = trial.case
     if not record["launches"]:
         return result(case, code="no_triton_kernel", problem="no kernel[grid](...) launch was seen")
+    output = trial.exercise.tensors[-1]
+    if not any(_hands(value, output) for x in record["launches"]
+               for value in [*x["args"], *x["kwargs"].values()]):  # fmt: skip
+        problem = (
+            f"no kernel was handed {output}: it was filled some other way (torch, say), or not "
+            f"at all. The kernel must store the answer into {output} itself."
+        )
+        return result(case, code="no_triton_kernel", problem=problem, cause=problem)
     # lesson 9 starts from a course kernel's source: there a copy of one is judged a repair
     course = course_kernels(record, by_source=trial.exercise.fix_of is None)
     if course:
@@ -175,6 +183,18 @@ def judge_record(trial: Trial, record: dict) -> Result | None:
     if copied:
         return result(case, code="host_copy", problem=copied, cause=copied)
     return None
+
+
+def _hands(value: object, name: str) -> bool:
+    """Whether a recorded argument is the case tensor ``name`` (or a view of it, or a
+    descriptor over one)."""
+    if not isinstance(value, dict):
+        return False
+    if isinstance(value.get("tensor"), dict):
+        return value["tensor"].get("case") == name
+    if isinstance(value.get("descriptor"), dict):
+        return _hands(value["descriptor"].get("base"), name)
+    return False
 
 
 def host_copy(trial: Trial, record: Mapping) -> str | None:
@@ -203,8 +223,8 @@ def judge_replay(trial: Trial, reply: dict, returned: list[bytes] | None) -> Res
     if not reply.get("ok"):
         kind = reply.get("error_type", "error")
         text = f"{reply.get('error', '')}"[:300]
-        if kind == "gpu_would_reject":
-            return result(case, code="gpu_would_reject", problem=text, cause=text)
+        if kind in ("gpu_would_reject", "timed_out"):
+            return result(case, code=kind, problem=text, cause=text)
         return result(case, code="crashed", problem=f"{kind}: {text}")
     assert returned is not None
     stored = [

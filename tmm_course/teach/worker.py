@@ -162,7 +162,7 @@ class Replayer:
     def replay(self, header: dict, blobs: list[bytes]) -> tuple[dict, list[bytes]]:
         import tmm_course
         from tmm_course.backend import INTERPRETER
-        from tmm_course.check import launches
+        from tmm_course.check import launches, time_limit
         from tmm_course.check.memory_guard import OutOfBoundsAccess, only_these_tensors, raised_from
         from tmm_course.check.record import replay as run_plan
 
@@ -176,7 +176,10 @@ class Replayer:
             if tmm_course.BACKEND == INTERPRETER:
                 trace = stack.enter_context(only_these_tensors(views, launched))
             try:
-                run_plan(json.loads(blobs[header["plan"]]), views, self.kernels)
+                with time_limit.time_limit(tmm_course.BACKEND == INTERPRETER):
+                    run_plan(json.loads(blobs[header["plan"]]), views, self.kernels)
+            except time_limit.CaseTimedOut as stop:  # a program that never ends, as the check
+                return {"ok": False, "error_type": "timed_out", "error": str(stop)}, []
             except Refused as refused:
                 return {"ok": False, "error_type": "gpu_would_reject", "error": str(refused)}, []
             except Exception as error:

@@ -1,0 +1,28 @@
+"""Sphinx settings for the course's web pages (built by ``make site``, see docs/build.py).
+
+myst-nb executes every lesson at build time on Triton's CPU interpreter, so each page shows the
+outputs its kernels produced; the widgets draw their pictures ahead (``TMM_PRERENDER_WIDGETS``).
+"""
+
+project = "tmm-course"
+html_title = "Tiled matrix multiplication in Triton"
+extensions = ["myst_nb"]
+exclude_patterns = ["_build", "_extra", "**.ipynb_checkpoints"]
+html_extra_path = ["_extra"]  # the student notebooks, for the Download links
+html_static_path = ["_static"]
+html_css_files = ["course.css"]
+
+nb_execution_mode = "force"
+nb_execution_timeout = 600  # a cell; the slowest lesson runs for about a minute
+nb_execution_raise_on_error = True  # a failing cell fails the build
+nb_execution_show_tb = True
+nb_merge_streams = True
+
+html_theme = "sphinx_book_theme"
+html_theme_options = {
+    "repository_url": "https://github.com/tmm-course/tmm-course",
+    "use_repository_button": True,
+    "use_download_button": False,  # each lesson links its student notebook instead
+    "home_page_in_toc": True,
+    "show_toc_level": 2,
+}

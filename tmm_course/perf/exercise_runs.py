@@ -1,0 +1,203 @@
+"""Measure lessons 6 and 7's exercises on a GPU and write one labelled run (the file lessons 6
+and 7 quote on a CPU, ``tmm_course/perf/data/exercises_h200.json``):
+
+    python -m tmm_course.perf.exercise_runs --notebooks notebooks \\
+        --code-version "$(git rev-parse --short HEAD)" --out exercises_mine.json
+
+- each lesson's reference solution (its notebook's solution cell, run as it is) and a plausible
+  attempt with one knob left wrong, raced against lesson 4's kernel and ``torch.matmul``
+  (:func:`tmm_course.perf.faster.race`), with the compiler's goals for each;
+- ``@triton.autotune``'s own record at float16 4096^3: the configuration it picked and its
+  timing of every candidate, beside the same candidates raced interleaved;
+- a Proton profile (``triton.profiler``) of lesson 4's kernel and lesson 6's solution: time,
+  and the FLOP/s and bytes/s that follow from the FLOPs and ideal bytes given to each scope.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import linecache
+import platform
+import sys
+import tempfile
+import traceback
+from dataclasses import asdict
+from pathlib import Path
+
+import torch
+
+from tmm_course.perf import faster, intensity
+
+LESSON_6_WRONG = {"BLOCK_M": 128, "BLOCK_N": 256, "BLOCK_K": 64, "num_warps": 4, "num_stages": 3}
+LESSON_7_WRONG = {"tile": (128, 256, 64), "num_warps": 4, "num_stages": 3}
+
+
+def solution_cells(notebook: Path) -> dict[str, object]:
+    """The names a notebook's solution cells define, run as they are (asserts included)."""
+    import nbformat
+
+    import tmm_course
+
+    nb = nbformat.read(notebook, as_version=4)
+    names: dict[str, object] = {"__name__": "__main__"}
+    setup = [c for c in nb.cells if c.source.startswith("import tmm_course  # first")]
+    solutions = [c for c in nb.cells if "solution" in c.metadata.get("tags", [])]
+    for cell in setup + solutions:  # the lesson's own setup, then its solutions, as they are
+        where = f"<{notebook.stem} cell {cell.get('id', '')}>"
+        # as IPython does: the source stays readable (Triton's @jit reads it back)
+        linecache.cache[where] = (len(cell.source), None, cell.source.splitlines(True), where)
+        exec(compile(cell.source, where, "exec"), names)
+    names.setdefault("tmm_course", tmm_course)
+    return names
+
+
+def _goals(goals: list[faster.Goal]) -> list[dict]:
+    return [asdict(g) for g in goals]
+
+
+def lesson_6(notebook: Path) -> dict:
+    names = solution_cells(notebook)
+    out = {}
+    for label, launch in (("solution", names["solution_my_launch"]), ("wrong", LESSON_6_WRONG)):
+        knobs = faster.knobs_of(launch)
+        goals = faster.compiler_goals(knobs, faster.compiled(knobs))
+        ms = faster.race(knobs)
+        clock = faster.clock_goal(ms, torch.cuda.get_device_name(0))
+        out[label] = {"launch": launch, "ms": ms, "compiler_goals": _goals(goals),
+                      "clock_goal": asdict(clock)}  # fmt: skip
+        print("lesson 6", label, ms, clock, flush=True)
+    return out
+
+
+def lesson_7(notebook: Path) -> dict:
+    names = solution_cells(notebook)
+    launcher = names["solution_descriptor_matmul"]
+    out = {}
+    wrong = LESSON_7_WRONG
+    attempts = {
+        "solution": lambda a, b: launcher(a, b, torch.empty_like(a)),
+        "wrong": lambda a, b: launcher(a, b, torch.empty_like(a), tile=wrong["tile"],
+                                       num_warps=wrong["num_warps"]),
+    }  # fmt: skip
+    for label, run in attempts.items():
+        ms = faster.race(run)
+        clock = faster.clock_goal(ms, torch.cuda.get_device_name(0))
+        out[label] = {"ms": ms, "clock_goal": asdict(clock)}
+        if label == "wrong":
+            out[label]["launch"] = {"tile": list(wrong["tile"]), "num_warps": wrong["num_warps"]}
+        print("lesson 7", label, ms, clock, flush=True)
+    return out
+
+
+def autotune_record(size: int = 4096) -> dict:
+    """What ``@triton.autotune`` timed and picked at float16 ``size^3``, and the same
+    candidates raced interleaved afterwards."""
+    from tmm_course.kernels import autotuned
+    from tmm_course.kernels.matmul import matmul
+    from tmm_course.timing import interleaved
+
+    generator = torch.Generator(device="cuda").manual_seed(0)
+    a = torch.randn(size, size, device="cuda", dtype=torch.float16, generator=generator)
+    b = torch.randn(size, size, device="cuda", dtype=torch.float16, generator=generator)
+    autotuned.autotuned_matmul(a, b)
+    tuner = autotuned.autotuned_matmul_kernel
+    timings = {autotuned.short(c): t for c, t in tuner.configs_timings.items()}
+    picked = autotuned.tuned()[(size, size, size)]
+
+    def run(config):
+        k = config.kwargs
+        return lambda: matmul(a, b, block_m=k["BLOCK_M"], block_n=k["BLOCK_N"],
+                              block_k=k["BLOCK_K"], num_warps=config.num_warps,
+                              num_stages=config.num_stages)  # fmt: skip
+
+    raced = interleaved({autotuned.short(c): run(c) for c in autotuned.CONFIGS}, rounds=5)
+    record = {"problem": f"{size}^3 float16", "picked": picked,
+              "autotune_ms": {k: (v if isinstance(v, float) else list(v)) for k, v in
+                              timings.items()},
+              "raced_ms": raced}  # fmt: skip
+    print("autotune", record, flush=True)
+    return record
+
+
+def proton_profile(notebook: Path, size: int = 4096) -> dict:
+    """A Proton profile of lesson 4's kernel and of lesson 6's solution, each in a scope
+    that carries its FLOPs and its ideal bytes, read back through Proton's own viewer."""
+    import triton.profiler as proton
+    from triton.profiler import viewer
+
+    names = solution_cells(notebook)
+    knobs = faster.knobs_of(names["solution_my_launch"])
+    generator = torch.Generator(device="cuda").manual_seed(0)
+    a = torch.randn(size, size, device="cuda", dtype=torch.float16, generator=generator)
+    b = torch.randn(size, size, device="cuda", dtype=torch.float16, generator=generator)
+    runs = {"lesson 4": faster.BASELINE.launcher(), "yours": knobs.launcher(),
+            "torch.matmul": torch.matmul}  # fmt: skip
+    for run in runs.values():
+        run(a, b)  # compiled before the profile
+    torch.cuda.synchronize()
+    metrics = {"flops16": intensity.flops(size, size, size),
+               "bytes": intensity.ideal_traffic_bytes(size, size, size, 2)}  # fmt: skip
+    folder = Path(tempfile.mkdtemp())
+    proton.start(str(folder / "lesson6"), context="shadow")
+    for _ in range(10):
+        for name, run in runs.items():
+            with proton.scope(name, metrics):
+                run(a, b)
+    torch.cuda.synchronize()
+    proton.finalize()
+    path = folder / "lesson6.hatchet"
+    raw = json.loads(path.read_text())
+    frame, _ = viewer.parse(["time/ms", "tflop16/s", "tbyte/s"], str(path))
+    table = frame.dataframe[["name", "time/ms (inc)" if "time/ms (inc)" in frame.dataframe
+                             else "time/ms", "tflop16/s", "tbyte/s"]]  # fmt: skip
+    print(table.to_string(), flush=True)
+    return {"problem": f"{size}^3 float16, 10 calls each", "metrics_given": metrics,
+            "table": json.loads(table.to_json(orient="records")), "hatchet": raw}  # fmt: skip
+
+
+def main(argv: list[str] | None = None) -> int:
+    import triton
+
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--notebooks", type=Path, default=Path("notebooks"))
+    parser.add_argument("--code-version", default="unknown")
+    parser.add_argument("--out", type=Path, default=Path("exercises_mine.json"))
+    args = parser.parse_args(argv)
+    if not torch.cuda.is_available():
+        print("error: measuring needs a CUDA GPU", file=sys.stderr)
+        return 2
+    out: dict = {
+        "provenance": {
+            "device": torch.cuda.get_device_name(0),
+            "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+            "code_version": args.code_version,
+            "command": "python -m tmm_course.perf.exercise_runs " + " ".join(argv or sys.argv[1:]),
+            "versions": {
+                "python": platform.python_version(),
+                "torch": torch.__version__,
+                "triton": triton.__version__,
+                "cuda": torch.version.cuda,
+            },
+        },
+    }
+    parts = {
+        "lesson_6": lambda: lesson_6(args.notebooks / "06_making_it_fast.ipynb"),
+        "lesson_7": lambda: lesson_7(args.notebooks / "07_persistent_tma.ipynb"),
+        "autotune": autotune_record,
+        "proton": lambda: proton_profile(args.notebooks / "06_making_it_fast.ipynb"),
+    }
+    for name, part in parts.items():
+        try:
+            out[name] = part()
+        except Exception:  # one part failing leaves the others measured
+            out[name] = {"failed": traceback.format_exc()[-3000:]}
+            print(name, "failed", out[name]["failed"], flush=True)
+        args.out.write_text(json.dumps(out, indent=1) + "\n")
+    print(f"wrote {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
