@@ -256,6 +256,7 @@ class Grader:
                             "the exercise cell is as the course hands it out")  # fmt: skip
         carried = graded_notebook.carried(self.reference, sources, exercise, self.setup)
         recorder = Worker(self, self._number(exercise.name))
+        replayer.warm()
         try:
             verdict, codes, detail = self._measure(
                 spec, [*carried, source], recorder, replayer, deadline
@@ -343,16 +344,20 @@ class Grader:
 
 class Replayer(Worker):
     """A submission's replay worker: it runs no cell, only kernels the judge has read, and
-    starts (importing Triton) in the background while the first exercise is recorded; a
-    fresh one follows a crash or a replay that ran past its time."""
+    starts (importing Triton) in the background while the first exercise that runs is
+    recorded; a fresh one follows a crash or a replay that ran past its time."""
 
     def __init__(self, grader: Grader, name: str, deadline: float) -> None:
         super().__init__(grader, name, setup=False)
         self.defined: dict[str, str] = {}
-        self.warming: threading.Thread | None = threading.Thread(
-            target=self._warm, args=(deadline,), daemon=True
-        )
-        self.warming.start()
+        self.deadline = deadline
+        self.warming: threading.Thread | None = None
+
+    def warm(self) -> None:
+        """Start (in the background) unless started: called as an exercise starts running."""
+        if self.running is None and self.warming is None:
+            self.warming = threading.Thread(target=self._warm, args=(self.deadline,), daemon=True)
+            self.warming.start()
 
     def _warm(self, deadline: float) -> None:
         with contextlib.suppress(Exception):
