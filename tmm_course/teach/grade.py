@@ -56,6 +56,7 @@ DEFAULT_REFERENCE = Path("notebooks/05_homework_transpose.ipynb")
 FIELDS = ["submission", "exercise", "verdict", "codes", "detail", "isolation"]
 NOTEBOOK_CAP = 8 * 2**20
 STARTUP_SECONDS = 120.0
+RESERVE_SECONDS = 30.0  # kept for each later exercise while one runs
 
 
 @dataclass(frozen=True)
@@ -231,10 +232,13 @@ class Grader:
         rows: list[Row] = []
         try:
             for index, (exercise, spec) in enumerate(self.exercises):
-                # each exercise its share of what is left: one that runs long leaves the others
-                # their time
-                left = start + self.limits.seconds - time.monotonic()
-                deadline = time.monotonic() + max(left, 0.0) / (len(self.exercises) - index)
+                # what is left, but for a reserve kept for each exercise after this one (its
+                # share of what is left, at most RESERVE_SECONDS): one that runs forever leaves
+                # the others their time, a slow honest one may take most of it
+                left = max(start + self.limits.seconds - time.monotonic(), 0.0)
+                later = len(self.exercises) - index - 1
+                reserve = later * min(left / (later + 1), RESERVE_SECONDS)
+                deadline = time.monotonic() + left - reserve
                 rows.append(self._one(name, exercise, spec, sources, replayer, deadline))
         finally:
             replayer.stop()
