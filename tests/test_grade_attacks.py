@@ -34,7 +34,7 @@ pytestmark = pytest.mark.skipif(
 )
 SLOW_LIMIT = 20  # seconds per submission for the inbox of endless and resource attacks
 FAST_LIMIT = 150
-HOSTILE_LIMIT = 60
+HOSTILE_LIMIT = 120  # honest exercises beside the attacks: room on a busy machine
 
 KERNEL = """
 @triton.jit
