@@ -138,12 +138,12 @@ def check_fix(fn: Callable[..., object], broken: Any) -> CheckResult:
     if changed > MOST_LINES_CHANGED:
         return _fail(
             result,
-            f"{kernel_name} differs from {name} in {changed} lines (a fix changes at most "
+            f"{kernel_name} differs from {name} in {changed} statements (a fix changes at most "
             f"{MOST_LINES_CHANGED}): it passes, but it is another kernel, not {name} fixed",
             name,
             label,
         )
-    result.cases.append(Case(label, (), passed=True, problem=f"{changed} line(s) changed"))
+    result.cases.append(Case(label, (), passed=True, problem=f"{changed} statement(s) changed"))
     return result
 
 
