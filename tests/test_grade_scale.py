@@ -13,6 +13,9 @@ import contextlib
 import csv
 import json
 import os
+import shutil
+import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -21,7 +24,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import ROOT
+from conftest import ROOT, skip_for_missing
 from test_grade import HOMEWORK, student
 
 from tmm_course.teach import grade, report, sandbox, shards, wire
@@ -292,3 +295,119 @@ def test_cgroups_that_cannot_cap_a_worker_stop_the_run_before_it_starts(
     assert grade.main([str(tmp_path), "--reference", str(HOMEWORK), "--out", str(out)]) == 2
     assert "refusing to grade: cannot make the cgroup" in capsys.readouterr().err
     assert not out.exists()
+
+
+# a one-node Slurm cluster for the job-array script: Debian's slurm-wlm (munge included), run
+# as root on free ports with its state in a temporary folder; skipped without them, except
+# where TMM_REQUIRE_SLURM=1 makes their absence a failure
+SLURM_DAEMONS = ("munged", "slurmctld", "slurmd")
+SLURM_CONF = """ClusterName=tmm
+SlurmctldHost={host}
+AuthType=auth/munge
+SlurmUser=root
+SlurmdUser=root
+StateSaveLocation={root}/state
+SlurmdSpoolDir={root}/spool
+SlurmctldPidFile={root}/slurmctld.pid
+SlurmdPidFile={root}/slurmd.pid
+SlurmctldLogFile={root}/slurmctld.log
+SlurmdLogFile={root}/slurmd.log
+SlurmctldPort={ports[0]}
+SlurmdPort={ports[1]}
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+SelectType=select/cons_tres
+SelectTypeParameters=CR_Core
+JobAcctGatherType=jobacct_gather/none
+AccountingStorageType=accounting_storage/none
+MpiDefault=none
+ReturnToService=2
+NodeName={host} CPUs={cpus} State=UNKNOWN
+PartitionName=grade Nodes=ALL Default=YES MaxTime=INFINITE State=UP
+"""
+
+
+def _daemon(name: str) -> str | None:
+    return shutil.which(name) or next(
+        (str(p) for p in (Path("/usr/sbin") / name,) if p.exists()), None
+    )
+
+
+def _free_ports(count: int) -> list[int]:
+    sockets = [socket.socket() for _ in range(count)]
+    for s in sockets:
+        s.bind(("127.0.0.1", 0))
+    ports = [s.getsockname()[1] for s in sockets]
+    for s in sockets:
+        s.close()
+    return ports
+
+
+@pytest.fixture(scope="module")
+def slurm(tmp_path_factory):
+    missing = [d for d in (*SLURM_DAEMONS, "sbatch", "squeue", "sinfo") if _daemon(d) is None]
+    if missing or os.geteuid() != 0 or not Path("/etc/munge/munge.key").exists():
+        why = f"a one-node Slurm (root, and apt-get install slurm-wlm: missing {missing})"
+        if os.environ.get("TMM_REQUIRE_SLURM") == "1":
+            pytest.fail(f"the Slurm test needs {why}")
+        skip_for_missing(why)
+    root = tmp_path_factory.mktemp("slurm")
+    (root / "state").mkdir()
+    (root / "spool").mkdir()
+    host = socket.gethostname().split(".")[0]
+    conf = root / "slurm.conf"
+    conf.write_text(SLURM_CONF.format(host=host, root=root, ports=_free_ports(2),
+                                      cpus=os.cpu_count()))  # fmt: skip
+    env = {**os.environ, "SLURM_CONF": str(conf)}
+    started_munge = subprocess.run("munge -n | unmunge", shell=True, capture_output=True).returncode
+    if started_munge:  # no munge daemon here yet: start one, and stop it afterwards
+        Path("/run/munge").mkdir(exist_ok=True)
+        shutil.chown("/run/munge", "munge", "munge")
+        subprocess.run(["runuser", "-u", "munge", "--", _daemon("munged")], check=True)
+    for daemon in ("slurmctld", "slurmd"):
+        subprocess.run([_daemon(daemon), "-f", str(conf)], env=env, check=True)
+    try:
+        for _ in range(120):
+            state = subprocess.run(["sinfo", "-h", "-o", "%T"], env=env, capture_output=True,
+                                   text=True).stdout.strip()  # fmt: skip
+            if state == "idle":
+                break
+            time.sleep(0.25)
+        assert state == "idle", (state, (root / "slurmctld.log").read_text()[-2000:])
+        yield env
+    finally:
+        subprocess.run(["scancel", "--full", "-u", "root"], env=env, capture_output=True)
+        for daemon in ("slurmd", "slurmctld"):
+            with contextlib.suppress(OSError, ValueError):
+                os.kill(int((root / f"{daemon}.pid").read_text()), signal.SIGTERM)
+        if started_munge:
+            with contextlib.suppress(OSError, ValueError):
+                os.kill(int(Path("/run/munge/munged.pid").read_text()), signal.SIGTERM)
+
+
+def test_the_job_array_script_grades_an_inbox_on_slurm(slurm, sharded, tmp_path):
+    graded = tmp_path / "graded"
+    options = ["--reference", str(HOMEWORK), "--timeout", "120", "--no-isolation"]
+    env = {**slurm, "PYTHONPATH": str(ROOT), "TMM_PYTHON": sys.executable}
+    array = subprocess.run(
+        ["sbatch", "--parsable", "--array=0-1", "--cpus-per-task=1", "--mem=0",
+         f"--output={tmp_path}/task-%a.log", str(SLURM), str(sharded["inbox"]), str(graded),
+         *options],
+        env=env, capture_output=True, text=True, check=True,
+    ).stdout.strip()  # fmt: skip
+    merge = (f"{sys.executable} -m tmm_course.teach.grade merge {graded}/grades.*-of-2.csv "
+             f"--inbox {sharded['inbox']} --out {graded}/grades.csv")  # fmt: skip
+    subprocess.run(
+        ["sbatch", "--parsable", f"--dependency=afterok:{array}", "--cpus-per-task=1",
+         f"--output={tmp_path}/merge.log", "--wrap", merge],
+        env=env, capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    for _ in range(1200):
+        queued = subprocess.run(["squeue", "-h"], env=env, capture_output=True, text=True)
+        if not queued.stdout.strip():
+            break
+        time.sleep(0.5)
+    logs = "\n".join(p.read_text() for p in sorted(tmp_path.glob("*.log")))
+    assert (graded / "grades.csv").is_file(), logs[-3000:]
+    assert _rows(graded / "grades.csv") == _rows(sharded["whole"])
+    assert "merged 2 shard(s)" in logs

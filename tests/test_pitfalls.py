@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import json
+import re
+
 import pytest
 import torch
-from conftest import on_gpu
+from conftest import ROOT, on_gpu
 
 import tmm_course
 from tmm_course.check import check_fix, check_matmul
@@ -128,13 +131,15 @@ FIXES = {
 }  # fmt: skip
 
 
-def _learner_copy(tmp_path, kernel, name, edits=()):
+def _learner_copy(tmp_path, kernel, name, edits=(), renames=()):
     """``kernel``'s source, edited, as a learner's kernel called ``name`` in a module of its own
     (Triton reads a kernel's source from its file)."""
     import importlib
     import sys
 
     source = source_of(kernel).replace(f"def {kernel.fn.__name__}(", f"def {name}(")
+    for pattern, new in renames:  # whole names, everywhere
+        source = re.sub(pattern, new, source)
     for old, new in edits:
         assert old in source, old
         source = source.replace(old, new)
@@ -171,3 +176,74 @@ def test_an_untouched_exercise_is_not_implemented():
         raise NotImplementedError
 
     assert check_fix(untouched, pitfalls.mystery_a_kernel).codes == ["not_implemented"]
+
+
+# mystery A repaired the way lesson 4 writes it: its names, its k_left, its store mask (renames
+# and the loop variable cost nothing; five statements change)
+LESSON_4_IDIOM_A = [
+    ("rm", "offs_m"), ("rn", "offs_n"), ("rk", "offs_k"), ("pa", "a_ptrs"), ("pb", "b_ptrs"),
+    ("for _ in range(0, tl.cdiv(K, BLOCK_K)):",
+     "for k in range(0, tl.cdiv(K, BLOCK_K)):\n        k_left = K - k * BLOCK_K"),
+    ("(offs_k[None, :] < K)", "(offs_k[None, :] < k_left)"),
+    ("(offs_k[:, None] < K)", "(offs_k[:, None] < k_left)"),
+    ("    tl.store(pc, acc.to(c_ptr.dtype.element_ty), mask=(offs_m[:, None] < M) & "
+     "(offs_n[None, :] < N))",
+     "    c_mask = (offs_m[:, None] < M) & (offs_n[None, :] < N)\n"
+     "    tl.store(pc, acc.to(c_ptr.dtype.element_ty), mask=c_mask)"),
+]  # fmt: skip
+
+
+def test_a_repair_in_lesson_4s_idiom_is_the_fix(tmp_path):
+    from tmm_course.check.fixes import MOST_LINES_CHANGED, lines_changed
+
+    renames = [(rf"\b{old}\b", new) for old, new in LESSON_4_IDIOM_A[:5]]
+    fixed = _learner_copy(tmp_path, pitfalls.mystery_a_kernel, "idiom_a_kernel",
+                          LESSON_4_IDIOM_A[5:], renames)  # fmt: skip
+    assert lines_changed(pitfalls.mystery_a_kernel, fixed) == MOST_LINES_CHANGED == 5
+    result = check_fix(launcher(fixed), pitfalls.mystery_a_kernel)
+    assert result.passed, str(result)
+
+
+def test_lesson_4s_kernel_stays_further_from_every_mystery_than_a_fix():
+    from tmm_course.check.fixes import MOST_LINES_CHANGED, lines_changed
+
+    for name, broken in pitfalls.MYSTERIES.items():
+        for kernel in (matmul_kernel, pitfalls.correct_kernel):
+            assert lines_changed(broken, kernel) > MOST_LINES_CHANGED + 2, name
+
+
+def test_lesson_9_states_the_repair_budget_before_the_first_mystery():
+    from tmm_course.check.fixes import MOST_LINES_CHANGED
+
+    notebook = json.loads((ROOT / "notebooks" / "09_pitfalls.ipynb").read_text())
+    ids = [c.get("id") for c in notebook["cells"]]
+    intro = " ".join("".join(notebook["cells"][ids.index("f7e00001")]["source"]).split())
+    assert ids.index("f7e00001") < ids.index("f7ea0")  # the first mystery's cell
+    assert f"a fix changes at most {MOST_LINES_CHANGED} statements" in intro
+    assert "the loop variable" in intro and "a few lines" not in intro
+
+
+def test_mystery_b_says_only_the_cases_with_one_k_step_pass():
+    from tmm_course.check.fixes import symptoms
+
+    result = symptoms(pitfalls.mystery_b_kernel)
+    assert not result.passed and "only the cases with one K step" in result.primary.message
+    for case in result.cases:  # what the sentence says, case by case
+        if case.problem != "not run: fix the other cases first":
+            assert case.passed == (case.shape[2] <= 32), case.label
+    assert "formula" not in result.primary.message  # a pattern, not a repair
+
+
+@pytest.mark.parametrize("which", ["a", "c"])
+def test_symptoms_of_a_and_c_describe_the_pattern_not_the_repair(which):
+    from tmm_course.check.fixes import PATTERNS, pattern
+    from tmm_course.check.result import Case, CheckResult
+
+    shapes = [(64, 64, 64), (16, 16, 16), (64, 64, 65), (64, 64, 7), (300, 4, 48)]
+    fails = {"a": {(64, 64, 65), (300, 4, 48)}, "c": {(16, 16, 16), (64, 64, 65), (64, 64, 7),
+                                                      (300, 4, 48)}}[which]  # fmt: skip
+    cases = [Case(str(s), s, passed=s not in fails) for s in shapes]
+    said = pattern(CheckResult("fix", False, cases), block_k=32)
+    assert said in [sentence for sentence, _ in PATTERNS]
+    assert "mask" not in said and "other=" not in said  # which cases, not which edit
+    assert ("multiple of BLOCK_K pass" in said) == (which == "c")

@@ -124,7 +124,7 @@ def find_problems(
                 + "; ".join(here.skipped())
                 + ".",
                 "nothing needed. For tensor cores, bfloat16 and TF32 pick an L4 or A100 on Colab "
-                "(Runtime > Change runtime type); for lesson 6's TMA step, an H100.",
+                "(Runtime > Change runtime type); for lesson 7's TMA kernel, an H100.",
                 severity="note",
             )
         )

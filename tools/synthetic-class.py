@@ -26,7 +26,8 @@ def main(inbox: Path, count: int) -> None:
     expected = {}
     for i in range(count):
         kind = ("solved", "untouched", "unmasked")[i % 3]
-        notebook = student_notebook(reference) if kind == "untouched" else solved_notebook(reference)
+        make = student_notebook if kind == "untouched" else solved_notebook
+        notebook = make(reference)
         if kind == "unmasked":
             for cell in notebook["cells"]:
                 source = "".join(cell["source"])

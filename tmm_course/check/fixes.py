@@ -3,9 +3,11 @@ fixed, not any matmul that passes.
 
 :func:`check_fix` runs lesson 4's matmul check on the learner's launcher, with every launch
 recorded, and then compares the source of the kernel it launched with the broken one: a fix is a
-small edit (at most :data:`MOST_LINES_CHANGED` lines, names and layout aside from the kernel's
-own name), and the edited kernel passes. Each broken kernel is written in a style of its own,
-so lesson 4's kernel pasted in its place differs by more than a fix.
+small edit (at most :data:`MOST_LINES_CHANGED` statements, counted with every variable name,
+the loop variable's included, and the layout left out), and the edited kernel passes. Each
+broken kernel is written in a style of its own, so lesson 4's kernel pasted in its place differs
+by more than a fix. :func:`symptoms` and a failing :func:`check_fix` describe the failure's
+pattern (which cases pass, which fail) and leave the repair to the learner.
 """
 
 from __future__ import annotations
@@ -20,27 +22,91 @@ from tmm_course.check.exercises import check_matmul
 from tmm_course.check.result import Case, CheckResult, Diagnosis
 from tmm_course.source import source_of
 
-MOST_LINES_CHANGED = 4
+MOST_LINES_CHANGED = 5  # statements; lesson 9 states it before the first mystery
+
+# The patterns a failing fix can show, each a predicate on a case's (M, N, K) and BLOCK_K, and
+# the sentence that says which cases pass: a symptom, not a repair.
+PATTERNS: tuple[tuple[str, Callable[[int, int, int, int], bool]], ...] = (
+    ("only the cases with one K step (K <= BLOCK_K) pass; every longer K fails",
+     lambda m, n, k, bk: k <= bk),
+    ("only the cases whose K is a multiple of BLOCK_K pass; every other K fails",
+     lambda m, n, k, bk: k % bk == 0),
+    ("the cases fail whose K takes more than one step and ends in a partial one; a K that fits "
+     "one step, or is a multiple of BLOCK_K, passes",
+     lambda m, n, k, bk: k <= bk or k % bk == 0),
+    ("only the 1x1x1 case passes: every C with more than one cell is wrong",
+     lambda m, n, k, bk: m * n == 1),
+)  # fmt: skip
+UNNAMED_PATTERN = "the failing cases share no simple pattern of M, N and K"
 
 
-def _statements(kernel: Any) -> list[str]:
-    """The kernel's body, one normalised statement per line: comments, layout and the
-    function's own name left out."""
+def _function(kernel: Any) -> ast.FunctionDef:
     src = getattr(kernel, "src", None)  # a compiled kernel keeps its own
     tree = ast.parse(src if isinstance(src, str) else source_of(kernel))
     fn = next(node for node in tree.body if isinstance(node, ast.FunctionDef))
     fn.name = "kernel"
     fn.decorator_list = []
-    lines = [ast.unparse(fn.args)]
-    for node in ast.walk(fn):
-        if isinstance(node, ast.stmt) and node is not fn:  # a compound one by its header
-            lines.append(ast.unparse(node).splitlines()[0])
-    return lines
+    return fn
+
+
+def _in_order(fn: ast.FunctionDef) -> list[ast.stmt]:
+    nodes = [node for node in ast.walk(fn) if isinstance(node, ast.stmt) and node is not fn]
+    return sorted(nodes, key=lambda node: (node.lineno, node.col_offset))
+
+
+def _rename(node: ast.AST, names: dict[str, str]) -> None:
+    for sub in ast.walk(node):
+        if isinstance(sub, ast.Name) and sub.id in names:
+            sub.id = names[sub.id]
+        elif isinstance(sub, ast.arg) and sub.arg in names:
+            sub.arg = names[sub.arg]
+
+
+def _definitions(fn: ast.FunctionDef) -> list[tuple[str, str]]:
+    """(name, what defines it) in source order: ``name = value`` by its value, the n-th loop
+    variable by its place."""
+    found, loops = [], 0
+    for node in _in_order(fn):
+        if isinstance(node, ast.Assign) and [type(t) for t in node.targets] == [ast.Name]:
+            found.append((node.targets[0].id, ast.unparse(node.value)))
+        elif isinstance(node, ast.For) and isinstance(node.target, ast.Name):
+            found.append((node.target.id, f"loop {loops}"))
+            loops += 1
+    return found
+
+
+def _statements(kernel: Any, like: Any = None) -> list[str]:
+    """The kernel's body, one normalised statement per line, in source order: comments,
+    layout and the function's own name left out, parameters named by their place; with
+    ``like``, each variable that ``like`` defines the same way (the same value, or the same
+    loop) takes ``like``'s name, so renaming it, the loop variable included, costs nothing."""
+    fn = _function(kernel)
+    _rename(fn, {arg.arg: f"arg{i}" for i, arg in enumerate(fn.args.args)})
+    if like is not None:
+        other = _function(like)
+        _rename(other, {arg.arg: f"arg{i}" for i, arg in enumerate(other.args.args)})
+        theirs = _definitions(other)
+        names: dict[str, str] = {}
+        for name, how in _definitions(fn):  # each in the light of the names mapped so far
+            if name in names:
+                continue
+            value = ast.parse(how).body[0] if not how.startswith("loop ") else None
+            if value is not None:
+                _rename(value, names)
+                how = ast.unparse(value)
+            taken = set(names.values())
+            match = next((n for n, h in theirs if h == how and n not in taken), None)
+            if match is not None:
+                names[name] = match
+        _rename(fn, names)
+    # a compound statement by its header
+    return [ast.unparse(fn.args)] + [ast.unparse(node).splitlines()[0] for node in _in_order(fn)]
 
 
 def lines_changed(broken: Any, fixed: Any) -> int:
-    """How many statements differ between two kernels (an edit of one line counts once)."""
-    a, b = _statements(broken), _statements(fixed)
+    """How many statements differ between two kernels (an edit of one line counts once;
+    renaming a variable, the loop variable included, costs nothing)."""
+    a, b = _statements(broken), _statements(fixed, like=broken)
     matcher = difflib.SequenceMatcher(a=a, b=b, autojunk=False)
     return sum(
         max(i2 - i1, j2 - j1) for tag, i1, i2, j1, j2 in matcher.get_opcodes() if tag != "equal"
@@ -55,7 +121,7 @@ def check_fix(fn: Callable[..., object], broken: Any) -> CheckResult:
         result = check_matmul(fn)
     result.exercise = f"fix {name}"
     if not result.passed:
-        return result
+        return _as_symptom(result, seen)
     mine = [x.jit for x in seen.seen if not x.from_the_course and x.jit is not None]
     distinct = list({id(getattr(k, "fn", k)): k for k in mine}.values())
     try:
@@ -72,12 +138,12 @@ def check_fix(fn: Callable[..., object], broken: Any) -> CheckResult:
     if changed > MOST_LINES_CHANGED:
         return _fail(
             result,
-            f"{kernel_name} differs from {name} in {changed} lines (a fix changes at most "
+            f"{kernel_name} differs from {name} in {changed} statements (a fix changes at most "
             f"{MOST_LINES_CHANGED}): it passes, but it is another kernel, not {name} fixed",
             name,
             label,
         )
-    result.cases.append(Case(label, (), passed=True, problem=f"{changed} line(s) changed"))
+    result.cases.append(Case(label, (), passed=True, problem=f"{changed} statement(s) changed"))
     return result
 
 
@@ -89,6 +155,53 @@ def _fail(result: CheckResult, problem: str, broken: str, label: str = "") -> Ch
             "not_the_fix",
             f"{problem}. The exercise is to find the bug in {broken}: copy it (show() prints "
             "its source), rename it, and fix it with a small edit.",
+        )
+    ]
+    return result
+
+
+def symptoms(broken: Any, block_k: int = 32) -> CheckResult:
+    """Lesson 4's matmul check on ``broken`` as lesson 9 launches it (``pitfalls.launcher``),
+    its diagnosis the pattern of what fails: where to look, not what to change."""
+    from tmm_course.kernels.pitfalls import launcher
+
+    with launches.recording() as seen:
+        result = check_matmul(launcher(broken, block_k=block_k), allow_course_kernels=True)
+    result.exercise = f"symptoms of {getattr(getattr(broken, 'fn', broken), '__name__', 'it')}"
+    return _as_symptom(result, seen)
+
+
+def _block_k(seen: launches.Launches) -> int | None:
+    """The BLOCK_K every recorded launch used, if they agree."""
+    values = {launch.kwargs.get("BLOCK_K") for launch in seen.seen} - {None}
+    return values.pop() if len(values) == 1 else None
+
+
+def pattern(result: CheckResult, block_k: int | None) -> str:
+    """Which cases pass and which fail, in a sentence from :data:`PATTERNS`."""
+    ran = [c for c in result.cases if c.passed or c.problem != "not run: fix the other cases first"]
+    if block_k is None or not ran or len(ran[0].shape) != 3:
+        return UNNAMED_PATTERN
+    for sentence, passes in PATTERNS:
+        if all(passes(*case.shape, block_k) == case.passed for case in ran):
+            return sentence
+    return UNNAMED_PATTERN
+
+
+def _as_symptom(result: CheckResult, seen: launches.Launches) -> CheckResult:
+    """``result`` with its diagnoses' repair advice replaced by the pattern of the failure
+    (the codes stay; a crash or a kernel never launched keeps its own words)."""
+    if result.passed or any(d.code in ("crashed", "not_implemented") for d in result.diagnoses):
+        return result
+    said = pattern(result, _block_k(seen))
+    first = next((c for c in result.cases if not c.passed), None)
+    where = f" The first failing case: {first.label}: {first.problem}." if first else ""
+    codes = ", ".join(d.code for d in result.diagnoses)
+    result.diagnoses = [
+        Diagnosis(
+            result.diagnoses[0].code if result.diagnoses else "wrong_values",
+            f"The pattern: {said}.{where} (the check's findings: {codes}; the case list below "
+            "says what each case saw.) Find the statement that breaks exactly these cases.",
         )
     ]
     return result

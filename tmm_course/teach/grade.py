@@ -80,6 +80,7 @@ DEFAULT_REFERENCE = Path("notebooks/05_homework_transpose.ipynb")
 FIELDS = ["submission", "exercise", "verdict", "codes", "detail", "isolation", "key"]
 NOTEBOOK_CAP = 8 * 2**20
 STARTUP_SECONDS = 120.0
+RESERVE_SECONDS = 30.0  # kept for each later exercise while one runs
 
 
 @dataclass(frozen=True)
@@ -286,10 +287,13 @@ class Grader:
         rows: list[Row] = []
         try:
             for index, (exercise, spec) in enumerate(self.exercises):
-                # each exercise its share of what is left: one that runs long leaves the others
-                # their time
-                left = start + self.limits.seconds - time.monotonic()
-                deadline = time.monotonic() + max(left, 0.0) / (len(self.exercises) - index)
+                # what is left, but for a reserve kept for each exercise after this one (its
+                # share of what is left, at most RESERVE_SECONDS): one that runs forever leaves
+                # the others their time, a slow honest one may take most of it
+                left = max(start + self.limits.seconds - time.monotonic(), 0.0)
+                later = len(self.exercises) - index - 1
+                reserve = later * min(left / (later + 1), RESERVE_SECONDS)
+                deadline = time.monotonic() + left - reserve
                 rows.append(self._one(name, exercise, spec, sources, replayer, deadline))
         finally:
             replayer.stop()
@@ -311,6 +315,7 @@ class Grader:
                             "the exercise cell is as the course hands it out")  # fmt: skip
         carried = graded_notebook.carried(self.reference, sources, exercise, self.setup)
         recorder = Worker(self, self._number(exercise.name))
+        replayer.warm()
         try:
             verdict, codes, detail = self._measure(
                 spec, [*carried, source], recorder, replayer, deadline
@@ -398,16 +403,20 @@ class Grader:
 
 class Replayer(Worker):
     """A submission's replay worker: it runs no cell, only kernels the judge has read, and
-    starts (importing Triton) in the background while the first exercise is recorded; a
-    fresh one follows a crash or a replay that ran past its time."""
+    starts (importing Triton) in the background while the first exercise that runs is
+    recorded; a fresh one follows a crash or a replay that ran past its time."""
 
     def __init__(self, grader: Grader, name: str, deadline: float) -> None:
         super().__init__(grader, name, setup=False)
         self.defined: dict[str, str] = {}
-        self.warming: threading.Thread | None = threading.Thread(
-            target=self._warm, args=(deadline,), daemon=True
-        )
-        self.warming.start()
+        self.deadline = deadline
+        self.warming: threading.Thread | None = None
+
+    def warm(self) -> None:
+        """Start (in the background) unless started: called as an exercise starts running."""
+        if self.running is None and self.warming is None:
+            self.warming = threading.Thread(target=self._warm, args=(self.deadline,), daemon=True)
+            self.warming.start()
 
     def _warm(self, deadline: float) -> None:
         with contextlib.suppress(Exception):
