@@ -77,7 +77,7 @@ EXERCISES_FILE = "exercises_h200.json"
 
 @dataclass(frozen=True)
 class ExercisesRun:
-    """``python -m tmm_course.perf.exercise_runs`` on a GPU: lessons 6 and 7's solutions and a
+    """``python -m tmm_course.teach.exercise_runs`` on a GPU: lessons 6 and 7's solutions and a
     wrong attempt raced, ``@triton.autotune``'s own record, and a Proton profile."""
 
     data: dict

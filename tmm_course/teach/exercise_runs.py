@@ -1,7 +1,7 @@
 """Measure lessons 6 and 7's exercises on a GPU and write one labelled run (the file lessons 6
 and 7 quote on a CPU, ``tmm_course/perf/data/exercises_h200.json``):
 
-    python -m tmm_course.perf.exercise_runs --notebooks notebooks \\
+    python -m tmm_course.teach.exercise_runs --notebooks notebooks \\
         --code-version "$(git rev-parse --short HEAD)" --out exercises_mine.json
 
 - each lesson's reference solution (its notebook's solution cell, run as it is) and a plausible
@@ -160,7 +160,7 @@ def main(argv: list[str] | None = None) -> int:
             "device": torch.cuda.get_device_name(0),
             "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
             "code_version": args.code_version,
-            "command": "python -m tmm_course.perf.exercise_runs " + " ".join(argv or sys.argv[1:]),
+            "command": "python -m tmm_course.teach.exercise_runs " + " ".join(argv or sys.argv[1:]),
             "versions": {
                 "python": platform.python_version(),
                 "torch": torch.__version__,
