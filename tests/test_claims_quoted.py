@@ -105,13 +105,3 @@ def test_lessons_3_and_0_send_descriptors_to_lesson_7_and_matmul_fast_to_lesson_
     assert "lesson 7's rule that tensor descriptors" in cell("03_strides.ipynb", "c00")
     text = cell("03_strides.ipynb", "b7e1a2c4")
     assert "(lesson 7's tensor descriptors)" in text and "lesson 8's `matmul_fast`" in text
-
-
-def test_a_num_stages_past_twelve_meets_the_checks_bound_which_triton_does_not_have():
-    from tmm_course.check import check_fits_shared_memory
-    from tmm_course.perf.shared_memory import compiled_shared_bytes
-
-    text = str(check_fits_shared_memory({"sm_80": 14, "sm_90": 6.5}))
-    assert "num_stages=14: this check compiles 1 to 12 stages" in text
-    assert "6.5 is not a whole number" in text and "is not a num_stages" not in text
-    assert compiled_shared_bytes("sm_90", 14, tile=(32, 32, 32), num_warps=4) > 0  # Triton: fine

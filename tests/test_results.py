@@ -7,7 +7,7 @@ import json
 import pytest
 
 from tmm_course.capstone.problems import GOALS
-from tmm_course.perf import journey, results, stored
+from tmm_course.perf import results, stored
 
 
 @pytest.mark.parametrize(
@@ -16,7 +16,6 @@ from tmm_course.perf import journey, results, stored
         results.bench,
         results.sweep,
         results.pitfalls,
-        results.compiled,
         results.grid,
         results.races,
         lambda: results.bench("goals_h200.json"),
@@ -34,7 +33,7 @@ def test_shipped_results_say_where_when_and_how(read):
 def test_every_shipped_file_has_a_reader():
     assert results.shipped() == [
         "bench_h200.json",
-        "compiled_h200.json",
+        "exercises_h200.json",  # read by tmm_course.perf.stored.exercises_run (lessons 6, 7)
         "goals_h200.json",
         "grid_h200.json",
         "lessons_h200.json",  # read by tmm_course.perf.stored.lessons_run (lessons 6 and 7)
@@ -83,14 +82,6 @@ def test_stored_pitfall_figures():
     lab = results.pitfalls()
     assert lab.precision_errors["ieee"] < lab.precision_errors["tf32"]
     assert lab.loop_bound_timing["runtime / constexpr"] > 0
-
-
-def test_stored_compiled_facts_cover_every_journey_step():
-    facts = results.compiled().journey
-    assert set(facts) == {step.name for step in journey.STEPS}
-    for step in journey.STEPS:
-        (kernel,) = facts[step.name]
-        assert kernel["registers"] > 0 and kernel["num_warps"] == step.config.num_warps
 
 
 def test_a_race_survives_a_round_trip_through_json():

@@ -68,7 +68,7 @@ class Gpu:
         if not self.pipelining:
             out.append("pipelining: num_stages has no effect without cp.async (8.0+)")
         if not self.tma:
-            out.append(f"lesson 7's TMA kernel (tensor descriptors need 9.0; this GPU is {c})")
+            out.append(f"TMA copies: descriptors load with ordinary loads (9.0; this is {c})")
         return out
 
     def describe(self) -> str:

@@ -30,7 +30,6 @@ from tmm_course.check.linear import check_linear_relu
 from tmm_course.check.performance import (
     check_descriptor_matmul,
     check_faster,
-    check_fits_shared_memory,
     check_grouped_tile,
 )
 from tmm_course.check.predictions import check_predictions
@@ -41,7 +40,6 @@ __all__ = [
     "check_descriptor_matmul",
     "check_faster",
     "check_fill_column_major",
-    "check_fits_shared_memory",
     "check_fix",
     "check_grouped_tile",
     "check_linear_relu",

@@ -2,11 +2,11 @@
 
 - :func:`check_grouped_tile`: a function ``pid -> (pid_m, pid_n)`` in grouped order, judged on
   the whole program-id -> tile map of several grids (ragged last groups included);
-- :func:`check_fits_shared_memory`: the deepest ``num_stages`` that fits a named GPU's shared
-  memory, judged by the compiler's own figure (lesson 4's kernel compiled ahead of time for that
-  GPU, :mod:`tmm_course.compile_ahead`);
-- :func:`check_descriptor_matmul`: lesson 4's kernel ported to tensor descriptors, judged like
-  lesson 4's check on shapes whose rows a descriptor can read (16-byte aligned)."""
+- :func:`check_faster`: lesson 4's kernel with the learner's knobs, judged by the compiler for
+  a T4, an A100 and an H200 (:mod:`tmm_course.compile_ahead`) and, on a GPU, by the clock;
+- :func:`check_descriptor_matmul`: the learner's own descriptor kernel, judged like lesson 4's
+  check on shapes whose rows a descriptor can read (16-byte aligned), then compiled ahead: it
+  must load through descriptors (TMA copies on sm_90); on a GPU it is raced too."""
 
 from __future__ import annotations
 
@@ -22,7 +22,6 @@ from tmm_course.check.exercises import accumulator_precision, labelled_case
 from tmm_course.check.result import Case, CheckResult, Diagnosis
 from tmm_course.numerics import allowed
 from tmm_course.perf import faster
-from tmm_course.perf.shared_memory import SHARED_GPUS, SHARED_LIMITS, compiled_shared_bytes
 
 # ---------------------------------------------------------------------------- grouped order
 
@@ -124,72 +123,6 @@ def check_grouped_tile(fn: Callable[[int, int, int, int], tuple[int, int]]) -> C
             message = first.cause or f"{first.label}: {first.problem}"
             diagnoses.append(Diagnosis(code, message))
     return CheckResult("grouped_tile", not failed, cases, diagnoses)
-
-
-# ----------------------------------------------------------------- shared memory per GPU
-
-
-STAGES_CHECKED = 12  # the deepest num_stages the check compiles (the answer is far below)
-
-
-def check_fits_shared_memory(answers: Mapping[str, int | None]) -> CheckResult:
-    """``answers``: for each GPU ("sm_80": an A100, "sm_90": an H100/H200), the largest
-    ``num_stages`` with which lesson 4's kernel, 128x128x64 float16 tiles and 8 warps, fits that
-    GPU's shared memory. Judged by the compiler's figure for your stages and for one more."""
-    cases, diagnoses = [], []
-    for name, limit in SHARED_LIMITS.items():
-        case = Case(f"{name} ({SHARED_GPUS[name]}, {limit // 1024} KB per program)", ())
-        cases.append(case)
-        stages = answers.get(name)
-        if stages is None:
-            case.code, case.problem = "not_implemented", "no answer yet"
-            continue
-        if not isinstance(stages, int) or isinstance(stages, bool):
-            case.code, case.problem = "wrong_values", f"{stages!r} is not a whole number, e.g. 3"
-            continue
-        if not 1 <= stages <= STAGES_CHECKED:  # the check's bound: Triton compiles more
-            case.code = "wrong_values"
-            case.problem = (
-                f"num_stages={stages}: this check compiles 1 to {STAGES_CHECKED} stages, and "
-                "the answer lies inside that range"
-            )
-            continue
-        used = compiled_shared_bytes(name, stages)
-        deeper = compiled_shared_bytes(name, stages + 1)
-        if used > limit:
-            case.code = "wrong_values"
-            case.problem = (
-                f"num_stages={stages} needs {used // 1024} KB on {name}: more than its "
-                f"{limit // 1024} KB"
-            )
-        elif deeper <= limit:
-            case.code = "wrong_values"
-            case.problem = (
-                f"num_stages={stages} fits ({used // 1024} KB), but so does {stages + 1} "
-                f"({deeper // 1024} KB)"
-            )
-        else:
-            case.passed = True
-            case.problem = (
-                f"{used // 1024} KB fits; {stages + 1} stages would need {deeper // 1024} KB"
-            )
-    failed = [c for c in cases if not c.passed]
-    if failed and all(c.code == "not_implemented" for c in failed) and len(failed) == len(cases):
-        diagnoses.append(
-            Diagnosis("not_implemented", "Fill in deepest_stages, then run the check.")
-        )
-    elif failed:
-        answered = [c for c in failed if c.code != "not_implemented"]
-        first = answered[0] if answered else failed[0]
-        hint = (
-            " Count the buffers as the table above does: on sm_80 Triton keeps num_stages - 1 "
-            "of them, on sm_90 num_stages; one buffer is (BLOCK_M*BLOCK_K + BLOCK_K*BLOCK_N) * 2 "
-            "bytes."
-        )
-        diagnoses.append(
-            Diagnosis(first.code or "wrong_values", f"{first.label}: {first.problem}." + hint)
-        )
-    return CheckResult("fits_shared_memory", not failed, cases, diagnoses)
 
 
 # ------------------------------------------------------------- descriptors (lesson 7)
@@ -357,7 +290,7 @@ def check_faster(launch: Mapping[str, object], reasoning: str = "") -> CheckResu
     goals = faster.compiler_goals(knobs, figures)
     if tmm_course.BACKEND == GPU:
         name = torch.cuda.get_device_name(0)
-        goals.append(faster.clock_goal(faster.race(knobs), name))
+        goals.append(faster.clock_goal(faster.race(knobs), name, faster.missed_knob(goals)))
     cases, diagnoses = _goal_cases(goals)
     result = CheckResult("faster", all(g.met for g in goals), cases, diagnoses)
     result.compiled = [

@@ -4,7 +4,8 @@ A **tensor descriptor** knows a tensor's base address, shape, strides and the bl
 kernel moves; ``desc.load([row, col])`` brings a whole block, filling rows and columns outside
 the tensor with zeros, and ``desc.store([row, col], tile)`` writes a block, dropping what lies
 outside. On Hopper (compute capability 9.0+) the copying is done by the TMA unit; no masks and
-no pointer tiles are left in the kernel. The descriptors here are built on the host,
+no pointer tiles are left in the kernel. On a T4 or an A100 the same kernel compiles to ordinary
+loads (no TMA, not pipelined). The descriptors here are built on the host,
 ``TensorDescriptor.from_tensor(x, block_shape)``; ``tl.make_tensor_descriptor`` builds one inside
 a kernel instead (lesson 7's exercise).
 
@@ -61,15 +62,25 @@ INTERPRETER_PROGRAMS = 4  # "SMs" on the interpreter, so that the persistent loo
 
 
 def descriptors_unavailable() -> str | None:
-    """Why tensor descriptors cannot run here, or None if they can (the interpreter, or a GPU
-    of compute capability 9.0 or newer)."""
+    """Why tensor descriptors cannot run here, or None if they can: the interpreter, or a GPU
+    of compute capability 7.5 or newer. Triton compiles them for a T4 (``sm_75``) and an A100
+    (``sm_80``) too (:mod:`tmm_course.compile_ahead` shows it on any machine): there its
+    launcher unpacks each host ``TensorDescriptor`` into pointer, shape and strides, and the
+    kernel loads with ordinary loads: no TMA, and no pipelining of those loads. The TMA copies
+    are Hopper's (9.0+)."""
     if tmm_course.BACKEND == INTERPRETER:
         return None
     here = gpu.current()
-    if here is not None and here.tma:
+    if here is None or here.capability >= DESCRIPTORS:
         return None
-    name = here.name if here else "this GPU"
-    return f"{name} has no TMA unit (tensor descriptors need compute capability 9.0 or newer)"
+    c = f"{here.capability[0]}.{here.capability[1]}"
+    return (
+        f"{here.name} is compute capability {c}; Triton compiles tensor descriptors for 7.5 "
+        "and newer"
+    )
+
+
+DESCRIPTORS = (7, 5)  # the oldest GPU Triton compiles tensor descriptors for
 
 
 def aligned_problem(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor) -> None:

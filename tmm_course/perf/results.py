@@ -244,18 +244,6 @@ class Transposes:
         return cls(Provenance.from_dict(data), tuple(data["shape"]), data["dtype"], data["gbs"])
 
 
-@dataclass(frozen=True)
-class Compiled:
-    """``python -m tmm_course.perf.compiled``: what the compiler made of each journey step."""
-
-    provenance: Provenance
-    journey: dict[str, list[dict]]  # step name -> its kernels' registers, spills, shared, ...
-
-    @classmethod
-    def from_dict(cls, data: dict) -> Compiled:
-        return cls(Provenance.from_dict(data), data["journey"])
-
-
 def squares(rows: list[Race], kind: str = "float16") -> list[Race]:
     """The races of square ``kind`` products with B row-major among ``rows``, smallest first."""
     return sorted(
@@ -411,11 +399,6 @@ def pitfalls(name: str | Path = "pitfalls_h200.json") -> Pitfalls:
 def transposes(name: str | Path = "transposes_h200.json") -> Transposes:
     """A lesson-5 transposes file: shipped (by name) or measured (by path)."""
     return Transposes.from_dict(_read(name))
-
-
-def compiled(name: str | Path = "compiled_h200.json") -> Compiled:
-    """A compiled-kernel file: shipped (by name) or measured (by path)."""
-    return Compiled.from_dict(_read(name))
 
 
 def provenance(module: str, argv: list[str] | None = None) -> dict:

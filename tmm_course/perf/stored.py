@@ -70,3 +70,41 @@ def lessons_run(path: str | Path | None = None) -> LessonsRun:
     else:
         text = Path(path).read_text()
     return LessonsRun(json.loads(text))
+
+
+EXERCISES_FILE = "exercises_h200.json"
+
+
+@dataclass(frozen=True)
+class ExercisesRun:
+    """``python -m tmm_course.teach.exercise_runs`` on a GPU: lessons 6 and 7's solutions and a
+    wrong attempt raced, ``@triton.autotune``'s own record, and a Proton profile."""
+
+    data: dict
+
+    @property
+    def where(self) -> str:
+        return LessonsRun(self.data).where
+
+    def lesson(self, number: int) -> dict:
+        """``{"solution": {...}, "wrong": {...}}``: each with ``ms`` and ``clock_goal``."""
+        return self.data[f"lesson_{number}"]
+
+    @property
+    def autotune(self) -> dict:
+        """problem, picked, autotune_ms (its own timings, per candidate), raced_ms."""
+        return self.data["autotune"]
+
+    @property
+    def profile(self) -> dict:
+        """Proton's scopes: time_ns (10 calls) and the flops16 and bytes each was given."""
+        return self.data["proton"]
+
+
+def exercises_run(path: str | Path | None = None) -> ExercisesRun:
+    """The shipped exercises run, or one written by ``exercise_runs`` at ``path``."""
+    if path is None:
+        text = resources.files("tmm_course.perf").joinpath("data", EXERCISES_FILE).read_text()
+    else:
+        text = Path(path).read_text()
+    return ExercisesRun(json.loads(text))

@@ -1,7 +1,7 @@
 """Measure lessons 6 and 7's exercises on a GPU and write one labelled run (the file lessons 6
 and 7 quote on a CPU, ``tmm_course/perf/data/exercises_h200.json``):
 
-    python -m tmm_course.perf.exercise_runs --notebooks notebooks \\
+    python -m tmm_course.teach.exercise_runs --notebooks notebooks \\
         --code-version "$(git rev-parse --short HEAD)" --out exercises_mine.json
 
 - each lesson's reference solution (its notebook's solution cell, run as it is) and a plausible
@@ -21,14 +21,13 @@ import json
 import linecache
 import platform
 import sys
-import tempfile
 import traceback
 from dataclasses import asdict
 from pathlib import Path
 
 import torch
 
-from tmm_course.perf import faster, intensity
+from tmm_course.perf import faster
 
 LESSON_6_WRONG = {"BLOCK_M": 128, "BLOCK_N": 256, "BLOCK_K": 64, "num_warps": 4, "num_stages": 3}
 LESSON_7_WRONG = {"tile": (128, 256, 64), "num_warps": 4, "num_stages": 3}
@@ -36,19 +35,26 @@ LESSON_7_WRONG = {"tile": (128, 256, 64), "num_warps": 4, "num_stages": 3}
 
 def solution_cells(notebook: Path) -> dict[str, object]:
     """The names a notebook's solution cells define, run as they are (asserts included)."""
-    import nbformat
+    import triton
+    import triton.language as tl
+    from triton.tools.tensor_descriptor import TensorDescriptor
 
     import tmm_course
+    from tmm_course import check
 
-    nb = nbformat.read(notebook, as_version=4)
-    names: dict[str, object] = {"__name__": "__main__"}
-    setup = [c for c in nb.cells if c.source.startswith("import tmm_course  # first")]
-    solutions = [c for c in nb.cells if "solution" in c.metadata.get("tags", [])]
-    for cell in setup + solutions:  # the lesson's own setup, then its solutions, as they are
+    cells = [c for c in json.loads(notebook.read_text())["cells"] if c["cell_type"] == "code"]
+    source = lambda cell: "".join(cell["source"])
+    # the names the lessons' solutions use (their setup cells also draw widgets)
+    names: dict[str, object] = {"__name__": "__main__", "tmm_course": tmm_course, "torch": torch,
+                                "triton": triton, "tl": tl, "TensorDescriptor": TensorDescriptor,
+                                **{n: getattr(check, n) for n in check.__all__}}  # fmt: skip
+    solutions = [c for c in cells if "solution" in c["metadata"].get("tags", [])]
+    for cell in solutions:  # as they are, asserts included
         where = f"<{notebook.stem} cell {cell.get('id', '')}>"
+        text = source(cell)
         # as IPython does: the source stays readable (Triton's @jit reads it back)
-        linecache.cache[where] = (len(cell.source), None, cell.source.splitlines(True), where)
-        exec(compile(cell.source, where, "exec"), names)
+        linecache.cache[where] = (len(text), None, text.splitlines(True), where)
+        exec(compile(text, where, "exec"), names)
     names.setdefault("tmm_course", tmm_course)
     return names
 
@@ -122,10 +128,9 @@ def autotune_record(size: int = 4096) -> dict:
 
 
 def proton_profile(notebook: Path, size: int = 4096) -> dict:
-    """A Proton profile of lesson 4's kernel and of lesson 6's solution, each in a scope
-    that carries its FLOPs and its ideal bytes, read back through Proton's own viewer."""
-    import triton.profiler as proton
-    from triton.profiler import viewer
+    """A Proton profile of lesson 4's kernel, lesson 6's solution and torch.matmul
+    (:func:`tmm_course.perf.profiler.profile`)."""
+    from tmm_course.perf import profiler
 
     names = solution_cells(notebook)
     knobs = faster.knobs_of(names["solution_my_launch"])
@@ -134,27 +139,9 @@ def proton_profile(notebook: Path, size: int = 4096) -> dict:
     b = torch.randn(size, size, device="cuda", dtype=torch.float16, generator=generator)
     runs = {"lesson 4": faster.BASELINE.launcher(), "yours": knobs.launcher(),
             "torch.matmul": torch.matmul}  # fmt: skip
-    for run in runs.values():
-        run(a, b)  # compiled before the profile
-    torch.cuda.synchronize()
-    metrics = {"flops16": intensity.flops(size, size, size),
-               "bytes": intensity.ideal_traffic_bytes(size, size, size, 2)}  # fmt: skip
-    folder = Path(tempfile.mkdtemp())
-    proton.start(str(folder / "lesson6"), context="shadow")
-    for _ in range(10):
-        for name, run in runs.items():
-            with proton.scope(name, metrics):
-                run(a, b)
-    torch.cuda.synchronize()
-    proton.finalize()
-    path = folder / "lesson6.hatchet"
-    raw = json.loads(path.read_text())
-    frame, _ = viewer.parse(["time/ms", "tflop16/s", "tbyte/s"], str(path))
-    table = frame.dataframe[["name", "time/ms (inc)" if "time/ms (inc)" in frame.dataframe
-                             else "time/ms", "tflop16/s", "tbyte/s"]]  # fmt: skip
-    print(table.to_string(), flush=True)
-    return {"problem": f"{size}^3 float16, 10 calls each", "metrics_given": metrics,
-            "table": json.loads(table.to_json(orient="records")), "hatchet": raw}  # fmt: skip
+    _, raw = profiler.profile(runs, a, b, calls=10)
+    return {"problem": f"{size}^3 float16, 10 calls each",
+            "scopes": profiler.scopes(raw, tuple(runs)), "hatchet": raw}  # fmt: skip
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -173,7 +160,7 @@ def main(argv: list[str] | None = None) -> int:
             "device": torch.cuda.get_device_name(0),
             "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
             "code_version": args.code_version,
-            "command": "python -m tmm_course.perf.exercise_runs " + " ".join(argv or sys.argv[1:]),
+            "command": "python -m tmm_course.teach.exercise_runs " + " ".join(argv or sys.argv[1:]),
             "versions": {
                 "python": platform.python_version(),
                 "torch": torch.__version__,
