@@ -1,31 +1,41 @@
 """Every figure the notebooks draw is legible, at the sizes the widgets allow: no two texts
-overprint, no text leaves the figure or runs into another panel, legends cover no bar or
-value, index axes have whole-number ticks, numbers written on cells contrast with the cell, and
-the palettes stay apart for colour-blind readers without relying on red."""
+overprint, no text leaves the figure or runs into another panel, no line crosses a text, legends
+cover no bar, value or point, no text or point hides a point, axes that count have whole-number
+ticks, log axes read as plain numbers, a quantity keeps one unit across a lesson, numbers written
+on cells contrast with the cell, no program colour is grey (grey means untouched) and blank cells
+have a key, and the palettes stay apart for colour-blind readers without relying on red."""
 
 from __future__ import annotations
 
+import functools
 import itertools
+import json
+import re
 from collections.abc import Callable
+from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
 from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
-from matplotlib.colors import to_rgb
+from matplotlib.collections import PathCollection
+from matplotlib.colors import ListedColormap, to_rgb
+from matplotlib.container import BarContainer
 from matplotlib.figure import Figure
-from matplotlib.patches import Rectangle
+from matplotlib.lines import Line2D
+from matplotlib.patches import Patch, Rectangle
 from matplotlib.text import Text
+from matplotlib.transforms import Bbox
 
 from tmm_course.kernels.broadcast import broadcast_tiles, element_offsets
 from tmm_course.kernels.launch_order import launch_order, tiles_fetched
 from tmm_course.kernels.matmul import matmul_kloop_frames
 from tmm_course.kernels.strides import layouts, stride_picture
 from tmm_course.kernels.tile_fill import overlapping_fill, run_tile_fill
-from tmm_course.perf import journey, results
+from tmm_course.perf import intensity, journey, results, stored, waves
 from tmm_course.perf.pitfalls import accumulator_error_curve
-from tmm_course.viz import performance, widgets
+from tmm_course.viz import making_fast, performance, widgets
 from tmm_course.viz.broadcast import broadcast_figure, offsets_figure
 from tmm_course.viz.draw import PROGRAM_PALETTE, contrast_ratio
 from tmm_course.viz.kloop import frame_figure, frames_figure
@@ -108,6 +118,114 @@ def _grid() -> Figure:
     return performance.grid_figure(grid.rows, grid.fitted, grid.provenance.where)
 
 
+RUN = stored.lessons_run()
+
+
+def _lesson_6_roofline(part: str) -> Callable[[], Figure]:
+    """Lesson 6's roofline and DRAM bars, from the stored run as the notebook draws them."""
+
+    def draw() -> Figure:
+        flops = intensity.flops(4096, 4096, 4096)
+        tile_points, measured_points, dram_rows = {}, {}, {}
+        for step in RUN.steps:
+            name, rate = step["name"], RUN.journey["tflops"][step["name"]]
+            dram = RUN.dram(f"4096^3 {name}")
+            tile_points[name] = (intensity.tile_intensity(*step["tile"], element_bytes=2), rate)
+            measured_points[name] = (flops / (dram["read_bytes"] + dram["written_bytes"]), rate)
+            dram_rows[name] = (dram["read_bytes"], dram["written_bytes"])
+        dram = RUN.dram("4096^3 torch.matmul")
+        dram_rows["torch.matmul"] = (dram["read_bytes"], dram["written_bytes"])
+        if part == "roofline":
+            peak, bandwidth = RUN.device["peak_tflops"]["float16"], RUN.device["copy_bandwidth_gbs"]
+            return making_fast.roofline_figure(peak, bandwidth / 1e3, tile_points, measured_points,
+                                               title=f"float16 4096^3\n{RUN.where}")  # fmt: skip
+        c_bytes = 4096 * 4096 * 2
+        ideal = (intensity.ideal_traffic_bytes(4096, 4096, 4096, 2) - c_bytes, c_bytes)
+        return making_fast.dram_figure(dram_rows, ideal, RUN.where, title="DRAM traffic")
+
+    return draw
+
+
+def _lesson_6_stages() -> Figure:
+    from tmm_course.perf.shared_memory import SHARED_LIMITS, compiled_shared_bytes
+
+    stages = RUN.sweep("stages")
+    ratios: dict[str, dict[int, float]] = {}
+    for label, config in stages["configs"].items():
+        tile = f"{config['block_m']}x{config['block_n']}x{config['block_k']} w{config['num_warps']}"
+        ratios.setdefault(tile, {})[config["num_stages"]] = stages["ratio_to_torch"][label]
+    shared_kb = {gpu: {s: compiled_shared_bytes(gpu, s, tile=(64, 64, 32), num_warps=4) / 1024
+                       for s in range(1, 6)} for gpu in ("sm_80", "sm_90")}  # fmt: skip
+    limits = {gpu: SHARED_LIMITS[gpu] / 1024 for gpu in shared_kb}
+    return making_fast.stage_sweep_figure(ratios, shared_kb, limits, RUN.where, "64x64x32 w4")
+
+
+def _lesson_6_groups() -> Figure:
+    groups = RUN.sweep("groups")
+    ratio: dict[str, dict[str, float]] = {}
+    read_gb: dict[str, dict[str, float]] = {}
+    for label, config in groups["configs"].items():
+        tile = f"{config['block_m']}x{config['block_n']}x{config['block_k']} w{config['num_warps']}"
+        order = "2-D grid" if config["group_m"] is None else f"G{config['group_m']}"
+        ratio.setdefault(tile, {})[order] = groups["ratio_to_torch"][label]
+        read_gb.setdefault(tile, {})[order] = RUN.dram(f"8192^3 {label}")["read_bytes"] / 1e9
+    return making_fast.group_sweep_figure(ratio, read_gb, RUN.where)
+
+
+def _lesson_6_wave(group_m: int, in_flight: int) -> Callable[[], Figure]:
+    """The group_m explorer's picture, with the lesson's strips and the stored device's L2."""
+    strip_mb, l2_mb = 128 * 8192 * 2 / 1e6, RUN.device["l2_bytes"] / 1e6
+    return lambda: making_fast.wave_figure(launch_order(64, 64, group_m), in_flight, strip_mb,
+                                           l2_mb)  # fmt: skip
+
+
+def _lesson_7_waves(m: int, n: int, block_m: int, block_n: int) -> Callable[[], Figure]:
+    return lambda: making_fast.waves_figure(waves.waves(m, n, block_m, block_n, RUN.device["sms"]))
+
+
+def _lesson_7_owners() -> Figure:
+    from tmm_course.kernels.persistent_tma import persistent_owners
+
+    owner, turn = persistent_owners(6, 8, programs=5, group_m=2)
+    return making_fast.owners_figure(owner, turn, programs=5)
+
+
+def _lesson_8(part: str) -> Callable[[], Figure]:
+    def draw() -> Figure:
+        from tmm_course.capstone.problems import GOALS
+
+        grid = results.grid("grid_h200.json")
+        where = grid.provenance.of(grid.rows)
+        if part == "grid":
+            return performance.grid_figure(grid.rows, grid.fitted, where)
+        rows = {row.label: row for row in grid.rows}
+        raced = [(p, target) for p, target in GOALS if p.label in rows]
+        reached = {p.label: rows[p.label].ratio_to_torch["matmul_fast"] for p, _ in raced}
+        goals = {p.label: t for p, t in raced}
+        return performance.ratio_figure(reached, where, goals, title="matmul_fast / torch.matmul")
+
+    return draw
+
+
+def _accesses() -> Figure:
+    """A failing check's picture (lessons 5 and 9): lesson 4's kernel launched on six programs
+    (every program colour) where a 64x48 product needs twelve, as the memory guard recorded its
+    loads and stores."""
+    from tmm_course.check.memory_guard import only_these_tensors
+    from tmm_course.kernels import pitfalls
+    from tmm_course.viz.accesses import accesses_figure
+
+    a, b = torch.randn(64, 20), torch.randn(20, 48)
+    c = torch.zeros(64, 48)
+    with only_these_tensors({"a": a, "b": b, "c": c}) as trace:
+        if trace is None:
+            pytest.skip("the memory guard does not know this Triton's interpreter")
+        strides = (*a.stride(), *b.stride(), *c.stride())
+        pitfalls.correct_kernel[(3, 2)](a, b, c, 64, 48, 20, *strides,
+                                          BLOCK_M=16, BLOCK_N=16, BLOCK_K=16)  # fmt: skip
+    return accesses_figure(trace, "64x48x20, six programs of twelve")
+
+
 FIGURES: dict[str, Callable[[], Figure]] = {
     # lesson 1: the notebook's shape, the explorer's extremes (sliders 1..64, blocks 1..64,
     # at most widgets.MAX_PROGRAMS programs) and the issue's 33x17 in 16x4 tiles
@@ -155,6 +273,27 @@ FIGURES: dict[str, Callable[[], Figure]] = {
     ),
     "06 roofline lab lowest": _roofline_lab(0.25, 10),
     "06 roofline lab highest": _roofline_lab(128, 400),
+    # lesson 6's own figures, from the stored run, and its group_m explorer's extremes
+    "06 roofline measured": _lesson_6_roofline("roofline"),
+    "06 DRAM bytes": _lesson_6_roofline("dram"),
+    "06 pipeline 1 buffer": lambda: making_fast.pipeline_figure(1),
+    "06 pipeline 4 buffers": lambda: making_fast.pipeline_figure(4),
+    "06 stage sweep": _lesson_6_stages,
+    "06 group sweep": _lesson_6_groups,
+    "06 wave G8, 132 in flight": _lesson_6_wave(8, 132),
+    "06 wave G1, 8 in flight": _lesson_6_wave(1, 8),
+    "06 wave G32, 528 in flight": _lesson_6_wave(32, 528),
+    # lesson 7: the owners, split-K, and the waves explorer at its default and its extremes
+    "07 owners": _lesson_7_owners,
+    "07 split-K": lambda: making_fast.split_k_figure(16384, slices=8, block_k=64),
+    "07 waves 4096x4096 in 128x256": _lesson_7_waves(4096, 4096, 128, 256),
+    "07 waves 256x256 in 256x256": _lesson_7_waves(256, 256, 256, 256),
+    "07 waves 8192x8192 in 64x64": _lesson_7_waves(8192, 8192, 64, 64),
+    # lesson 8
+    "08 goals": _lesson_8("goals"),
+    "08 grid": _lesson_8("grid"),
+    # lessons 5 and 9: a failing check's picture
+    "09 accesses": _accesses,
     # lesson 9
     "09 accumulator": lambda: accumulator_figure(accumulator_error_curve([16, 64]), "cpu"),
 }
@@ -392,3 +531,233 @@ def test_programs_that_touch_never_share_a_colour():
 
 def test_the_explorer_cap_covers_the_largest_drawn_grid():
     assert widgets.MAX_PROGRAMS == 128 == (64 // 8) * (64 // 4)
+
+
+# ---------------------------------------------------------------- lines, points and keys
+
+
+def _axes_texts(ax: Axes) -> list[Text]:
+    """The texts written inside the axes (labels, values, annotations), as drawn."""
+    return [t for t in ax.texts if t.get_visible() and t.get_text().strip() and _shown(t)]
+
+
+def _inner(box: Bbox) -> Bbox:
+    """A text's box less the slack: lines may graze it."""
+    return Bbox.from_extents(box.x0 + SLACK_PX, box.y0 + SLACK_PX, box.x1 - SLACK_PX,
+                             box.y1 - SLACK_PX)  # fmt: skip
+
+
+def _drawn_lines(ax: Axes) -> list[Line2D]:
+    return [
+        line
+        for line in ax.lines
+        if line.get_visible() and line.get_linestyle() not in ("None", "", " ")
+        and line.get_linewidth() > 0
+    ]  # fmt: skip
+
+
+def _points(ax: Axes, renderer) -> list[tuple[Bbox, bool, int]]:
+    """Every marker drawn on the axes: its box on screen, whether it is filled, draw order."""
+    found = []
+    scale = ax.figure.dpi / 72
+    for order, line in enumerate(ax.lines):
+        if not line.get_visible() or line.get_marker() in ("None", "", " ", None):
+            continue
+        half = line.get_markersize() * scale / 2
+        filled = (
+            line.get_markerfacecolor() not in ("none", "None") and line.get_fillstyle() != "none"
+        )
+        xy = line.get_transform().transform(line.get_xydata())  # names as their positions
+        found += [(Bbox.from_extents(x - half, y - half, x + half, y + half), filled, order)
+                  for x, y in xy]  # fmt: skip
+    for order, points in enumerate(ax.collections, start=len(ax.lines)):
+        if not isinstance(points, PathCollection) or not points.get_visible():
+            continue
+        sizes = np.broadcast_to(points.get_sizes(), (len(points.get_offsets()),))
+        xy = points.get_offset_transform().transform(np.asarray(points.get_offsets(), float))
+        faces = points.get_facecolors()
+        filled = len(faces) > 0 and float(np.max(faces[:, 3])) > 0
+        for (x, y), size in zip(xy, sizes, strict=True):
+            half = np.sqrt(size) * scale / 2
+            found.append((Bbox.from_extents(x - half, y - half, x + half, y + half), filled, order))
+    return found
+
+
+def _area(box: Bbox) -> float:
+    return max(box.width, 0) * max(box.height, 0)
+
+
+def _shared(first: Bbox, second: Bbox) -> float:
+    """How much of ``first`` ``second`` covers (0 to 1)."""
+    overlap = Bbox.intersection(first, second)
+    return 0.0 if overlap is None or _area(first) == 0 else _area(overlap) / _area(first)
+
+
+def test_no_line_crosses_a_text(drawn):
+    name, fig, renderer = drawn
+    for ax in _all_axes(fig):
+        for text in _axes_texts(ax):
+            box = _inner(text.get_window_extent(renderer))
+            for line in _drawn_lines(ax):
+                path = line.get_transform().transform_path(line.get_path())
+                assert not path.intersects_bbox(box, filled=False), (
+                    f"{name}: a line ({line.get_label()!r}) crosses {text.get_text()!r}"
+                )
+
+
+def test_no_text_legend_or_point_hides_a_point(drawn):
+    """A point is hidden under a text, a legend, or an outline of its size and shape's size drawn
+    on the same spot after it (two hollow markers there show as one)."""
+    name, fig, renderer = drawn
+    legends = [*fig.legends, *(ax.get_legend() for ax in fig.axes if ax.get_legend())]
+    covers = [("the legend", _inner(legend.get_window_extent(renderer))) for legend in legends]
+    for ax in _all_axes(fig):
+        points = _points(ax, renderer)
+        texts = [
+            (repr(t.get_text()), _inner(t.get_window_extent(renderer))) for t in _axes_texts(ax)
+        ]
+        for i, (box, filled, order) in enumerate(points):
+            for what, cover in [*covers, *texts]:
+                assert _shared(box, cover) == 0, f"{name}: {what} hides a point"
+            for other, other_filled, later in points[i + 1 :]:
+                if later == order or filled or other_filled:
+                    continue  # one line's own points: a curve; a filled point shows its fill
+                alike = 0.75 <= other.width / max(box.width, 1e-9) <= 1.33
+                assert not (_shared(box, other) > 0.6 and alike), f"{name}: a point hides another"
+
+
+def _data_coordinates(ax: Axes) -> dict[str, list[float]]:
+    """What the axes plot along x and y: line and scatter points, bars' positions and lengths
+    (not lines drawn across the axes, whose other coordinate is the axes' own)."""
+    found: dict[str, list[float]] = {"x": [], "y": []}
+    for line in ax.lines:
+        if line.get_transform() == ax.transData:
+            for key, values in zip("xy", line.get_data(), strict=True):
+                try:
+                    found[key] += list(np.asarray(values, float))
+                except ValueError:
+                    found[key].append(0.5)  # names (categories): not a count
+    for points in ax.collections:
+        if isinstance(points, PathCollection) and points.get_offset_transform() == ax.transData:
+            offsets = np.asarray(points.get_offsets(), float)
+            found["x"] += list(offsets[:, 0])
+            found["y"] += list(offsets[:, 1])
+    for bars in ax.containers:
+        if isinstance(bars, BarContainer):
+            across, along = ("x", "y") if bars.orientation == "vertical" else ("y", "x")
+            for bar in bars:
+                found[across].append(bar.get_center()[0 if across == "x" else 1])
+                found[along].append(bar.get_height() if along == "y" else bar.get_width())
+    return found
+
+
+def _tick_numbers(axis) -> list[tuple[str, float]]:
+    numbers = []
+    for tick in axis._update_ticks():
+        if not tick.label1.get_visible():
+            continue
+        text = tick.label1.get_text().replace("\N{MINUS SIGN}", "-").replace(",", "")
+        try:
+            numbers.append((tick.label1.get_text(), float(text)))
+        except ValueError:
+            continue  # a name, or mathtext (the log axes' test reads those)
+    return numbers
+
+
+def test_axes_that_count_tick_whole_numbers(drawn):
+    """An axis whose every plotted coordinate is a whole number counts something (stages,
+    waves, SMs): its ticks are whole numbers too."""
+    name, fig, _renderer = drawn
+    for ax in _all_axes(fig):
+        data = _data_coordinates(ax)
+        for key, axis in (("x", ax.xaxis), ("y", ax.yaxis)):
+            values = np.asarray(data[key])
+            if len(values) < 2 or axis.get_scale() != "linear" or axis.converter is not None:
+                continue
+            if not np.all(values == np.round(values)):
+                continue
+            for text, value in _tick_numbers(axis):
+                assert value == int(value), f"{name}: tick {text!r} on an axis that counts"
+
+
+def test_log_axes_read_as_plain_numbers(drawn):
+    """50, 100, 200 on a log axis, never 6x10^2 (nor 10^2)."""
+    name, fig, _renderer = drawn
+    for ax in _all_axes(fig):
+        for axis in (ax.xaxis, ax.yaxis):
+            if axis.get_scale() != "log":
+                continue
+            for tick in [*axis._update_ticks(), *axis.get_minor_ticks()]:
+                text = tick.label1.get_text() if tick.label1.get_visible() else ""
+                plain = text.replace("\N{MINUS SIGN}", "-").replace(",", "")
+                if text and not re.fullmatch(r"-?\d+(\.\d+)?", plain):
+                    pytest.fail(f"{name}: a log axis labelled {text!r}")
+
+
+DECIMAL, BINARY = ("kB", "KB", "MB", "GB", "TB"), ("KiB", "MiB", "GiB", "TiB")
+AMOUNT = re.compile(r"(\w+)\W{0,3}\s(?:[\d.,]+|\{[^}]*\})\s?(KiB|MiB|GiB|TiB|kB|KB|MB|GB|TB)\b")
+
+
+def _amounts(text: str) -> set[tuple[str, str]]:
+    """(the word naming a quantity, the unit of its amount): "L2 63 MB" -> ("L2", "decimal");
+    the amount may be a format field, as a notebook's print writes it."""
+    return {
+        (word, "binary" if unit in BINARY else "decimal") for word, unit in AMOUNT.findall(text)
+    }
+
+
+@functools.cache
+def _lesson_words(number: str) -> str:
+    notebook = next((Path(__file__).parent.parent / "notebooks").glob(f"{number}_*.ipynb"))
+    cells = json.loads(notebook.read_text(encoding="utf-8"))["cells"]
+    return "\n".join("".join(cell["source"]) for cell in cells)
+
+
+def test_one_quantity_keeps_one_unit_in_a_figure_and_its_lesson(drawn):
+    """Not 63 MB in a picture beside 60 MiB in the lesson's print, nor MB and MiB in one figure."""
+    name, fig, _renderer = drawn
+    figure_text = " ".join(t.get_text() for t in _texts(fig))
+    used = {unit for _word, unit in _amounts(figure_text)}
+    assert len(used) <= 1, f"{name}: decimal and binary units in one figure"
+    lesson = _amounts(_lesson_words(name.split()[0]))
+    for word, unit in _amounts(figure_text):
+        other = {u for w, u in lesson if w == word} - {unit}
+        assert not other, f"{name}: {word} in {unit} units here, in {other.pop()} in its lesson"
+
+
+def _grey(colour) -> bool:
+    r, g, b = to_rgb(colour)
+    return max(r, g, b) - min(r, g, b) < 0.06
+
+
+def test_no_category_is_grey_and_blank_cells_have_a_key(drawn):
+    """Grey and blank mean "nobody touched this": no colour of a categorical map is grey, and
+    a picture with blank cells (not covered by a hatched or filled mark) keys them in its
+    legend."""
+    name, fig, _renderer = drawn
+    legends = [*fig.legends, *(ax.get_legend() for ax in fig.axes if ax.get_legend())]
+    keyed = [h for legend in legends for h in legend.legend_handles if isinstance(h, Patch)]
+    for ax in _all_axes(fig):
+        for image in ax.get_images():
+            cmap = image.get_cmap()
+            if (
+                not isinstance(cmap, ListedColormap)
+                or cmap.N > 16
+                or np.ndim(image.get_array()) != 2
+            ):
+                continue  # a scale (cividis), not categories
+            greys = [c for c in cmap.colors if _grey(c)]
+            assert not greys, f"{name}: a category drawn grey ({greys[0]})"
+            data = np.ma.masked_invalid(np.ma.asarray(image.get_array(), dtype=float))
+            blank = set(zip(*np.nonzero(np.ma.getmaskarray(data)), strict=True))
+            for patch in ax.patches:
+                if isinstance(patch, Rectangle) and (patch.get_fill() or patch.get_hatch()):
+                    x0, y0 = patch.get_x() + 0.5, patch.get_y() + 0.5
+                    cols = range(round(x0), round(x0 + patch.get_width()))
+                    rows = range(round(y0), round(y0 + patch.get_height()))
+                    blank -= set(itertools.product(rows, cols))
+            if blank:
+                background = to_rgb(ax.get_facecolor())
+                assert any(np.allclose(to_rgb(h.get_facecolor()), background) for h in keyed), (
+                    f"{name}: {len(blank)} blank cells and no key for them"
+                )

@@ -9,7 +9,8 @@ from typing import Any, Protocol
 
 import numpy as np
 from matplotlib.figure import Figure
-from matplotlib.patches import Rectangle
+from matplotlib.lines import Line2D
+from matplotlib.patches import Patch, Rectangle
 from matplotlib.ticker import MaxNLocator
 
 from tmm_course.viz.draw import new_figure, program_colours
@@ -88,9 +89,25 @@ def accesses_figure(trace: Trace, label: str = "") -> Figure:
             title += f"\n{int((entry['owner'] < 0).sum())} cell(s) never written (hatched)"
         ax.set_title(title, fontsize=8)
         ax.tick_params(labelsize=7)
-        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-        ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+        ax.xaxis.set_major_locator(MaxNLocator(nbins=5, integer=True))  # room for two digits
+        ax.yaxis.set_major_locator(MaxNLocator(nbins=8, integer=True))
     fig.suptitle(
         f"where the kernel read and wrote: {label}\ncolour = program ({count} in all)", fontsize=9
     )
+    _key(fig, maps, axes[0].get_facecolor())
     return fig
+
+
+def _key(fig: Figure, maps: dict[str, dict], blank: object) -> None:
+    """What each mark that is not a program's colour means, for the marks drawn."""
+    handles = []
+    if any((m["owner"] < 0).any() for m in maps.values() if m["kind"] == "load"):
+        handles.append(Patch(facecolor=blank, edgecolor="black", lw=0.5, label="not loaded"))
+    if any((m["owner"] < 0).any() for m in maps.values() if m["kind"] == "store"):
+        handles.append(Patch(facecolor=blank, edgecolor="0.5", hatch="////", lw=0,
+                             label="never written"))  # fmt: skip
+    if any(m["strays"] for m in maps.values()):
+        handles.append(Line2D([], [], ls="none", marker="x", color="red",
+                              label="lane outside the tensor (not performed)"))  # fmt: skip
+    if handles:
+        fig.legend(handles=handles, fontsize=7, loc="outside lower center", ncols=len(handles))

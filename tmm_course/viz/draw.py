@@ -134,10 +134,11 @@ def whole_number_ticks(axis: Axis) -> None:
     axis.set_major_locator(MaxNLocator(integer=True, min_n_ticks=1))
 
 
-def plain_log_ticks(axis: Axis) -> None:
-    """A log axis labelled with plain numbers (50, 100, 200, 500) at 1, 2 and 5 times the
-    powers of ten, the other ticks unlabelled: never "6x10^2"."""
-    axis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
+def plain_log_ticks(axis: Axis, subs: tuple[float, ...] = (1.0, 2.0, 5.0)) -> None:
+    """A log axis labelled with plain numbers (50, 100, 200, 500) at ``subs`` times the powers
+    of ten (only 1 where the axis spans many decades), the other ticks unlabelled: never
+    "6x10^2"."""
+    axis.set_major_locator(LogLocator(subs=subs))
     axis.set_major_formatter(FuncFormatter(lambda value, _pos: f"{value:,.0f}" if value >= 1
                                            else f"{value:.3g}"))  # fmt: skip
     axis.set_minor_formatter(NullFormatter())

@@ -11,7 +11,13 @@ from matplotlib.patches import Rectangle
 
 from tmm_course.perf import pipeline
 from tmm_course.perf.waves import Waves
-from tmm_course.viz.draw import index_ticks, new_figure, plain_log_ticks, whole_number_ticks
+from tmm_course.viz.draw import (
+    fitted_title,
+    index_ticks,
+    new_figure,
+    plain_log_ticks,
+    whole_number_ticks,
+)
 
 BLUE, VERMILLION, GREEN, GREY = "#0072B2", "#D55E00", "#009E73", "#999999"
 
@@ -101,9 +107,10 @@ def pipeline_figure(buffers: int, steps: int = 8, load_time: float = 3.0) -> Fig
     ax.set_yticks([i + 0.5 for i in range(buffers + 1)],
                   [f"slot {i}" for i in range(buffers)] + ["tl.dot"], fontsize=8)  # fmt: skip
     ax.set_xlabel(f"time (one tl.dot = 1; one load = {load_time:g})")
-    ax.set_title(f"{buffers} buffer{'s' if buffers > 1 else ''} in the ring: tensor cores busy "
-                 f"{pipeline.busy(slabs):.0%} of the time (a model: dark = loading, "
-                 "light = held until its tl.dot ends)", fontsize=9)  # fmt: skip
+    title = (f"{buffers} buffer{'s' if buffers > 1 else ''} in the ring: tensor cores busy "
+             f"{pipeline.busy(slabs):.0%} of the time (a model: dark = loading, "
+             "light = held until its tl.dot ends)")  # fmt: skip
+    ax.set_title(fitted_title(ax, title, 9), fontsize=9)
     return fig
 
 
@@ -123,9 +130,12 @@ def stage_sweep_figure(
         stages = sorted(by_stage)
         left.plot(stages, [by_stage[s] for s in stages], "o-", label=name,
                   color=colour_of.get(name))  # fmt: skip
-        for s in stages:
+        for i, s in enumerate(stages):
+            neighbours = [by_stage[t] for t in stages[max(i - 1, 0) : i + 2] if t != s]
+            below = all(n > by_stage[s] for n in neighbours)  # the line leaves it upwards
             left.annotate(f"{by_stage[s]:.2f}", (s, by_stage[s]), textcoords="offset points",
-                          xytext=(0, 5), fontsize=7, ha="center")  # fmt: skip
+                          xytext=(0, -6 if below else 5), fontsize=7, ha="center",
+                          va="top" if below else "baseline")  # fmt: skip
     left.set_xlabel("num_stages")
     left.set_ylabel("torch.matmul time / kernel time")
     left.margins(y=0.12)  # room above the top value for its label

@@ -10,7 +10,14 @@ from matplotlib.ticker import FixedLocator, FormatStrFormatter, NullLocator
 
 from tmm_course.perf import results, roofline
 from tmm_course.perf.results import Race, SweepRow
-from tmm_course.viz.draw import fitted_title, fitting_font, index_ticks, ink, new_figure
+from tmm_course.viz.draw import (
+    fitted_title,
+    fitting_font,
+    index_ticks,
+    ink,
+    new_figure,
+    plain_log_ticks,
+)
 
 # Okabe-Ito blue and vermillion: told apart with any colour vision (and by hatch or marker)
 BLUE, VERMILLION = "#0072B2", "#D55E00"
@@ -34,14 +41,13 @@ def roofline_figure(
     xs_of_points = [x for x, _ in (points or {}).values()]
     xs = np.geomspace(min([ridge / 32, *xs_of_points]), max([ridge * 16, *xs_of_points]), 200)
     ax.loglog(xs, [roofline.attainable(x, bandwidth, peak) for x in xs], color="black")
-    ax.axvline(ridge, color="grey", ls=":")
-    ax.annotate(f"ridge {ridge:.3g} FLOP/B", (ridge, peak), textcoords="offset points",
-                xytext=(4, -14), fontsize=8, color="grey")  # fmt: skip
+    ax.axvline(ridge, color="grey", ls=":", label=f"ridge {ridge:.3g} FLOP/B")
     markers = "osD^v<>P*X"
     for i, (name, (intensity, rate)) in enumerate((points or {}).items()):
         ax.plot([intensity], [rate], markers[i % len(markers)], label=name, alpha=0.8)
-    if points:
-        ax.legend(fontsize=7, loc="lower right")
+    ax.legend(fontsize=7, loc="lower right")  # under the roof's slope: it covers no point
+    plain_log_ticks(ax.xaxis)
+    plain_log_ticks(ax.yaxis)
     ax.set_xlabel("arithmetic intensity (FLOP / byte)")
     ax.set_ylabel(unit)
     ax.set_title(title or f"compute ceiling {peak:g} {unit}, bandwidth {bandwidth:g} GB/s",
@@ -88,9 +94,13 @@ def ratio_figure(
     goals = goals or {}
     met = [ratios[n] >= goals.get(n, 1.0) for n in names]
     colors = [BLUE if ok else VERMILLION for ok in met]
-    ax.barh(names, values, color=colors, hatch=["" if ok else "//" for ok in met])
-    for y, v in enumerate(values):
-        ax.text(v, y, f" {v:.3f}", va="center", fontsize=8)
+    cap = _scale_end(values)
+    ax.barh(names, [min(v, cap) for v in values], color=colors,
+            hatch=["" if ok else "//" for ok in met])  # fmt: skip
+    for y, (n, v) in enumerate(zip(names, values, strict=True)):
+        beyond = " (off the scale)" if v > cap else ""
+        ax.text(_label_at(min(v, cap), goals.get(n)), y, f" {v:.3f}{beyond}", va="center",
+                fontsize=8)  # fmt: skip
     for y, n in enumerate(names):
         if n in goals:
             ax.plot([goals[n]] * 2, [y - 0.4, y + 0.4], color="black", lw=2)
@@ -103,7 +113,7 @@ def ratio_figure(
         *([Line2D([], [], color="black", lw=2, label="goal")] if goals else []),
     ]  # fmt: skip
     _legend_below(fig, handles)
-    _room_for_values(ax, [*values, *goals.values()])
+    _room_for_values(ax, [min(v, cap) for v in [*values, *goals.values()]], room=1.35)
     ax.set_xlabel("speed relative to torch.matmul (torch time / our time)")
     text = f"{title}\nmeasured on {where}" if title else f"measured on {where}"
     fig.suptitle(fitted_title(ax, text, 9), fontsize=9)  # over the figure: long bar names
@@ -115,9 +125,21 @@ def _legend_below(fig: Figure, handles: list) -> None:
     fig.legend(handles=handles, fontsize=7, loc="outside lower center", ncols=len(handles))
 
 
-def _room_for_values(ax, values: list[float]) -> None:
+def _room_for_values(ax, values: list[float], room: float = 1.18) -> None:
     """Space right of the longest bar for its value label."""
-    ax.set_xlim(0, max(values) * 1.18)
+    ax.set_xlim(0, max(values) * room)
+
+
+def _scale_end(values: list[float], most: float = 2.0) -> float:
+    """Where a ratio axis ends: past ``most`` (cuBLAS slow on odd sizes) bars are cut there and
+    say so, rather than squash every other bar against parity."""
+    return max([1.0, *(v for v in values if v <= most)]) * 1.1
+
+
+def _label_at(value: float, goal: float | None) -> float:
+    """A bar's value is written right of the bar, and of the parity line and goal mark on its
+    row, so that no line runs through it."""
+    return max(value, 1.0, goal or 0.0) + 0.01
 
 
 def sweep_figure(row: SweepRow, where: str, top: int = 14) -> Figure:
@@ -138,7 +160,7 @@ def sweep_figure(row: SweepRow, where: str, top: int = 14) -> Figure:
                         for k in kernels])  # fmt: skip
     _room_for_values(ax, values)
     for y, v in enumerate(values):
-        ax.text(v, y, f" {v:.2f}", va="center", fontsize=7)
+        ax.text(_label_at(v, None), y, f" {v:.2f}", va="center", fontsize=7)
     ax.tick_params(axis="y", labelsize=7)
     ax.axvline(1.0, color="grey", ls=":")
     ax.invert_yaxis()
@@ -172,37 +194,40 @@ def grid_figure(
     for ax in axes[1:]:
         ax.sharey(axes[0])
     ratios = [r.ratio_to_torch["matmul_fast"] for r in rows]
-    low, high = min([floor, *ratios]), max([1.0, *ratios])
+    high = _scale_end(ratios)  # above: on the top edge, so odd sizes squash nothing
+    low = min([floor, *ratios])
     for ax, kind in zip(axes, kinds, strict=True):
         here = [r for r in rows if r.problem.kind == kind]
         for style, part in ((FITTED_STYLE, True), (HELD_OUT_STYLE, False)):
             chosen = [r for r in here if (r.label in fitted) == part]
             ax.scatter(
-                [2 * r.problem.m * r.problem.n * r.problem.k for r in chosen],
-                [r.ratio_to_torch["matmul_fast"] for r in chosen],
-                s=22, facecolors=style["color"] if part else "none",
+                [2 * r.problem.m * r.problem.n * r.problem.k / 1e9 for r in chosen],
+                [min(r.ratio_to_torch["matmul_fast"], high) for r in chosen],
+                s=22, facecolors=style["color"] if part else "none", clip_on=False,
                 edgecolors=style["color"], marker=style["marker"], label=style["label"],
             )  # fmt: skip
         worst = min(here, key=lambda r: r.ratio_to_torch["matmul_fast"])
         ax.annotate(
             worst.label.removesuffix(f" {kind}"),
-            (2 * worst.problem.m * worst.problem.n * worst.problem.k,
+            (2 * worst.problem.m * worst.problem.n * worst.problem.k / 1e9,
              worst.ratio_to_torch["matmul_fast"]),
             textcoords="offset points", xytext=(4, -10), fontsize=7,
         )  # fmt: skip
         ax.set_xscale("log")
         ax.set_yscale("log")  # twice as fast and half as fast sit equally far from parity
-        ticks = [
-            t for t in (0.25, 0.5, 0.7, 0.85, 1, 1.5, 2, 3, 4, 6) if low * 0.9 <= t <= high * 1.1
-        ]
+        plain_log_ticks(ax.xaxis, subs=(1.0,))  # five decades
+        ticks = [t for t in RATIO_TICKS if low * 0.9 <= t <= high]
         ax.yaxis.set_major_locator(FixedLocator(ticks))
         ax.yaxis.set_major_formatter(FormatStrFormatter("%g"))
         ax.yaxis.set_minor_locator(NullLocator())
         ax.axhline(1.0, color="grey", ls=":")
         ax.axhline(floor, color="grey", ls="--", lw=0.8)
-        ax.set_ylim(low * 0.9, high * 1.1)
-        ax.set_title(f"{kind} ({len(here)} problems)", fontsize=9)
-        ax.set_xlabel("FLOPs of the product (2mnk)")
+        ax.set_ylim(low * 0.9, high)
+        above = [r.ratio_to_torch["matmul_fast"] for r in here]
+        above = [v for v in above if v > high]
+        note = f"\n{len(above)} above {high:.1f} (to {max(above):.1f}): top edge" if above else ""
+        ax.set_title(f"{kind} ({len(here)} problems){note}", fontsize=9)
+        ax.set_xlabel("GFLOP of the product (2mnk / 10^9)")
     axes[0].set_ylabel("torch.matmul time / matmul_fast time")
     axes[0].legend(fontsize=7, loc="lower right")
     fig.suptitle(f"matmul_fast across the grid (dotted: parity, dashed: {floor}); {where}",

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from matplotlib.figure import Figure
+from matplotlib.ticker import FixedLocator, FormatStrFormatter, NullLocator
 
-from tmm_course.viz.draw import new_figure
+from tmm_course.viz.draw import new_figure, plain_log_ticks
 
 
 def accumulator_figure(curve: dict[str, list[float]], where: str) -> Figure:
@@ -14,6 +15,10 @@ def accumulator_figure(curve: dict[str, list[float]], where: str) -> Figure:
         ax.plot(curve["K"], curve[name], marker=marker, label=name)
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
+    ax.xaxis.set_major_locator(FixedLocator(curve["K"]))  # each K measured, in plain numbers
+    ax.xaxis.set_major_formatter(FormatStrFormatter("%d"))
+    ax.xaxis.set_minor_locator(NullLocator())
+    plain_log_ticks(ax.yaxis)
     ax.set_xlabel("K (length of every dot product)")
     ax.set_ylabel("rms error / rms of exact C")
     ax.set_title(f"float16 inputs and output, measured on {where}", fontsize=10)
