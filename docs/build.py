@@ -93,7 +93,8 @@ def main(argv: list[str] | None = None) -> int:
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
     start = time.monotonic()
     command = [sys.executable, "-m", "sphinx", "-b", "html", "-q", "-W", "--keep-going",
-               "-j", args.jobs, str(source), str(args.out)]  # fmt: skip
+               "-j", args.jobs, "-d", str(source / "_doctrees"),
+               str(source), str(args.out)]  # fmt: skip
     built = subprocess.run(command, env=env, check=False)
     if built.returncode:
         print(f"error: the site did not build (sphinx exited {built.returncode})", file=sys.stderr)

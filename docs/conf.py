@@ -7,7 +7,7 @@ outputs its kernels produced; the widgets draw their pictures ahead (``TMM_PRERE
 project = "tmm-course"
 html_title = "Tiled matrix multiplication in Triton"
 extensions = ["myst_nb"]
-exclude_patterns = ["_build", "_extra", "**.ipynb_checkpoints"]
+exclude_patterns = ["_doctrees", "_extra", "**.ipynb_checkpoints"]
 html_extra_path = ["_extra"]  # the student notebooks, for the Download links
 html_static_path = ["_static"]
 html_css_files = ["course.css"]
@@ -17,6 +17,8 @@ nb_execution_timeout = 600  # a cell; the slowest lesson runs for about a minute
 nb_execution_raise_on_error = True  # a failing cell fails the build
 nb_execution_show_tb = True
 nb_merge_streams = True
+# a check's verdict also carries its JSON (for tools); the page shows the check's HTML
+suppress_warnings = ["mystnb.unknown_mime_type"]
 
 html_theme = "sphinx_book_theme"
 html_theme_options = {
@@ -26,3 +28,8 @@ html_theme_options = {
     "home_page_in_toc": True,
     "show_toc_level": 2,
 }
+html_context = {"default_mode": "auto"}  # the theme's light/dark switch starts from the system's
+
+# the widgets on these pages are HTML drawn ahead (TMM_PRERENDER_WIDGETS), not ipywidgets: load
+# no widget manager from a CDN
+nb_ipywidgets_js = {}

@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 import http.server
 import json
+import os
 import re
 import subprocess
 import sys
@@ -33,6 +34,10 @@ LESSONS = [path.stem for path in NOTEBOOKS]
 
 @pytest.fixture(scope="module")
 def site(tmp_path_factory) -> Path:
+    """The site built from this checkout; TMM_SITE names one built already (make site's
+    build/site), to read its pages without building them again."""
+    if os.environ.get("TMM_SITE"):
+        return Path(os.environ["TMM_SITE"]).resolve()
     for module in ("sphinx", "myst_nb", "sphinx_book_theme"):
         try:
             __import__(module)
@@ -128,7 +133,7 @@ def _parse(path: Path) -> _Links:
 
 def test_no_internal_link_is_broken(site):
     broken = []
-    pages = sorted(site.rglob("*.html"))
+    pages = sorted(site.glob("*.html"))  # the pages (_static holds the theme's templates)
     parsed = {path: _parse(path) for path in pages}
     for path, links in parsed.items():
         for link in links.links:
@@ -148,11 +153,25 @@ def test_no_internal_link_is_broken(site):
 
 
 def _open(browser, url: str):
+    """A page and the errors it logs: console errors, uncaught exceptions, and every request
+    that failed or was answered with an error (named by its URL; the browser's own request for
+    /favicon.ico aside)."""
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
     errors: list[str] = []
-    page.on("console", lambda m: m.type == "error" and errors.append(m.text))
+
+    def console(message) -> None:
+        # a failed load is logged without its URL; the response or requestfailed names it
+        if message.type == "error" and not message.text.startswith("Failed to load resource"):
+            errors.append(message.text)
+
+    def response(answer) -> None:
+        if answer.status >= 400 and not answer.url.endswith("/favicon.ico"):
+            errors.append(f"{answer.status} for {answer.url}")
+
+    page.on("console", console)
     page.on("pageerror", lambda e: errors.append(str(e)))
     page.on("requestfailed", lambda r: errors.append(f"failed to load {r.url}"))
+    page.on("response", response)
     page.goto(url, wait_until="load")
     return page, errors
 
@@ -169,12 +188,13 @@ def test_every_page_loads_shows_its_images_and_moves_its_widgets(browser, served
     page, errors = _open(browser, f"{served}/{name}.html")
     try:
         page.wait_for_load_state("networkidle")
-        for image in page.locator("img").all():
-            image.scroll_into_view_if_needed()
-            size = image.evaluate(
-                "i => [i.complete, i.naturalWidth, i.getBoundingClientRect().width]"
-            )
-            assert size[0] and size[1] > 0 and size[2] > 0, f"an image does not show: {size}"
+        unseen = page.evaluate(
+            """() => [...document.images]
+                .filter(i => !(i.complete && i.naturalWidth > 0
+                               && i.getBoundingClientRect().width > 0))
+                .map(i => i.alt || i.src.slice(0, 80))"""
+        )
+        assert not unseen, f"images not shown: {unseen[:3]}"
         widgets = page.locator(".tmm-prerendered")
         for w in range(widgets.count()):
             widget = widgets.nth(w)
