@@ -143,9 +143,11 @@ FORGERIES = {
             k[(1,)](x, out)
         """,
     "course_kernel_borrowed": """
-        from tmm_course.kernels.strides import transpose_kernel as theirs
+        from tmm_course.kernels.strides import strided_copy_kernel as theirs
         def transpose(x, out):
-            theirs[(1,)](x, out)
+            n, m = out.shape
+            theirs[(triton.cdiv(n, 16), triton.cdiv(m, 16))](
+                x, out, n, m, x.stride(1), x.stride(0), out.stride(0), out.stride(1), 16, 16)
         """,
     "reads_the_reference_and_classmates": f"""
         import os
@@ -640,8 +642,8 @@ def test_resource_and_inbox_attacks_end_with_their_rows_and_caps_held(graded):
     assert balloon[0] != "pass", balloon
     surrogates = verdict_and_detail(rows, "surrogates.ipynb", "transpose_v1")
     assert "\\udcff" in surrogates[1], surrogates
-    assert set(verdicts(rows, "deep_nesting.ipynb").values()) <= {"review", "error", "fail",
-                                                                   "not_implemented"}  # fmt: skip
+    nested = {"review", "error", "fail", "missing", "not_implemented"}
+    assert set(verdicts(rows, "deep_nesting.ipynb").values()) <= nested
     big = verdicts(rows, "big_cell.ipynb")
     assert big["transpose_v1"] == big["transpose_v2"] == "pass", big
     crash = verdicts(rows, "crash_then_honest.ipynb")
@@ -706,7 +708,8 @@ def test_endless_and_hungry_submissions_end_within_their_limits(graded):
         assert found["transpose_v1"] != "pass"
     assert set(verdicts(rows, "untouched_after.ipynb").values()) == {"not_implemented"}
     # 8 slow entries two at a time, each within its limit plus a restart, beside the fast run
-    assert graded["elapsed"] < 8 * SLOW_LIMIT + 120
+    # (and beside the other graders of this file, which share the machine's two cores)
+    assert graded["elapsed"] < 8 * SLOW_LIMIT + 240
 
 
 def test_the_inboxes_and_grades_are_unchanged_afterwards(graded):
