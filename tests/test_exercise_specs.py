@@ -37,6 +37,15 @@ def test_secret_sizes_differ_from_the_checks_and_keep_square_cases_square():
     assert secret[2] == (1, 1, 1)
 
 
+def test_secret_sizes_keep_unequal_sizes_unequal_and_in_order():
+    from tmm_course.exercises import transpose
+
+    # the M/N-swapping transpose passes every square case: part 1's 64 x 128 must stay oblong
+    for seed in range(300):
+        shapes = [c.shape for c in transpose.PART_1.draw(generator(seed), "interpreter", True)]
+        assert shapes[0][0] == shapes[0][1] and shapes[1][0] < shapes[1][1], (seed, shapes)
+
+
 def test_a_case_drawn_again_keeps_its_shapes_and_layouts_with_new_values():
     from tmm_course.exercises import transpose
 

@@ -148,8 +148,9 @@ def test_student_copy_passes_nbval(student):
 
 def _make_student(*args: str) -> str:
     """The command ``make student`` would run (dry run; the venv taken as made)."""
-    done = subprocess.run(["make", "-n", "-o", ".venv/.installed-course", "student", *args],
-                          cwd=ROOT, capture_output=True, text=True, check=True)  # fmt: skip
+    # --no-print-directory: under another make (CI's make test) it would add "Leaving directory"
+    done = subprocess.run(["make", "-n", "--no-print-directory", "-o", ".venv/.installed-course",
+                           "student", *args], cwd=ROOT, capture_output=True, text=True, check=True)  # fmt: skip
     return done.stdout
 
 

@@ -34,8 +34,13 @@ def test_make_course_installs_jupyterlab_and_none_of_the_instructors_tools():
     assert re.search(r"^course: \$\(COURSE_ENV\)$", MAKEFILE, re.MULTILINE)
 
 
-def test_make_test_installs_the_test_and_grading_tools_too():
-    assert installed_by("TEST_ENV") == ["course", "test", "grade"]
+def test_make_test_installs_the_test_grading_and_site_tools_too():
+    assert installed_by("TEST_ENV") == [
+        "course",
+        "test",
+        "grade",
+        "site",
+    ]  # its tests build the site
     assert re.search(r"^test: \$\(TEST_ENV\)$", MAKEFILE, re.MULTILINE)
     tools = names("test") | names("grade")
     assert tools >= INSTRUCTORS_TOOLS

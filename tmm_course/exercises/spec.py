@@ -154,21 +154,34 @@ def same(sizes: tuple[int, ...]) -> tuple[int, ...]:
 
 def secret_sizes(gen: torch.Generator) -> Resize:
     """Sizes of the same kind as the listed ones, drawn from ``gen``: 1 stays 1, a multiple
-    of :data:`BLOCK` becomes another one, any other size another ragged one near it. Equal
-    sizes stay equal (a square case stays square), so each case keeps what it tests."""
+    of :data:`BLOCK` becomes another one, any other size another ragged one near it. Sizes
+    keep their order: equal sizes stay equal (a square case stays square) and unequal ones
+    unequal, the smaller still the smaller (a 64 x 128 case never turns square, where a kernel
+    that swaps M and N would pass), so each case keeps what it tests."""
     drawn: dict[int, int] = {}
+
+    def draw(size: int, widen: int) -> int:
+        if size % BLOCK == 0:
+            blocks = torch.randint(1, max(2, size // BLOCK) + 2 + widen, (1,), generator=gen)
+            return BLOCK * int(blocks)
+        low, high = max(2, size // 2), size + size // 2 + 2 + widen * BLOCK
+        value = int(torch.randint(low, high, (1,), generator=gen))
+        return value + 1 if value % BLOCK == 0 else value
+
+    def in_order(size: int, value: int) -> bool:
+        return all((size > s) == (value > v) and (size < s) == (value < v)
+                   for s, v in drawn.items())  # fmt: skip
 
     def pick(size: int) -> int:
         if size <= 1:
             return size
         if size not in drawn:
-            if size % BLOCK == 0:
-                blocks = torch.randint(1, max(2, size // BLOCK) + 2, (1,), generator=gen)
-                drawn[size] = BLOCK * int(blocks)
-            else:
-                low, high = max(2, size // 2), size + size // 2 + 2
-                value = int(torch.randint(low, high, (1,), generator=gen))
-                drawn[size] = value + 1 if value % BLOCK == 0 else value
+            value = draw(size, 0)
+            for attempt in range(1, 200):  # widen the range until the order can be kept
+                if in_order(size, value):
+                    break
+                value = draw(size, attempt // 8)
+            drawn[size] = value if in_order(size, value) else size
         return drawn[size]
 
     def resize(sizes: tuple[int, ...]) -> tuple[int, ...]:
