@@ -14,9 +14,22 @@ import pytest
 import torch
 
 import tmm_course
+from tmm_course.check.result import RESULT_MIMETYPE
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
+
+
+def check_results(notebook) -> dict[str, dict]:
+    """Exercise name -> the check result its check cell displayed."""
+    found = {}
+    for cell in notebook.cells:
+        for tag in cell.metadata.get("tags", []):
+            if tag.startswith("check:"):
+                data = [o.get("data", {}).get(RESULT_MIMETYPE) for o in cell.get("outputs", [])]
+                found[tag.removeprefix("check:")] = next(d for d in data if d)
+    return found
+
 
 on_gpu = pytest.mark.skipif(tmm_course.BACKEND != "gpu", reason="needs compiled Triton on a GPU")
 on_interpreter = pytest.mark.skipif(
