@@ -25,9 +25,9 @@ from pathlib import Path
 import pytest
 import yaml
 from conftest import ROOT, skip_for_missing
-from test_grade import HOMEWORK, student
+from test_grade import HOMEWORK, exercise, solved, student, with_exercise
 
-from tmm_course.teach import grade, report, sandbox, shards, wire
+from tmm_course.teach import grade, graded_notebook, report, sandbox, shards, wire
 from tmm_course.teach.safe_io import entry_key
 
 SLURM = ROOT / "tools" / "slurm" / "grade-array.sbatch"
@@ -411,3 +411,26 @@ def test_the_job_array_script_grades_an_inbox_on_slurm(slurm, sharded, tmp_path)
     assert (graded / "grades.csv").is_file(), logs[-3000:]
     assert _rows(graded / "grades.csv") == _rows(sharded["whole"])
     assert "merged 2 shard(s)" in logs
+
+
+def test_an_exercise_keeps_no_reserve_for_later_ones_left_untouched(tmp_path, monkeypatch):
+    # part 1 solved, the other three as handed out: they start no worker, so part 1 may use the
+    # whole --timeout (was: a 30 s reserve for each, 30 of 120 s left to part 1)
+    reference = graded_notebook.read_reference(HOMEWORK)
+    cell_id = exercise("transpose_v1").cell_id
+    solution = next(c["source"] for c in solved()["cells"] if c.get("id") == cell_id)
+    notebook = with_exercise(student(), "transpose_v1", solution)
+    (tmp_path / "one.ipynb").write_text(json.dumps(notebook))
+    exercises = grade.graded_exercises(reference)
+    grader = grade.Grader(exercises, "", tmp_path, sandbox.Limits(seconds=120), isolated=False,
+                          reference=reference)  # fmt: skip
+    seen = {}
+
+    def one(name, exercise, spec, sources, replayer, deadline):
+        seen[exercise.name] = deadline - time.monotonic()
+        return grader.row(name, exercise.name, "pass")
+
+    monkeypatch.setattr(grader, "_one", one)
+    rows = grader.grade(tmp_path, "one.ipynb")
+    assert len(rows) == len(exercises) == 4
+    assert seen["transpose_v1"] > 110, seen

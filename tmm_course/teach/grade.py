@@ -285,19 +285,28 @@ class Grader:
         start = time.monotonic()
         replayer = Replayer(self, self._number("replay"), start + self.limits.seconds)
         rows: list[Row] = []
+        runs = [self._runs(exercise, sources) for exercise in exercises]
         try:
             for index, (exercise, spec) in enumerate(self.exercises):
-                # what is left, but for a reserve kept for each exercise after this one (its
-                # share of what is left, at most RESERVE_SECONDS): one that runs forever leaves
-                # the others their time, a slow honest one may take most of it
+                # what is left, but for a reserve kept for each later exercise that will run a
+                # worker (its share of what is left, at most RESERVE_SECONDS; an untouched or
+                # missing one needs none): one that runs forever leaves the others their time,
+                # a slow honest one may take most of it
                 left = max(start + self.limits.seconds - time.monotonic(), 0.0)
-                later = len(self.exercises) - index - 1
+                later = sum(runs[index + 1 :])
                 reserve = later * min(left / (later + 1), RESERVE_SECONDS)
                 deadline = time.monotonic() + left - reserve
                 rows.append(self._one(name, exercise, spec, sources, replayer, deadline))
         finally:
             replayer.stop()
         return rows
+
+    def _runs(self, exercise: graded_notebook.Exercise, sources) -> bool:
+        """Whether grading ``exercise`` starts a worker (as :meth:`_one` decides)."""
+        source = sources[exercise.name]
+        if source is None or isinstance(source, graded_notebook.SourceError):
+            return False
+        return not graded_notebook.untouched(self.reference, exercise, source)
 
     def _number(self, what: str) -> str:
         with self.lock:
