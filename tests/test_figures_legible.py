@@ -33,7 +33,7 @@ from tmm_course.kernels.launch_order import launch_order, tiles_fetched
 from tmm_course.kernels.matmul import matmul_kloop_frames
 from tmm_course.kernels.strides import layouts, stride_picture
 from tmm_course.kernels.tile_fill import overlapping_fill, run_tile_fill
-from tmm_course.perf import intensity, journey, results, stored, waves
+from tmm_course.perf import intensity, results, stored, waves
 from tmm_course.perf.pitfalls import accumulator_error_curve
 from tmm_course.viz import making_fast, performance, widgets
 from tmm_course.viz.broadcast import broadcast_figure, offsets_figure
@@ -89,26 +89,14 @@ def _goals() -> Figure:
     return performance.ratio_figure(reached, capstone.provenance.where, goals, title="goals")
 
 
-def _journey_roofline() -> Figure:
-    from tmm_course.perf import intensity
-
-    race = results.bench().journey
-    points = {
-        step.name: (intensity.tile_intensity(*step.tile, element_bytes=2), race.tflops[step.name])
-        for step in journey.STEPS
-        if step.name in race.tflops
-    }
-    return performance.roofline_figure(989.0, 4.8, points, unit="TFLOP/s")
-
-
 def _roofline_lab(intensity: float, bandwidth: float) -> Callable[[], Figure]:
     from tmm_course.perf import roofline
 
     def draw() -> Figure:
         rate = roofline.attainable(intensity, bandwidth)
         label = f"{rate:.0f} GFLOP/s ({roofline.bound(intensity, bandwidth)} bound)"
-        return performance.roofline_figure(roofline.SYNTHETIC_PEAK_GFLOPS, bandwidth,
-                                           {label: (intensity, rate)})  # fmt: skip
+        return making_fast.roofline_figure(roofline.SYNTHETIC_PEAK_GFLOPS, bandwidth,
+                                           {label: (intensity, rate)}, unit="GFLOP/s")  # fmt: skip
 
     return draw
 
@@ -259,7 +247,6 @@ FIGURES: dict[str, Callable[[], Figure]] = {
     # lesson 6 (the stored H200 results) and its roofline lab's slider extremes
     "06 launch order": _launch_order,
     "06 journey": _journey,
-    "06 journey roofline": _journey_roofline,
     "06 goals": _goals,
     "06 sweep": lambda: performance.sweep_figure(
         results.sweep().rows[0], results.sweep().provenance.where

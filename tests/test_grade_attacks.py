@@ -537,8 +537,12 @@ def graded(tmp_path_factory):
     hostile_inbox(hostile)
     before = {p: grade.digest(p) for p in (fast, slow, hostile)}
     start = time.monotonic()
-    runs = {fast: _grader(fast, FAST_LIMIT), slow: _grader(slow, SLOW_LIMIT),
-            hostile: _grader(hostile, HOSTILE_LIMIT)}  # fmt: skip
+    limits = {fast: FAST_LIMIT, slow: SLOW_LIMIT, hostile: HOSTILE_LIMIT}
+    # the runs always end: each entry within --timeout and the watchdog's grace, two at once
+    # (was 280 and 400 s, figures of no limit's, which a loaded CI came near)
+    bound = max(-(-len(list(inbox.iterdir())) // 2) * (limit + grade.WATCHDOG_GRACE)
+                for inbox, limit in limits.items())  # fmt: skip
+    runs = {inbox: _grader(inbox, limit) for inbox, limit in limits.items()}
     logs = {p: run.communicate(timeout=900)[0].decode(errors="replace") for p, run in runs.items()}
     elapsed = time.monotonic() - start
     run_ids = [re.search(r"\(run ([0-9a-f]+)\)", log).group(1) for log in logs.values()]
@@ -551,7 +555,7 @@ def graded(tmp_path_factory):
     time.sleep(2)  # anything left running would write now
     return {"fast": rows[fast.name], "slow": rows[slow.name], "hostile": rows[hostile.name],
             "elapsed": elapsed, "inboxes": (fast, slow, hostile), "before": before,
-            "csv": csv_bytes, "runs": run_ids}  # fmt: skip
+            "csv": csv_bytes, "runs": run_ids, "bound": bound}  # fmt: skip
 
 
 def verdicts(rows, submission):
@@ -649,7 +653,7 @@ def test_resource_and_inbox_attacks_end_with_their_rows_and_caps_held(graded):
     crash = verdicts(rows, "crash_then_honest.ipynb")
     assert crash["transpose_v1"] in {"fail", "error", "review"}, crash
     assert crash["transpose_v2"] == "pass", crash
-    assert graded["elapsed"] < 8 * SLOW_LIMIT + 120  # the hostile inbox beside the slow one
+    assert graded["elapsed"] < graded["bound"]  # the hostile inbox beside the slow one
 
 
 def test_names_that_are_not_utf8_or_differ_in_a_newline_get_rows_of_their_own(graded):
@@ -704,12 +708,13 @@ def test_endless_and_hungry_submissions_end_within_their_limits(graded):
     rows = graded["slow"]
     for name in SLOW:
         found = verdicts(rows, f"{name}.ipynb")
-        assert found["transpose_v1"] in {"timeout", "error", "review"}, (name, found)
+        # none defines transpose_v1: one whose cell ends (a daemon forked off, say) is missing
+        assert found["transpose_v1"] in {"timeout", "error", "review", "missing"}, (name, found)
         assert found["transpose_v1"] != "pass"
     assert set(verdicts(rows, "untouched_after.ipynb").values()) == {"not_implemented"}
     # 8 slow entries two at a time, each within its limit plus a restart, beside the fast run
     # (and beside the other graders of this file, which share the machine's two cores)
-    assert graded["elapsed"] < 8 * SLOW_LIMIT + 240
+    assert graded["elapsed"] < graded["bound"]
 
 
 def test_the_inboxes_and_grades_are_unchanged_afterwards(graded):

@@ -7,7 +7,7 @@ from matplotlib.figure import Figure
 
 from tmm_course.kernels.launch_order import launch_order, tiles_fetched
 from tmm_course.perf import results, roofline
-from tmm_course.viz import performance, widgets
+from tmm_course.viz import making_fast, performance, widgets
 
 H200 = results.bench()
 
@@ -19,9 +19,9 @@ def texts(fig: Figure) -> str:
 
 
 def test_roofline_marks_the_ridge_and_each_point():
-    fig = performance.roofline_figure(1000, 80, {"mine": (8, 640)})
+    fig = making_fast.roofline_figure(1000, 80, {"mine": (8, 640)}, unit="GFLOP/s")
     (ax,) = fig.axes
-    assert any("ridge 12.5" in t.get_text() for t in ax.get_legend().get_texts())  # in the key
+    assert any("ridge 12.5" in t.get_text() for t in fig.legends[0].get_texts())  # in the key
     assert [line.get_label() for line in ax.lines if line.get_label() == "mine"] == ["mine"]
     xs, ys = ax.lines[0].get_data()
     assert max(ys) == 1000 and min(ys) == roofline.attainable(xs[0], 80)

@@ -30,16 +30,18 @@ def roofline_figure(
     title: str = "",
     unit: str = "TFLOP/s",
 ) -> Figure:
-    """min(peak, I x B) on log axes; each kernel as a hollow marker at its tile intensity and,
-    if measured, a filled one at FLOPs per DRAM byte measured, joined by a line. Kernels with
-    the same tile sit on one spot: each hollow marker there is drawn larger than the last, so
-    all show as rings. The key, the ridge's among them, sits beside the axes."""
+    """min(peak, I x B) on log axes (``peak`` in ``unit``, ``bandwidth`` in its bytes per
+    second: TFLOP/s with TB/s, GFLOP/s with GB/s); each kernel as a hollow marker at its tile
+    intensity and, if measured, a filled one at FLOPs per DRAM byte measured, joined by a line.
+    Kernels with the same tile sit on one spot: each hollow marker there is drawn larger than the
+    last, so all show as rings. The key, the ridge's among them, sits beside the axes. Lesson 6's
+    measured roofline and its roofline lab (one point, its sliders') both draw this."""
     fig, (ax,) = new_figure(7.4, 4.0)
     ridge = peak / bandwidth
     xs_all = [x for x, _ in tile_points.values()] + [x for x, _ in (measured_points or {}).values()]
     xs = np.geomspace(min([ridge / 16, *xs_all]) / 1.5, max([ridge * 8, *xs_all]) * 1.5, 200)
     ax.loglog(xs, np.minimum(peak, xs * bandwidth), color="black", label="attainable")
-    ax.axvline(ridge, color=GREY, ls=":", label=f"ridge {ridge:.0f} FLOP/B")
+    ax.axvline(ridge, color=GREY, ls=":", label=f"ridge {ridge:.3g} FLOP/B")
     markers = "osD^v<>P*X"
     colours = ["C0", "C1", "C2", "C3", "C4", "C5", "C6", "C7"]
     drawn: list[tuple[float, float]] = []
@@ -52,8 +54,8 @@ def roofline_figure(
             mx, mrate = measured_points[name]
             ax.plot([mx], [mrate], ls="none", ms=7, **style)
             ax.plot([x, mx], [rate, mrate], color=colours[i % 8], lw=0.8, alpha=0.6, zorder=1)
-    fig.legend(fontsize=7, loc="outside right upper", title_fontsize=7,
-               title="hollow: tile intensity\nfilled: measured DRAM")  # fmt: skip
+    key = "hollow: tile intensity\nfilled: measured DRAM" if measured_points else None
+    fig.legend(fontsize=7, loc="outside right upper", title_fontsize=7, title=key)
     plain_log_ticks(ax.xaxis)
     plain_log_ticks(ax.yaxis)
     ax.set_xlabel("arithmetic intensity (FLOP / byte)")

@@ -1,4 +1,5 @@
-"""Lesson 6 pictures: the roofline, launch order, and benchmark results as ratios to torch."""
+"""Lesson 6 pictures: launch order, and benchmark results as ratios to torch (the roofline is
+:func:`tmm_course.viz.making_fast.roofline_figure`)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch, Rectangle
 from matplotlib.ticker import FixedLocator, FormatStrFormatter, NullLocator
 
-from tmm_course.perf import results, roofline
+from tmm_course.perf import results
 from tmm_course.perf.results import Race, SweepRow
 from tmm_course.viz.draw import (
     fitted_title,
@@ -25,34 +26,6 @@ FLIGHT = "#F0E442"  # Okabe-Ito yellow
 FITTED_STYLE = {"color": BLUE, "marker": "o", "label": "fitted on"}
 HELD_OUT_STYLE = {"color": VERMILLION, "marker": "^", "label": "held out"}
 RATIO_TICKS = (0.25, 0.5, 0.7, 0.85, 1, 1.5, 2, 3, 4, 6)
-
-
-def roofline_figure(
-    peak: float,
-    bandwidth: float,
-    points: dict[str, tuple[float, float]] | None = None,
-    unit: str = "GFLOP/s",
-    title: str = "",
-) -> Figure:
-    """The attainable line min(peak, I x B) on log axes, its ridge, and ``points``
-    (name -> (intensity FLOP/byte, achieved FLOP rate in ``unit``))."""
-    fig, (ax,) = new_figure(6.4, 3.8)
-    ridge = roofline.ridge(bandwidth, peak)
-    xs_of_points = [x for x, _ in (points or {}).values()]
-    xs = np.geomspace(min([ridge / 32, *xs_of_points]), max([ridge * 16, *xs_of_points]), 200)
-    ax.loglog(xs, [roofline.attainable(x, bandwidth, peak) for x in xs], color="black")
-    ax.axvline(ridge, color="grey", ls=":", label=f"ridge {ridge:.3g} FLOP/B")
-    markers = "osD^v<>P*X"
-    for i, (name, (intensity, rate)) in enumerate((points or {}).items()):
-        ax.plot([intensity], [rate], markers[i % len(markers)], label=name, alpha=0.8)
-    ax.legend(fontsize=7, loc="lower right")  # under the roof's slope: it covers no point
-    plain_log_ticks(ax.xaxis)
-    plain_log_ticks(ax.yaxis)
-    ax.set_xlabel("arithmetic intensity (FLOP / byte)")
-    ax.set_ylabel(unit)
-    ax.set_title(title or f"compute ceiling {peak:g} {unit}, bandwidth {bandwidth:g} GB/s",
-                 fontsize=10)  # fmt: skip
-    return fig
 
 
 def launch_order_figure(

@@ -273,7 +273,7 @@ def kloop_player(a: object, b: object, frames: KLoopFrames) -> widgets.VBox | Pr
 def roofline_lab(intensity: float = 8.0, bandwidth: float = 80.0) -> widgets.VBox | Prerendered:
     """Sliders for intensity and bandwidth under the lab's 1,000 GFLOP/s ceiling."""
     from tmm_course.perf import roofline
-    from tmm_course.viz.performance import roofline_figure
+    from tmm_course.viz.making_fast import roofline_figure
 
     controls = {
         "intensity": widgets.FloatLogSlider(value=intensity, base=2, min=-2, max=7, step=0.25,
@@ -287,9 +287,9 @@ def roofline_lab(intensity: float = 8.0, bandwidth: float = 80.0) -> widgets.VBo
     def draw(intensity: float, bandwidth: float) -> object:
         rate = roofline.attainable(intensity, bandwidth)
         label = f"{rate:.0f} GFLOP/s ({roofline.bound(intensity, bandwidth)} bound)"
-        return roofline_figure(
-            roofline.SYNTHETIC_PEAK_GFLOPS, bandwidth, {label: (intensity, rate)}
-        )
+        peak = roofline.SYNTHETIC_PEAK_GFLOPS
+        title = f"compute ceiling {peak:g} GFLOP/s, bandwidth {bandwidth:g} GB/s"
+        return roofline_figure(peak, bandwidth, {label: (intensity, rate)}, None, title, "GFLOP/s")
 
     ahead = {"intensity": [2.0**e for e in range(-2, 8)], "bandwidth": [40.0, 80.0, 160.0, 320.0]}
     return _redraw_on_change(controls, draw, ahead)
