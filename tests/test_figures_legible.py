@@ -76,14 +76,8 @@ def _launch_order() -> Figure:
     return performance.launch_order_figure(orders, 16, fetched)
 
 
-def _journey() -> Figure:
-    race = results.bench().journey
-    ratios = {name: race.ratio_to_torch[name] for name in race.contenders}
-    return performance.ratio_figure(ratios, results.bench().provenance.where, title="journey")
-
-
 def _goals() -> Figure:
-    capstone = results.bench("goals_h200.json")
+    capstone = results.bench()
     goals = {row.label: row.target for row in capstone.goals}
     reached = {row.label: row.ratio_to_torch["matmul_fast"] for row in capstone.goals}
     return performance.ratio_figure(reached, capstone.provenance.where, goals, title="goals")
@@ -246,7 +240,6 @@ FIGURES: dict[str, Callable[[], Figure]] = {
     "04 K-loop last frame": _kloop("last"),
     # lesson 6 (the stored H200 results) and its roofline lab's slider extremes
     "06 launch order": _launch_order,
-    "06 journey": _journey,
     "06 goals": _goals,
     "06 sweep": lambda: performance.sweep_figure(
         results.sweep().rows[0], results.sweep().provenance.where

@@ -8,7 +8,7 @@ waves and quantisation (:mod:`~tmm_course.perf.waves`), and the intensity and ro
 arithmetic.
 
 Lesson 8, the capstone's lab: the sweeps' configurations as data
-(:mod:`~tmm_course.perf.sweeps`), measuring side by side with torch
-(:mod:`~tmm_course.perf.measure`), the benchmark command (:mod:`~tmm_course.perf.bench`), the
-capstone's optimization journey, tuning by hand, and the GPU results the package ships
+(:mod:`~tmm_course.perf.sweeps`) and tuning by hand (:mod:`~tmm_course.perf.tuning`), which
+chose its rules, measuring side by side with torch (:mod:`~tmm_course.perf.measure`), the
+benchmark command (:mod:`~tmm_course.perf.bench`), and the GPU results the package ships
 (:mod:`~tmm_course.perf.results`)."""

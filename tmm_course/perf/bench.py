@@ -3,7 +3,7 @@ layout and precision, correctness checked first, timed interleaved, reported as 
 
 On a GPU::
 
-    python -m tmm_course.perf.bench --out bench_mine.json               # goals, journey, host
+    python -m tmm_course.perf.bench --out goals_mine.json               # goals, host times
     python -m tmm_course.perf.bench sweep --out sweep_mine.json         # every configuration
     python -m tmm_course.perf.bench fit grid --out grid_mine.json       # fit the plan, race it
     python -m tmm_course.perf.bench refit --again grouped --out grid_mine.json  # kernel changed
@@ -51,7 +51,7 @@ from tmm_course.capstone.problems import (
     ODD_ROWS_FITTED,
     Problem,
 )
-from tmm_course.perf import journey, results, tuning
+from tmm_course.perf import results, tuning
 from tmm_course.perf.measure import (
     copy_bandwidth_gbs,
     device_ms,
@@ -61,7 +61,7 @@ from tmm_course.perf.measure import (
     race,
     torch_precision,
 )
-from tmm_course.perf.sweeps import JOURNEY_PROBLEM, SWEEPS
+from tmm_course.perf.sweeps import SWEEPS
 
 
 def suite_goals(rounds: int) -> list[dict]:
@@ -308,22 +308,12 @@ def suite_held_out_inductor(rounds: int) -> list[dict]:
     return suite_inductor(rounds, [p for p in HELD_OUT if p not in INDUCTOR_PROBLEMS])
 
 
-def suite_journey(rounds: int) -> list[dict]:
-    a, b = JOURNEY_PROBLEM.operands()
-    steps = journey.runnable(a, b)
-    row = race(JOURNEY_PROBLEM, {s.name: s.run for s in steps}, rounds, (a, b))
-    for step in steps:
-        print(f"{step.name:18s} ratio {row.ratio_to_torch.get(step.name, float('nan')):.3f}")
-    row = dataclasses.replace(row, steps=[{"name": s.name, "change": s.change} for s in steps])
-    return [row.as_dict()]
-
-
 def suite_sweep(rounds: int) -> list[dict]:
     """Every configuration of SWEEPS, timed by CUDA-graph replays (device time alone, so the
     ranking is not blurred by Python overheads); torch.matmul timed the same way."""
     launchers = {
-        "grouped": journey.grouped_launcher,
-        "persistent_tma": journey.persistent_tma_launcher,
+        "grouped": tuning.grouped_launcher,
+        "persistent_tma": tuning.persistent_tma_launcher,
     }
     rows = []
     for problem, kernels in SWEEPS.items():
@@ -439,7 +429,6 @@ SUITES = {
     "fit": suite_fit,
     "grid": suite_grid,
     "goals": suite_goals,
-    "journey": suite_journey,
     "sweep": suite_sweep,
     "host": suite_host,
     "refit": suite_refit,
@@ -451,7 +440,7 @@ SUITES = {
 }
 
 
-DEFAULT = ("goals", "journey", "host")
+DEFAULT = ("goals", "host")
 # an existing --out file's rows are kept, not measured again (refit brings its "fit" up to date)
 RESUMABLE = ("fit", "grid", "paths")
 

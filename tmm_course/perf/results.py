@@ -3,8 +3,8 @@ read with :mod:`importlib.resources`, so they work from an installed wheel) and 
 benchmark commands write, each carrying where, when and how it was measured.
 
     from tmm_course.perf import results
-    h200 = results.bench()                   # the committed H200 benchmark
-    h200.journey.ratio_to_torch["matmul_fast"], h200.provenance.where
+    h200 = results.bench()                   # the committed H200 goals and host times
+    h200.goal("1024^3 float16").ratio_to_torch["matmul_fast"], h200.provenance.where
     results.grid().summary(fitted=False)     # matmul_fast on problems its plan never saw
 """
 
@@ -102,7 +102,6 @@ class Race:
     target: float | None = None  # goals: the lowest acceptable ratio
     plan: str | None = None  # goals: what matmul_fast chose
     fraction_of_peak: dict[str, float] = field(default_factory=dict)
-    steps: list[dict[str, str]] = field(default_factory=list)  # journey: name and change
     code: str | None = None  # raced again after its file's run: the code version then
     date: str | None = None  # and the day
 
@@ -135,12 +134,11 @@ class Race:
 
 @dataclass(frozen=True)
 class Bench:
-    """``python -m tmm_course.perf.bench``: goals, the journey and host times."""
+    """``python -m tmm_course.perf.bench``: the capstone's goals and where host time goes."""
 
     provenance: Provenance
     copy_bandwidth_gbs: float
     goals: list[Race]
-    journey: Race | None
     host_us: dict[str, float]  # where a 1024^3 float16 call's host time goes
     peak_tflops: dict[str, float]  # the best torch.matmul rate per kind
 
@@ -158,7 +156,6 @@ class Bench:
             provenance=Provenance.from_dict(data),
             copy_bandwidth_gbs=data["copy_bandwidth_gbs"],
             goals=[Race.from_dict(r) for r in data.get("goals", [])],
-            journey=Race.from_dict(data["journey"][0]) if data.get("journey") else None,
             host_us=data["host"][0]["host_us"] if data.get("host") else {},
             peak_tflops=data.get("peak_tflops", {}),
         )
@@ -371,7 +368,7 @@ def shipped() -> list[str]:
     return sorted(p.name for p in (resources.files(DATA_PACKAGE) / DATA_FOLDER).iterdir())
 
 
-def bench(name: str | Path = "bench_h200.json") -> Bench:
+def bench(name: str | Path = "goals_h200.json") -> Bench:
     """A benchmark file: shipped (by name) or measured (by path)."""
     return Bench.from_dict(_read(name))
 

@@ -1,13 +1,11 @@
-"""The sweeps of lesson 6's tuning: the tile configurations tried per problem and kernel
-(``python -m tmm_course.perf.bench sweep``), and the problem the journey is raced on."""
+"""The capstone's tuning sweeps: the tile configurations tried per problem and kernel
+(``python -m tmm_course.perf.bench sweep``; its H200 run chose the rules of
+:mod:`tmm_course.capstone.plans`)."""
 
 from __future__ import annotations
 
 from tmm_course.capstone.config import Config
 from tmm_course.capstone.problems import Problem
-
-JOURNEY_PROBLEM = Problem(4096, 4096, 4096)
-
 
 _LARGE_TMA = (
     Config(128, 256, 64, num_warps=8, num_stages=3),

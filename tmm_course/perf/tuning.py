@@ -1,4 +1,5 @@
-"""Autotuning by hand: try each configuration on one problem, keep the fastest that is right."""
+"""Autotuning by hand: try each configuration on one problem, keep the fastest that is right
+(``python -m tmm_course.perf.bench sweep``, whose H200 run chose the capstone's rules)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from dataclasses import asdict, dataclass
 
 import torch
 
+from tmm_course.capstone import launches as fast
 from tmm_course.capstone.config import Config
 from tmm_course.numerics import error
 
@@ -19,6 +21,26 @@ LARGE_CANDIDATES = (
     Config(128, 256, 64, num_warps=8, num_stages=3),
     Config(256, 128, 64, num_warps=8, num_stages=3),
 )
+
+
+def grouped_launcher(config: Config) -> Callable[[torch.Tensor, torch.Tensor], torch.Tensor]:
+    """The grouped kernel launched with ``config``."""
+
+    def run(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        c = torch.empty((a.shape[0], b.shape[1]), dtype=a.dtype, device=a.device)
+        return fast.launch_grouped(a, b, c, config)
+
+    return run
+
+
+def persistent_tma_launcher(config: Config) -> Callable[[torch.Tensor, torch.Tensor], torch.Tensor]:
+    """The persistent tensor-descriptor kernel launched with ``config``."""
+
+    def run(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        c = torch.empty((a.shape[0], b.shape[1]), dtype=a.dtype, device=a.device)
+        return fast.launch_persistent_tma(a, b, c, config)
+
+    return run
 
 
 @dataclass(frozen=True)

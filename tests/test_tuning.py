@@ -1,5 +1,5 @@
-"""Autotuning by hand keeps the fastest correct configuration; every journey step computes
-the product."""
+"""Autotuning by hand keeps the fastest correct configuration, and the launchers it sweeps
+compute the product."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import torch
 import tmm_course
 from tmm_course.capstone.config import Config
 from tmm_course.numerics import error, tolerance
-from tmm_course.perf import journey, tuning
+from tmm_course.perf import tuning
 
 
 def operands(m=48, n=40, k=36):
@@ -37,7 +37,7 @@ def test_sweep_times_correct_configs_and_records_wrong_and_failing_ones():
             return lambda a, b: (_ for _ in ()).throw(RuntimeError("out of resource"))
         if config == bad:
             return lambda a, b: torch.zeros(a.shape[0], b.shape[1], device=a.device).half()
-        return journey.grouped_launcher(config)
+        return tuning.grouped_launcher(config)
 
     trials = tuning.sweep(launcher, [good, bad, broken], a, b, 1e-3, False, fake_timer([0.5]))
     assert [t.ms for t in trials] == [0.5, None, None]
@@ -57,22 +57,8 @@ def test_fastest_picks_the_lowest_time():
     assert tuning.fastest(trials).config == quick
 
 
-@pytest.mark.parametrize("step", journey.STEPS, ids=[s.name for s in journey.STEPS])
-def test_every_journey_step_computes_the_product(step):
-    a, b = operands(72, 64, 40)
-    assert error(step.run(a, b), a, b) <= tolerance(torch.float16, tmm_course.BACKEND)
-
-
-def test_journey_steps_have_distinct_names_and_say_what_changed():
-    names = [s.name for s in journey.STEPS]
-    assert len(set(names)) == len(names) and names[0] == "lesson 4" and names[-1] == "matmul_fast"
-    assert all(s.change for s in journey.STEPS)
-
-
-def test_the_tma_step_is_left_out_where_descriptors_cannot_read_the_rows():
-    a, b = operands(64, 60, 40)  # 60 float16 columns: rows of b are 120 bytes apart
-    names = [s.name for s in journey.runnable(a, b)]
-    assert "persistent + TMA" not in names and "matmul_fast" in names
-    a, b = operands(64, 64, 40)
-    aligned = [s.name for s in journey.runnable(a, b)]
-    assert ("persistent + TMA" in aligned) == (journey.tma_problem(a, b) is None)
+@pytest.mark.parametrize("launcher", [tuning.grouped_launcher, tuning.persistent_tma_launcher])
+def test_each_swept_launcher_computes_the_product(launcher):
+    a, b = operands(128, 128, 64)  # rows on 16 bytes: the tensor descriptors can read them
+    run = launcher(Config(32, 32, 32))
+    assert error(run(a, b), a, b) <= tolerance(torch.float16, tmm_course.BACKEND)
