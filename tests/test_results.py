@@ -191,3 +191,11 @@ def test_a_file_of_your_own_is_read_by_the_path_the_readme_gives(tmp_path, monke
     (tmp_path / "grid_mine.json").write_text(shipped.read_text(encoding="utf-8"))
     monkeypatch.chdir(tmp_path)  # "./grid_mine.json" is a path here, not a shipped file's name
     assert len(results.grid("./grid_mine.json").rows) == len(results.grid().rows)
+
+
+def test_stored_runs_read_through_the_one_reader(tmp_path):
+    mine = tmp_path / "lessons_mine.json"
+    mine.write_text(json.dumps(stored.lessons_run().data))
+    assert stored.lessons_run(mine).where == stored.lessons_run().where
+    with pytest.raises(FileNotFoundError, match=r"lessons_h200\.json"):  # says what ships
+        stored.lessons_run("lessons_mine.json")

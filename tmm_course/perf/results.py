@@ -348,8 +348,9 @@ class Races:
         )
 
 
-def _read(name: str | Path) -> dict:
-    """A results file: a path, or the name of one the package ships."""
+def read(name: str | Path) -> dict:
+    """A results file as plain data: a path, or the name of one the package ships (the one
+    reader of ``tmm_course/perf/data``: :mod:`~tmm_course.perf.stored` reads through it too)."""
     path = Path(name)  # "./mine.json" names a path: Path drops its "./"
     if path.suffix == ".json" and (path.is_absolute() or "/" in str(name).replace("\\", "/")):
         return json.loads(path.read_text(encoding="utf-8"))
@@ -370,32 +371,32 @@ def shipped() -> list[str]:
 
 def bench(name: str | Path = "goals_h200.json") -> Bench:
     """A benchmark file: shipped (by name) or measured (by path)."""
-    return Bench.from_dict(_read(name))
+    return Bench.from_dict(read(name))
 
 
 def sweep(name: str | Path = "sweep_h200.json") -> Sweep:
     """A sweep file: shipped (by name) or measured (by path)."""
-    return Sweep.from_dict(_read(name))
+    return Sweep.from_dict(read(name))
 
 
 def grid(name: str | Path = "grid_h200.json") -> Grid:
     """A grid file (the fitted plan and the race over the grid): shipped or measured."""
-    return Grid.from_dict(_read(name))
+    return Grid.from_dict(read(name))
 
 
 def races(name: str | Path = "races_h200.json") -> Races:
     """A host-time and Inductor race file: shipped (by name) or measured (by path)."""
-    return Races.from_dict(_read(name))
+    return Races.from_dict(read(name))
 
 
 def pitfalls(name: str | Path = "pitfalls_h200.json") -> Pitfalls:
     """A pitfalls-lab file: shipped (by name) or measured (by path)."""
-    return Pitfalls.from_dict(_read(name))
+    return Pitfalls.from_dict(read(name))
 
 
 def transposes(name: str | Path = "transposes_h200.json") -> Transposes:
     """A lesson-5 transposes file: shipped (by name) or measured (by path)."""
-    return Transposes.from_dict(_read(name))
+    return Transposes.from_dict(read(name))
 
 
 def provenance(module: str, argv: list[str] | None = None) -> dict:

@@ -8,10 +8,10 @@ tmm_course.perf.lessons`` (races, sweeps, Nsight Compute DRAM bytes), shipped as
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path
+
+from tmm_course.perf import results
 
 FILE = "lessons_h200.json"
 
@@ -64,12 +64,9 @@ class LessonsRun:
 
 
 def lessons_run(path: str | Path | None = None) -> LessonsRun:
-    """The shipped run, or one written by ``python -m tmm_course.perf.lessons`` at ``path``."""
-    if path is None:
-        text = resources.files("tmm_course.perf").joinpath("data", FILE).read_text()
-    else:
-        text = Path(path).read_text()
-    return LessonsRun(json.loads(text))
+    """The shipped run, or one written by ``python -m tmm_course.perf.lessons`` at ``path``
+    (``"./lessons_mine.json"``: read as :func:`tmm_course.perf.results.read` reads any)."""
+    return LessonsRun(results.read(FILE if path is None else path))
 
 
 EXERCISES_FILE = "exercises_h200.json"
@@ -103,8 +100,4 @@ class ExercisesRun:
 
 def exercises_run(path: str | Path | None = None) -> ExercisesRun:
     """The shipped exercises run, or one written by ``exercise_runs`` at ``path``."""
-    if path is None:
-        text = resources.files("tmm_course.perf").joinpath("data", EXERCISES_FILE).read_text()
-    else:
-        text = Path(path).read_text()
-    return ExercisesRun(json.loads(text))
+    return ExercisesRun(results.read(EXERCISES_FILE if path is None else path))
