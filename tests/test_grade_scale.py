@@ -434,3 +434,12 @@ def test_an_exercise_keeps_no_reserve_for_later_ones_left_untouched(tmp_path, mo
     rows = grader.grade(tmp_path, "one.ipynb")
     assert len(rows) == len(exercises) == 4
     assert seen["transpose_v1"] > 110, seen
+
+
+def test_the_report_counts_each_failing_submission_under_its_primary_diagnosis():
+    row = {"submission": "a.ipynb", "exercise": "transpose", "verdict": "fail", "isolation": "",
+           "codes": "out_of_bounds_write ragged_edge", "detail": "lanes outside"}  # fmt: skip
+    html = report.page([row, {**row, "submission": "b.ipynb"}], ["transpose"], [], "grades.csv")
+    diagnoses = html.split("Most common diagnoses")[1]
+    assert "<code>out_of_bounds_write</code></td><td class='n'>2</td>" in diagnoses
+    assert "ragged_edge</code>" not in diagnoses  # a symptom of the same cause, not counted

@@ -205,9 +205,11 @@ def page(rows: list[dict], exercises: list[str], runs: list[dict], source: str) 
         example: dict[str, dict] = {}
         for row in rows:
             if row["exercise"] == exercise and row["verdict"] != "pass":
-                for code in row["codes"].split() or [row["verdict"]]:
-                    codes[code] += 1
-                    example.setdefault(code, row)
+                # the primary diagnosis, the cause (the CSV lists it first): a submission counts
+                # once, not once more for each symptom that followed from it
+                code = (row["codes"].split() or [row["verdict"]])[0]
+                codes[code] += 1
+                example.setdefault(code, row)
         if not codes:
             continue
         parts.append(f"<h3>{e(exercise)}</h3><table><tr><th>diagnosis</th><th>submissions</th>"
