@@ -78,7 +78,9 @@ def _execute(tool: str, path: Path, tmp_path: Path) -> nbformat.NotebookNode:
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
 def test_nbconvert_runs_the_notebook_and_no_untouched_exercise_passes(path, tmp_path):
-    results = check_results(_execute("nbconvert", path, tmp_path))
+    executed = _execute("nbconvert", path, tmp_path)
+    results = check_results(executed)
+    assert results or not any(is_solution(c) for c in executed.cells), "no check cell"
     for name, result in results.items():
         assert not result["passed"], f"{name} passed with the exercise untouched"
         assert result["codes"] == ["not_implemented"], (name, result["codes"])

@@ -23,24 +23,27 @@ LARGE_CANDIDATES = (
 )
 
 
-def grouped_launcher(config: Config) -> Callable[[torch.Tensor, torch.Tensor], torch.Tensor]:
+Launcher = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
+
+
+def _into_new_c(launch: Callable[..., torch.Tensor], config: Config) -> Launcher:
+    """``launch(a, b, c, config)`` as ``(a, b) -> a @ b``, into a new C."""
+
+    def run(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        c = torch.empty((a.shape[0], b.shape[1]), dtype=a.dtype, device=a.device)
+        return launch(a, b, c, config)
+
+    return run
+
+
+def grouped_launcher(config: Config) -> Launcher:
     """The grouped kernel launched with ``config``."""
-
-    def run(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-        c = torch.empty((a.shape[0], b.shape[1]), dtype=a.dtype, device=a.device)
-        return fast.launch_grouped(a, b, c, config)
-
-    return run
+    return _into_new_c(fast.launch_grouped, config)
 
 
-def persistent_tma_launcher(config: Config) -> Callable[[torch.Tensor, torch.Tensor], torch.Tensor]:
+def persistent_tma_launcher(config: Config) -> Launcher:
     """The persistent tensor-descriptor kernel launched with ``config``."""
-
-    def run(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-        c = torch.empty((a.shape[0], b.shape[1]), dtype=a.dtype, device=a.device)
-        return fast.launch_persistent_tma(a, b, c, config)
-
-    return run
+    return _into_new_c(fast.launch_persistent_tma, config)
 
 
 @dataclass(frozen=True)

@@ -285,7 +285,7 @@ class Grader:
         start = time.monotonic()
         replayer = Replayer(self, self._number("replay"), start + self.limits.seconds)
         rows: list[Row] = []
-        runs = [self._runs(exercise, sources) for exercise in exercises]
+        runs = [self._settled(name, exercise, sources) is None for exercise in exercises]
         try:
             for index, (exercise, spec) in enumerate(self.exercises):
                 # what is left, but for a reserve kept for each later exercise that will run a
@@ -301,19 +301,9 @@ class Grader:
             replayer.stop()
         return rows
 
-    def _runs(self, exercise: graded_notebook.Exercise, sources) -> bool:
-        """Whether grading ``exercise`` starts a worker (as :meth:`_one` decides)."""
-        source = sources[exercise.name]
-        if source is None or isinstance(source, graded_notebook.SourceError):
-            return False
-        return not graded_notebook.untouched(self.reference, exercise, source)
-
-    def _number(self, what: str) -> str:
-        with self.lock:
-            self.counter += 1
-            return f"{self.counter}-{what}"
-
-    def _one(self, name, exercise, spec: Spec, sources, replayer: Replayer, deadline) -> Row:
+    def _settled(self, name: str, exercise: graded_notebook.Exercise, sources) -> Row | None:
+        """The row of an exercise graded without a worker (its cell missing, unreadable or as
+        handed out), or None when grading it starts one."""
         source = sources[exercise.name]
         if source is None:
             return self.row(name, exercise.name, "missing", detail="no exercise cell with its id")
@@ -322,6 +312,18 @@ class Grader:
         if graded_notebook.untouched(self.reference, exercise, source):
             return self.row(name, exercise.name, "not_implemented", "not_implemented",
                             "the exercise cell is as the course hands it out")  # fmt: skip
+        return None
+
+    def _number(self, what: str) -> str:
+        with self.lock:
+            self.counter += 1
+            return f"{self.counter}-{what}"
+
+    def _one(self, name, exercise, spec: Spec, sources, replayer: Replayer, deadline) -> Row:
+        settled = self._settled(name, exercise, sources)
+        if settled is not None:
+            return settled
+        source = sources[exercise.name]
         carried = graded_notebook.carried(self.reference, sources, exercise, self.setup)
         recorder = Worker(self, self._number(exercise.name))
         replayer.warm()

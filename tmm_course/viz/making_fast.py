@@ -9,7 +9,7 @@ import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
-from tmm_course.perf import pipeline
+from tmm_course.perf import pipeline, roofline
 from tmm_course.perf.waves import Waves
 from tmm_course.viz.draw import (
     fitted_title,
@@ -37,7 +37,7 @@ def roofline_figure(
     last, so all show as rings. The key, the ridge's among them, sits beside the axes. Lesson 6's
     measured roofline and its roofline lab (one point, its sliders') both draw this."""
     fig, (ax,) = new_figure(7.4, 4.0)
-    ridge = peak / bandwidth
+    ridge = roofline.ridge(bandwidth, peak)
     xs_all = [x for x, _ in tile_points.values()] + [x for x, _ in (measured_points or {}).values()]
     xs = np.geomspace(min([ridge / 16, *xs_all]) / 1.5, max([ridge * 8, *xs_all]) * 1.5, 200)
     ax.loglog(xs, np.minimum(peak, xs * bandwidth), color="black", label="attainable")
