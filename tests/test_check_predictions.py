@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from tmm_course.check import check_predictions
-from tmm_course.check.predictions import LESSON_8, planned
+from tmm_course.exercises.predictions import LESSON_8, planned
 from tmm_course.perf import results
 
 RIGHT = {name: q.answer() for name, q in LESSON_8.items()}
@@ -47,5 +47,5 @@ def test_the_wrong_type_or_a_name_outside_the_choices_says_what_was_wanted():
 
 
 def test_a_tuple_is_a_clear_error():
-    with pytest.raises(TypeError, match="takes a dict"):
+    with pytest.raises(TypeError, match=r"must be a dict.*list or tuple"):
         check_predictions(("path", "grouped"))

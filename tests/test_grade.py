@@ -14,7 +14,7 @@ import torch
 from conftest import ROOT
 
 from tmm_course.exercises import BY_NAME
-from tmm_course.exercises.spec import generator
+from tmm_course.exercises.spec import Exercise, generator
 from tmm_course.kernels import pitfalls
 from tmm_course.teach import exercise_rules, graded_notebook, judge, sandbox, worker
 from tmm_course.teach.grade import graded_exercises, main
@@ -100,7 +100,8 @@ def test_the_homework_names_its_exercises():
 
 
 GRADED = ("00_start_here", "01_tile_fill", "02_broadcasting", "03_strides", "04_tiled_matmul",
-          "05_homework_transpose", "09_pitfalls")  # fmt: skip
+          "05_homework_transpose", "06_making_it_fast", "07_persistent_tma", "08_racing_cublas",
+          "09_pitfalls")  # fmt: skip
 
 
 @pytest.mark.parametrize("notebook", GRADED)
@@ -118,6 +119,78 @@ def test_honest_work_is_graded_on_its_merits(homework):
     bug = verdicts(homework, "bug.ipynb")
     assert bug["transpose"] == "fail" and bug["transpose_v2"] == bug["scaled_matmul"] == "pass"
     assert {r["isolation"] for r in homework} == {"isolated"}
+
+
+# lessons 6-8: an attempt each that a learner could hand in, wrong in one place
+PERFORMANCE_SLIPS = {
+    "06_making_it_fast": {
+        # the tile widened, num_warps left at 4: the accumulator spills
+        "faster": 'my_launch = {"BLOCK_M": 128, "BLOCK_N": 256, "BLOCK_K": 64, "num_warps": 4, '
+        '"num_stages": 3}\nmy_reasoning = "a wider tile does more FLOPs per byte loaded, so '
+        'fewer loads per product and more reuse in the tensor cores"\n',
+        # row-major order: GROUP_M ignored
+        "grouped_tile": "@triton.jit\ndef k(t, grid_m, grid_n, GROUP_M: tl.constexpr):\n"
+        "    pid = tl.program_id(0)\n    tl.store(t + 2 * pid, pid // grid_n)\n"
+        "    tl.store(t + 2 * pid + 1, pid % grid_n)\n\n\n"
+        "def grouped_tiles(tiles, grid_m, grid_n, group_m):\n"
+        "    k[(grid_m * grid_n,)](tiles, grid_m, grid_n, GROUP_M=group_m)\n",
+    },
+    "07_persistent_tma": {
+        # masked pointer loads: the right values, no descriptor
+        "descriptor_matmul": """
+@triton.jit
+def kernel(a_ptr, b_ptr, c_ptr, M, N, K, BLOCK: tl.constexpr):
+    rows = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    cols = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
+    acc = tl.zeros((BLOCK, BLOCK), dtype=tl.float32)
+    for k0 in range(0, K, 16):
+        ks = k0 + tl.arange(0, 16)
+        a = tl.load(a_ptr + rows[:, None] * K + ks[None, :],
+                    mask=(rows[:, None] < M) & (ks[None, :] < K), other=0.0)
+        b = tl.load(b_ptr + ks[:, None] * N + cols[None, :],
+                    mask=(ks[:, None] < K) & (cols[None, :] < N), other=0.0)
+        acc = tl.dot(a, b, acc)
+    tl.store(c_ptr + rows[:, None] * N + cols[None, :], acc.to(c_ptr.dtype.element_ty),
+             mask=(rows[:, None] < M) & (cols[None, :] < N))
+
+
+def descriptor_matmul(a, b, c):
+    (m, k), n = a.shape, b.shape[1]
+    kernel[(triton.cdiv(m, 32), triton.cdiv(n, 32))](a, b, c, m, n, k, BLOCK=32)
+""",
+    },
+    "08_racing_cublas": {
+        "predictions": 'my_predictions = {"path": "persistent_tma", "waves": 2.18, '
+        '"loses_most": "square"}\n',
+    },
+}
+
+
+@needs_isolation
+@pytest.mark.parametrize("notebook", ["06_making_it_fast", "07_persistent_tma", "08_racing_cublas"])
+def test_the_performance_lessons_are_graded_on_what_the_course_computes(tmp_path, notebook):
+    reference = ROOT / "notebooks" / f"{notebook}.ipynb"
+    slips = PERFORMANCE_SLIPS.get(notebook, {})
+    slipped = student(reference)
+    for name, source in slips.items():
+        with_exercise(slipped, name, source, reference)
+    inbox = tmp_path / notebook
+    inbox.mkdir()
+    for file, nb in (("solved", solved(reference)), ("untouched", student(reference)),
+                     ("slipped", slipped)):  # fmt: skip
+        (inbox / f"{file}.ipynb").write_text(json.dumps(nb))
+    rows = grade(inbox, reference)
+    names = [e.name for e in graded_notebook.exercises_of(load(reference))]
+    assert verdicts(rows, "solved.ipynb") == dict.fromkeys(names, "pass")
+    assert set(verdicts(rows, "untouched.ipynb").values()) == {"not_implemented"}
+    found = {r["exercise"]: r for r in rows if r["submission"] == "slipped.ipynb"}
+    assert {name: r["verdict"] for name, r in found.items()} == dict.fromkeys(slips, "fail")
+    expected = {"faster": "too_slow", "grouped_tile": "wrong_values",
+                "descriptor_matmul": "no_descriptor", "predictions": "wrong_values"}  # fmt: skip
+    for name, row in found.items():
+        assert row["codes"].split()[0] == expected[name], row
+    if "faster" in found:  # the knob to turn is named
+        assert "num_warps" in found["faster"]["detail"], found["faster"]
 
 
 @needs_isolation
@@ -321,7 +394,7 @@ def test_an_unmasked_store_is_named_by_the_guard_or_the_canaries():
 
 
 def test_every_input_sits_between_nan_margins():
-    for spec in BY_NAME.values():
+    for spec in (e for e in BY_NAME.values() if isinstance(e, Exercise)):
         for case in spec.draw(generator(7), "interpreter")[:3]:
             trial = judge.Trial.of(spec, case)
             for buffer in trial.buffers[:-1]:

@@ -16,7 +16,7 @@ from tmm_course.check import (
     check_descriptor_matmul,
     check_grouped_tile,
 )
-from tmm_course.check.performance import grouped_tile_reference
+from tmm_course.exercises.grouped_tile import grouped
 from tmm_course.kernels.launch_order import launch_order
 from tmm_course.kernels.making_fast import ordered_matmul
 from tmm_course.kernels.persistent_tma import persistent_matmul, persistent_owners
@@ -36,31 +36,63 @@ def prose(name: str) -> str:
 # ------------------------------------------------------------------------------ the checks
 
 
+def _tile_map(order: str):
+    """A launcher whose kernel stores each program's tile: grouped order, or a known slip."""
+    import triton
+    import triton.language as tl
+
+    @triton.jit
+    def kernel(tiles_ptr, grid_m, grid_n, GROUP_M: tl.constexpr, ORDER: tl.constexpr):
+        pid = tl.program_id(axis=0)
+        in_group = GROUP_M * grid_n
+        first_m = (pid // in_group) * GROUP_M
+        rows = tl.minimum(grid_m - first_m, GROUP_M) if ORDER == "grouped" else GROUP_M
+        pid_m, pid_n = first_m + (pid % in_group) % rows, (pid % in_group) // rows
+        if ORDER == "row-major":
+            pid_m, pid_n = pid // grid_n, pid % grid_n
+        tl.store(tiles_ptr + 2 * pid, pid_m)
+        tl.store(tiles_ptr + 2 * pid + 1, pid_n)
+
+    def launch(tiles, grid_m, grid_n, group_m):
+        kernel[(grid_m * grid_n,)](tiles, grid_m, grid_n, GROUP_M=group_m, ORDER=order)
+
+    return launch
+
+
 def test_grouped_tile_check_passes_grouped_order_and_names_the_usual_mistakes():
-    assert check_grouped_tile(grouped_tile_reference).passed
+    assert check_grouped_tile(_tile_map("grouped")).passed
 
     def untouched(*_):
         raise NotImplementedError
 
     assert check_grouped_tile(untouched).codes == ["not_implemented"]
-    row_major = check_grouped_tile(lambda pid, gm, gn, g: (pid // gn, pid % gn))
+    row_major = check_grouped_tile(_tile_map("row-major"))
     assert not row_major.passed and "GROUP_M is ignored" in row_major.primary.message
+    assert check_grouped_tile(_tile_map("full groups")).codes == ["ragged_edge"]
 
-    def no_short_last_group(pid, grid_m, grid_n, group_m):
-        per_group = group_m * grid_n
-        first_m = (pid // per_group) * group_m
-        return first_m + (pid % per_group) % group_m, (pid % per_group) // group_m
 
-    assert check_grouped_tile(no_short_last_group).codes == ["ragged_edge"]
+def test_a_map_worked_out_on_the_host_and_copied_by_a_kernel_fails():
+    import triton
+    import triton.language as tl
 
-    assert check_grouped_tile(lambda *_: 0).codes == ["crashed"]
+    @triton.jit
+    def copy(src_ptr, dst_ptr, n, BLOCK: tl.constexpr):
+        offs = tl.arange(0, BLOCK)
+        tl.store(dst_ptr + offs, tl.load(src_ptr + offs, mask=offs < n), mask=offs < n)
+
+    def on_the_host(tiles, grid_m, grid_n, group_m):
+        found = [grouped(p, grid_m, grid_n, group_m) for p in range(grid_m * grid_n)]
+        src = torch.tensor(found, dtype=torch.int32, device=tiles.device)
+        copy[(1,)](src, tiles, tiles.numel(), BLOCK=triton.next_power_of_2(tiles.numel()))
+
+    assert not check_grouped_tile(on_the_host).passed
 
 
 def test_the_kernel_computes_the_same_grouped_order_as_the_check():
     for grid_m, grid_n, group_m in [(5, 3, 2), (7, 4, 3), (4, 4, 8)]:
         order = launch_order(grid_m, grid_n, group_m)
         for pid in range(grid_m * grid_n):
-            assert order[grouped_tile_reference(pid, grid_m, grid_n, group_m)] == pid
+            assert order[grouped(pid, grid_m, grid_n, group_m)] == pid
 
 
 def _descriptor_port(rounded_shapes: bool):
@@ -98,6 +130,45 @@ def test_descriptor_check_passes_a_port_and_fails_one_that_reads_past_a():
         raise NotImplementedError
 
     assert check_descriptor_matmul(untouched).codes == ["not_implemented"]
+
+
+def _pointer_matmul():
+    """A masked pointer kernel: the right values, no descriptor."""
+    import triton
+    import triton.language as tl
+
+    @triton.jit
+    def kernel(a_ptr, b_ptr, c_ptr, M, N, K, BLOCK: tl.constexpr):
+        rows = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        cols = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
+        acc = tl.zeros((BLOCK, BLOCK), dtype=tl.float32)
+        for k0 in range(0, K, 16):
+            ks = k0 + tl.arange(0, 16)
+            a = tl.load(
+                a_ptr + rows[:, None] * K + ks[None, :],
+                mask=(rows[:, None] < M) & (ks[None, :] < K),
+                other=0.0,
+            )
+            b = tl.load(
+                b_ptr + ks[:, None] * N + cols[None, :],
+                mask=(ks[:, None] < K) & (cols[None, :] < N),
+                other=0.0,
+            )
+            acc = tl.dot(a, b, acc)
+        tl.store(c_ptr + rows[:, None] * N + cols[None, :], acc.to(c_ptr.dtype.element_ty),
+                 mask=(rows[:, None] < M) & (cols[None, :] < N))  # fmt: skip
+
+    def launch(a, b, c):
+        (m, k), n = a.shape, b.shape[1]
+        kernel[(triton.cdiv(m, 32), triton.cdiv(n, 32))](a, b, c, m, n, k, BLOCK=32)
+
+    return launch
+
+
+@on_interpreter
+def test_a_pointer_kernel_computes_the_values_and_fails_the_descriptor_check():
+    result = check_descriptor_matmul(_pointer_matmul())
+    assert not result.passed and result.codes == ["no_descriptor"]
 
 
 # ----------------------------------------------------------------------- the lesson kernels

@@ -10,16 +10,21 @@ kernel did the work (:mod:`~tmm_course.check.work`), a time limit per case
 (:mod:`~tmm_course.check.time_limit`) and what a GPU's compiler makes of every learner kernel
 (:mod:`~tmm_course.check.gpu_rules`).
 
-Lesson 4's variant exercise, a linear layer, lesson 8's graded predictions, the exercises of
-lessons 6 and 7 and lesson 9's "find the bug" have modules of their own
-(:mod:`~tmm_course.check.linear`, :mod:`~tmm_course.check.predictions`,
-:mod:`~tmm_course.check.performance`, :mod:`~tmm_course.check.fixes`).
+Answers that are data (lesson 6's knobs, lesson 8's predictions) are judged by
+:mod:`~tmm_course.check.answers`, what a compiled kernel must show (lesson 7's descriptor loads)
+by :mod:`~tmm_course.check.compiled`; lesson 4's variant exercise, a linear layer, and lesson
+9's "find the bug" have modules of their own (:mod:`~tmm_course.check.linear`,
+:mod:`~tmm_course.check.fixes`).
 ``from tmm_course.check import check_matmul`` is what a lesson imports."""
 
 from tmm_course.check.exercises import (
+    check_descriptor_matmul,
+    check_faster,
     check_fill_column_major,
+    check_grouped_tile,
     check_matmul,
     check_outer_product,
+    check_predictions,
     check_scaled_matmul,
     check_strided_copy,
     check_transpose,
@@ -27,12 +32,6 @@ from tmm_course.check.exercises import (
 )
 from tmm_course.check.fixes import check_fix
 from tmm_course.check.linear import check_linear_relu
-from tmm_course.check.performance import (
-    check_descriptor_matmul,
-    check_faster,
-    check_grouped_tile,
-)
-from tmm_course.check.predictions import check_predictions
 from tmm_course.check.result import CheckResult
 
 __all__ = [

@@ -41,6 +41,7 @@ PRIORITY = (
     "no_triton_kernel",
     "course_kernel",
     "host_copy",
+    "no_descriptor",
     # a known mistake matched exactly: strays and crashes elsewhere follow from it
     "transposed",
     "precision",

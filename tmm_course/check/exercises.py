@@ -17,12 +17,20 @@ from dataclasses import replace
 
 import torch
 
+import tmm_course
+from tmm_course.backend import GPU
+from tmm_course.check import answers
+from tmm_course.check.compiled import requirement_case
 from tmm_course.check.engine import run_exercise
-from tmm_course.check.result import Case, CheckResult
+from tmm_course.check.result import Case, CheckResult, Diagnosis
 from tmm_course.exercises import (
+    descriptor_matmul,
+    faster,
     fill_column_major,
+    grouped_tile,
     matmul,
     outer_product,
+    predictions,
     scaled_matmul,
     strided_copy,
     transpose,
@@ -34,9 +42,13 @@ from tmm_course.exercises.spec import label, ragged
 __all__ = [
     "CheckResult",
     "accumulator_precision",
+    "check_descriptor_matmul",
+    "check_faster",
     "check_fill_column_major",
+    "check_grouped_tile",
     "check_matmul",
     "check_outer_product",
+    "check_predictions",
     "check_scaled_matmul",
     "check_strided_copy",
     "check_transpose",
@@ -126,3 +138,82 @@ def check_scaled_matmul(
     """
     exercise = replace(scaled_matmul.EXERCISE, cases=scaled_matmul.family(alpha, beta))
     return run_exercise(exercise, fn, allow_course_kernels=allow_course_kernels)
+
+
+def check_grouped_tile(fn: Callable[..., object]) -> CheckResult:
+    """Lesson 6: ``fn(tiles, grid_m, grid_n, group_m)`` must launch one program per tile, each
+    storing its tile in grouped order into its row of the int32 ``tiles``."""
+    return run_exercise(grouped_tile.EXERCISE, fn)
+
+
+def check_descriptor_matmul(
+    fn: Callable[[torch.Tensor, torch.Tensor, torch.Tensor], object],
+) -> CheckResult:
+    """Lesson 7: ``fn(a, b, c)`` must store ``a @ b`` into ``c`` through tensor descriptors, on
+    contiguous float16 (and one float32) operands whose rows start every 16 bytes, ragged
+    edges included, with a float32 accumulator; compiled for an H200, its kernel must load
+    through descriptors (TMA copies). On a GPU it is raced against lesson 4's kernel too."""
+    from tmm_course.perf import faster as clock
+
+    exercise = descriptor_matmul.EXERCISE
+    result = run_exercise(exercise, fn)
+    if set(result.codes) & {
+        "not_implemented",
+        "crashed",
+        "timed_out",
+        "course_kernel",
+        "no_triton_kernel",
+        "gpu_would_reject",
+    }:
+        return result
+    requirement = exercise.requires
+    assert requirement is not None
+    a = torch.randn(128, 128, device=tmm_course.DEVICE).half()
+    b = torch.randn(128, 128, device=tmm_course.DEVICE).half()
+    c = torch.empty(128, 128, device=tmm_course.DEVICE, dtype=torch.float16)
+    reads = requirement_case(requirement, lambda: fn(a, b, c))
+    result.cases.append(reads)
+    if not reads.passed:
+        result.passed = False
+        result.diagnoses.insert(0, Diagnosis(reads.code or requirement.code, reads.problem))
+    if result.passed and tmm_course.BACKEND == GPU:
+
+        def filled(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+            out = torch.empty(a.shape[0], b.shape[1], dtype=a.dtype, device=a.device)
+            fn(a, b, out)
+            return out
+
+        goal = faster._goal(clock.clock_goal(clock.race(filled), torch.cuda.get_device_name(0)))
+        clocked = answers.result(exercise, [goal])  # type: ignore[arg-type]
+        result.cases += clocked.cases
+        result.diagnoses += clocked.diagnoses
+        result.passed = goal.met
+    return result
+
+
+def check_faster(launch: object, reasoning: object = "") -> CheckResult:
+    """Lesson 6: ``launch``, the knobs of lesson 4's kernel (``BLOCK_M``, ``BLOCK_N``,
+    ``BLOCK_K``, ``num_warps``, ``num_stages``, ``GROUP_M``), judged by the compiler for a T4,
+    an A100 and an H200 and, on a GPU, by the clock against lesson 4's own launch.
+    ``reasoning``: your prediction in words, asked for before the compiler's figures."""
+    from tmm_course.perf import faster as figures
+
+    result = answers.run_answer(faster.EXERCISE, launch, reasoning, clock=tmm_course.BACKEND == GPU)
+    if result.codes != ["not_implemented"]:
+        knobs = figures.knobs_of(answers.as_data(launch))  # type: ignore[arg-type]
+        result.compiled = [
+            {"kernel": "lesson 4's kernel", "launch": knobs.label, "gpu": gpu, "ok": c.ok,
+             "error": c.error, "shared_kb": None if c.shared_bytes is None else
+             round(c.shared_bytes / 1024, 1), "registers": c.registers,
+             "spilled_bytes": c.spilled_bytes, "matrix_unit": c.matrix_unit,
+             "programs_per_sm": c.occupancy.programs if c.occupancy else None}
+            for gpu, c in figures.compiled(knobs).items()
+        ]  # fmt: skip
+    return result
+
+
+def check_predictions(answers_: object) -> CheckResult:
+    """Lesson 8: ``my_predictions`` (question name -> your answer, None while unanswered)
+    against the capstone's plan and the stored H200 grid; a wrong answer gets a hint at the
+    way, never the answer."""
+    return answers.run_answer(predictions.EXERCISE, answers_)

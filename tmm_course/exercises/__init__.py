@@ -1,6 +1,8 @@
 """The course's exercises, one module each: what the learner's function is called with, the
 cases it is judged on (drawn from a ``torch.Generator``), the float64 reference and its
-tolerance, the known mistakes and the sentence each gets, and the notebook cells it lives in.
+tolerance, the known mistakes and the sentence each gets, and the notebook cells it lives in;
+or, for an answer that is data (lesson 6's knobs, lesson 8's predictions), the judge that
+reads it.
 The learner's check (:mod:`tmm_course.check`) and the batch grader (:mod:`tmm_course.teach`)
 both judge from these; the types are in :mod:`~tmm_course.exercises.spec`.
 
@@ -12,19 +14,23 @@ both judge from these; the types are in :mod:`~tmm_course.exercises.spec`.
 from __future__ import annotations
 
 from tmm_course.exercises import (
+    descriptor_matmul,
+    faster,
     fill_column_major,
     fixes,
+    grouped_tile,
     linear_relu,
     matmul,
     outer_product,
+    predictions,
     scaled_matmul,
     strided_copy,
     transpose,
     vector_add,
 )
-from tmm_course.exercises.spec import Exercise
+from tmm_course.exercises.spec import Answer, Exercise
 
-EXERCISES: list[Exercise] = [
+EXERCISES: list[Exercise | Answer] = [
     vector_add.EXERCISE,
     fill_column_major.EXERCISE,
     outer_product.EXERCISE,
@@ -35,9 +41,13 @@ EXERCISES: list[Exercise] = [
     transpose.PART_2,
     transpose.EXERCISE,
     scaled_matmul.EXERCISE,
+    faster.EXERCISE,
+    grouped_tile.EXERCISE,
+    descriptor_matmul.EXERCISE,
+    predictions.EXERCISE,
     *fixes.EXERCISES,
 ]
-BY_NAME: dict[str, Exercise] = {e.name: e for e in EXERCISES}
-BY_CELL: dict[str, Exercise] = {e.cells.exercise: e for e in EXERCISES if e.cells}
+BY_NAME: dict[str, Exercise | Answer] = {e.name: e for e in EXERCISES}
+BY_CELL: dict[str, Exercise | Answer] = {e.cells.exercise: e for e in EXERCISES if e.cells}
 
-__all__ = ["BY_CELL", "BY_NAME", "EXERCISES", "Exercise"]
+__all__ = ["BY_CELL", "BY_NAME", "EXERCISES", "Answer", "Exercise"]

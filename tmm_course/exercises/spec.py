@@ -132,6 +132,8 @@ class Exercise:
     # and the name of the repaired kernel it defines
     fix_of: str | None = None
     kernel: str | None = None
+    # what the compiled kernels must show beyond their values (lesson 7: descriptor loads)
+    requires: Requirement | None = None
 
     def arguments(self, inputs: Sequence[object], out: object) -> list[object]:
         """The learner's arguments for one case, in the order its function takes them."""
@@ -142,6 +144,49 @@ class Exercise:
         """The cases of one check. ``secret``: sizes drawn from ``gen`` too (see
         :func:`secret_sizes`), for a grader whose cases a learner cannot know."""
         return self.cases(gen, backend, secret_sizes(gen) if secret else same)
+
+
+@dataclass(frozen=True)
+class Requirement:
+    """What a kernel must show once compiled for :attr:`target`, beyond the values it stores:
+    ``shows(ttir, ptx)`` reads the compiler's output (lesson 7: loads through descriptors, TMA
+    copies). Judged on the kernels the learner's function launched, never on their source."""
+
+    code: str  # the diagnosis when no launched kernel shows it
+    asks: str  # what the case list says
+    target: str  # the GPU it is compiled for ("sm_90")
+    shows: Callable[[str, str], bool]
+    fix: str  # the sentence that says what to change
+
+
+@dataclass(frozen=True)
+class Goal:
+    """One thing an answer is judged on: what it asks, whether it is met, what was seen and,
+    when missed, the diagnosis code and the sentence that says what to change."""
+
+    asks: str
+    met: bool
+    seen: str = ""
+    code: str = "wrong_values"
+    fix: str = ""
+
+
+@dataclass(frozen=True)
+class Answer:
+    """An exercise whose answer is plain data the exercise cell defines (a launch's knobs,
+    predictions, a sentence of reasoning), judged on what the course computes from it: the
+    compiler's figures for those knobs, the capstone's plan, on a GPU the clock.
+
+    ``judge(*values, clock=False)`` takes the values of :attr:`names` in order and returns the
+    goals (``clock``: race on this machine's GPU too); it raises ``TypeError``, ``KeyError`` or
+    ``ValueError`` with a sentence for a value of the wrong kind. The learner's check passes
+    the notebook's values; the grader reads them from its worker as JSON and passes those."""
+
+    name: str
+    lesson: int
+    names: tuple[str, ...]  # the variables the exercise cell defines
+    judge: Callable[..., list[Goal]]
+    cells: Cells | None = None
 
 
 Resize = Callable[[tuple[int, ...]], tuple[int, ...]]

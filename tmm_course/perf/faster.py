@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import cache
 
 import torch
 
@@ -71,6 +72,7 @@ def lesson_4_launch() -> dict[str, object]:
             "num_warps": b.num_warps, "num_stages": b.num_stages, "GROUP_M": b.group_m}  # fmt: skip
 
 
+@cache
 def compiled(knobs: Knobs) -> dict[str, Compiled]:
     """Lesson 4's kernel (in grouped order if ``group_m``) with these knobs, float16
     ``SIZE^3``, compiled for every GPU the course names."""

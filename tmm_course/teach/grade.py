@@ -55,8 +55,8 @@ from pathlib import Path
 
 import tmm_course
 from tmm_course.exercises import BY_NAME as SPECS
+from tmm_course.exercises.spec import Answer, generator
 from tmm_course.exercises.spec import Exercise as Spec
-from tmm_course.exercises.spec import generator
 from tmm_course.teach import (
     exercise_rules,
     graded_notebook,
@@ -326,17 +326,21 @@ class Grader:
         source = sources[exercise.name]
         carried = graded_notebook.carried(self.reference, sources, exercise, self.setup)
         recorder = Worker(self, self._number(exercise.name))
-        replayer.warm()
         try:
-            verdict, codes, detail = self._measure(
-                spec, [*carried, source], recorder, replayer, deadline
-            )
+            if isinstance(spec, Answer):
+                verdict, codes, detail = self._answer(spec, [*carried, source], recorder, deadline)
+            else:
+                replayer.warm()
+                verdict, codes, detail = self._measure(
+                    spec, [*carried, source], recorder, replayer, deadline
+                )
         except WorkerGone as gone:
             verdict, codes, detail = gone.verdict, [], gone.detail
             replayer.stop()  # a replay that ran past its time: the next exercise gets a fresh one
         finally:
             recorder.stop()
-        advice = exercise_rules.advice(source, [self.setup], carried, [spec.function])
+        functions = list(spec.names) if isinstance(spec, Answer) else [spec.function]
+        advice = exercise_rules.advice(source, [self.setup], carried, functions)
         if advice and verdict != "pass":
             detail = f"{detail} (advice: {'; '.join(advice)})"
         return self.row(name, exercise.name, verdict, " ".join(codes), detail)
@@ -395,6 +399,23 @@ class Grader:
         if not loaded.get("ok"):
             detail = f"the cell raised {_brief(loaded)}; {detail}"
         return verdict, codes, detail
+
+    def _answer(self, spec: Answer, sources: list[str], worker: Worker, deadline: float):
+        """An answer that is data: the cell's values, read as JSON (never called), judged by
+        the exercise's own judge here, as the learner's check judges them."""
+        if time.monotonic() >= deadline:
+            raise WorkerGone("timeout", "no time left in this submission's limit")
+        worker.start(deadline)
+        loaded = {"ok": True}
+        for source in sources:
+            loaded = worker.run(source, deadline)
+        reply, data = worker.record({"op": "values", "names": list(spec.names)}, [], deadline)
+        raised = "" if loaded.get("ok") else f"the cell raised {_brief(loaded)}; "
+        if not reply.get("ok"):
+            if reply.get("error_type") == "NameError":
+                return "missing", [], f"{raised}{reply.get('error', '')}"[:500]
+            return "fail", ["crashed"], f"{raised}the values are not plain data: {_brief(reply)}"
+        return judge.judge_answer(spec, data, raised)
 
     def _replay(self, trial: judge.Trial, record: dict, replayer: Replayer, deadline: float):
         """One case's verdict: its record's kernels replayed on the trial's case."""

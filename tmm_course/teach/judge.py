@@ -32,7 +32,7 @@ import torch
 
 from tmm_course.check.buffers import CANARY
 from tmm_course.check.result import Case as Result
-from tmm_course.exercises.spec import Case, Exercise
+from tmm_course.exercises.spec import Answer, Case, Exercise
 from tmm_course.teach import triton_only
 
 RECORD_BYTES = 4 * 2**20  # the most a launch record may be
@@ -124,8 +124,8 @@ class Trial:
                 args.append({"kind": "scalar", "value": value})
         order = self.exercise.arguments(list(range(len(args) - 1)), len(args) - 1)
         blobs = [*extra_blobs, *(b.storage.numpy().tobytes() for b in self.buffers)]
-        header = {"op": op, "name": self.exercise.function, "args": args, "order": order,
-                  "tensors": list(self.exercise.tensors)}  # fmt: skip
+        header = {"op": op, "exercise": self.exercise.name, "name": self.exercise.function,
+                  "args": args, "order": order, "tensors": list(self.exercise.tensors)}  # fmt: skip
         return header, blobs
 
     def sizes(self) -> list[int]:
@@ -251,7 +251,11 @@ def judge_replay(trial: Trial, reply: dict, returned: list[bytes] | None) -> Res
     if stray or outside.get("load"):
         where = stray.get("text") if stray else f"loaded lanes outside {_names(outside['load'])}"
         return result(case, code="out_of_bounds_read", problem=str(where)[:300])
-    return _values(case, got, trial.poison, int(reply.get("unstored", -1)))
+    found = _values(case, got, trial.poison, int(reply.get("unstored", -1)))
+    requires = trial.exercise.requires
+    if found.passed and requires is not None and not reply.get("shows"):
+        return result(case, code=requires.code, problem=requires.fix, cause=requires.fix)
+    return found
 
 
 def _names(counts: object) -> str:
@@ -326,6 +330,29 @@ def verdict(
     if first is not None and first.problem:
         detail += f" First failure: {first.label}: {first.problem}"
     return "fail", checked.codes, detail
+
+
+def judge_answer(spec: Answer, data: bytes, raised: str = "") -> tuple[str, list[str], str]:
+    """(verdict, codes, detail) of an answer that is data, from the JSON its worker sent: the
+    exercise's own judge (the one the learner's check runs), on a CPU its compiler goals only."""
+    from tmm_course.check import answers
+
+    try:
+        values = json.loads(data.decode("utf-8"))
+        if not (isinstance(values, list) and len(values) == len(spec.names)):
+            raise ValueError(f"expected {len(spec.names)} values")
+        goals = spec.judge(*values, clock=False)
+    except (ValueError, TypeError, KeyError, UnicodeDecodeError, RecursionError) as error:
+        return "fail", ["crashed"], f"{raised}the answer is not of the kind asked: {error}"[:500]
+    checked = answers.result(spec, goals)
+    met = sum(g.met for g in goals)
+    detail = f"{raised}{met}/{len(goals)} goals met"
+    if checked.passed:
+        return "pass", [], detail
+    if checked.codes == ["not_implemented"] and not met:
+        return "not_implemented", ["not_implemented"], f"{detail}; {checked.primary.message}"
+    codes = list(dict.fromkeys([*checked.codes, *(g.code for g in goals if not g.met)]))
+    return "fail", codes, f"{detail}; {checked.primary.message}"[:500]
 
 
 @cache

@@ -54,6 +54,27 @@ def _tensors(header: dict, blobs: list[bytes]):
     return args, storages
 
 
+def _only_tensors(args: list) -> list:
+    import torch
+
+    return [a for a in args if isinstance(a, torch.Tensor)]
+
+
+VALUE_BYTES = 64 * 1024  # the most an answer's values may take as JSON
+
+
+def _values(namespace: dict, names: list[str]) -> bytes:
+    """The values of ``names`` (an answer that is data), as JSON; what is not plain data, or
+    is larger than :data:`VALUE_BYTES`, is an error."""
+    missing = [name for name in names if name not in namespace]
+    if missing:
+        raise NameError(f"the cell defines no {', '.join(missing)}")
+    data = json.dumps([namespace[name] for name in names], allow_nan=False).encode()
+    if len(data) > VALUE_BYTES:
+        raise ValueError(f"the values take {len(data)} bytes as JSON (at most {VALUE_BYTES})")
+    return data
+
+
 def _error(error: BaseException) -> dict:
     return {
         "ok": False,
@@ -68,7 +89,7 @@ def _record(fn, header: dict, blobs: list[bytes]) -> bytes:
     from tmm_course.check.record import Recorder
 
     args, _ = _tensors(header, blobs)
-    views = dict(zip(header["tensors"], [a for a in args if not isinstance(a, float)], strict=True))
+    views = dict(zip(header["tensors"], _only_tensors(args), strict=True))
     recorder = Recorder(views)
     with noting_only() as seen:
         seen.listeners.append(recorder.note)
@@ -114,8 +135,9 @@ class Checked:
     """A kernel that, before each launch, is compiled for :data:`GPU_TARGET` under the strict
     compiler (once per argument types and constants): nothing that does not compile runs."""
 
-    def __init__(self, kernel, name: str, compiled: dict) -> None:
-        self.kernel, self.name, self.compiled = kernel, name, compiled
+    def __init__(self, kernel, name: str, replayer: Replayer) -> None:
+        self.kernel, self.name, self.replayer = kernel, name, replayer
+        self.compiled = replayer.compiled
 
     def __getitem__(self, grid):
         def launch(*args, **kwargs):
@@ -144,6 +166,14 @@ class Checked:
                 self.compiled[key] = str(error)
         if self.compiled[key]:
             raise Refused(f"{self.name} does not compile for {GPU_TARGET}: {self.compiled[key]}")
+        requires = self.replayer.requires
+        if requires is not None:
+            if key not in self.replayer.shown:
+                from tmm_course.check.compiled import shown
+
+                with triton_only.strict():
+                    self.replayer.shown[key] = shown(requires, self.kernel, args, kwargs)[0]
+            self.replayer.used.append(key)
 
 
 class Replayer:
@@ -152,12 +182,18 @@ class Replayer:
     def __init__(self) -> None:
         self.kernels: dict = {}
         self.compiled: dict = {}
+        # what the exercise asks of a compiled kernel beyond its values (lesson 7), whether
+        # each specialization shows it, and those the replay under way launched
+        self.requires = None
+        self.shown: dict = {}
+        self.used: list = []
 
     def define(self, data: dict) -> None:
         from tmm_course.teach import triton_only
 
         for key, kernel in triton_only.define_record(data).items():
-            self.kernels[key] = Checked(kernel, data["kernels"][key]["name"], self.compiled)
+            name = data["kernels"][key]["name"]
+            self.kernels[key] = Checked(kernel, name, self)
 
     def replay(self, header: dict, blobs: list[bytes]) -> tuple[dict, list[bytes]]:
         import tmm_course
@@ -165,11 +201,13 @@ class Replayer:
         from tmm_course.check import launches, time_limit
         from tmm_course.check.memory_guard import OutOfBoundsAccess, only_these_tensors, raised_from
         from tmm_course.check.record import replay as run_plan
+        from tmm_course.exercises import BY_NAME
 
         args, storages = _tensors(header, blobs)
-        tensors = [a for a in args if not isinstance(a, float)]
-        views = dict(zip(header["tensors"], tensors, strict=True))
+        views = dict(zip(header["tensors"], _only_tensors(args), strict=True))
         facts: dict = {"ok": True}
+        self.requires = getattr(BY_NAME.get(header.get("exercise", "")), "requires", None)
+        self.used = []
         with contextlib.ExitStack() as stack:
             launched = stack.enter_context(launches.recording())
             trace = None
@@ -188,6 +226,8 @@ class Replayer:
                     raise
                 facts["stray"] = {"kind": stray.kind, "text": str(stray)[:300]}
         _synchronize()
+        if self.requires is not None:
+            facts["shows"] = any(self.shown[key] for key in self.used)
         if trace is not None:
             output = header["tensors"][-1]
             facts["outside"] = {kind: trace.outside(kind) for kind in ("load", "store")}
@@ -227,6 +267,9 @@ def serve(read_fd: int, write_fd: int) -> None:
                 else:
                     out = [_record(fn, header, blobs)]
                     reply = {"ok": True, "size": len(out[0])}
+            elif op == "values":  # an answer that is data: read, never called
+                out = [_values(namespace, list(header["names"]))]
+                reply = {"ok": True, "size": len(out[0])}
             elif op == "prepare":  # a replay worker's imports, before it is needed
                 import tmm_course
                 from tmm_course import compile_ahead  # noqa: F401
@@ -247,7 +290,7 @@ def serve(read_fd: int, write_fd: int) -> None:
                 reply = _error(error)
             out = []
         sys.stdout.flush()
-        if op == "record" and out:  # a record of any size: its size first, then the record
+        if op in ("record", "values") and out:  # any size: its size first, then the data
             wire.send(write_fd, reply)
             wire.send(write_fd, {}, out)
         else:

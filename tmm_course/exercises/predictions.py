@@ -1,4 +1,4 @@
-"""Lesson 8's graded predictions: what the capstone's own plan does on the H200, worked out
+"""Lesson 8: graded predictions: what the capstone's own plan does on the H200, worked out
 before the lesson shows it (which kernel a problem gets, how many waves its tiles make, where
 ``matmul_fast`` loses), checked against the plan and the grid the stored H200 run raced
 (:func:`tmm_course.perf.results.grid`). A wrong answer gets a hint at the way and, for a known
@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from tmm_course.check.result import Case, CheckResult, Diagnosis
+from tmm_course.exercises.spec import Answer, Cells, Goal
 from tmm_course.perf import results, waves
 
 PLANNED = "1536^3 float16"  # a problem whose plan lesson 8 does not print before the question
@@ -98,6 +98,8 @@ LESSON_8 = {
 
 
 def _kind(value: object) -> str:
+    if isinstance(value, list | tuple):
+        return "a list or tuple"  # a tuple reaches the judge as a list (JSON has no tuples)
     name = type(value).__name__
     return ("an " if name[0] in "aeiou" else "a ") + name
 
@@ -132,50 +134,46 @@ def _judge(question: Question, yours: object) -> tuple[bool, str]:
     return False, f"{side}: work it out as {question.how}"
 
 
-def check_predictions(
-    answers: Mapping[str, object], questions: Mapping[str, Question] = LESSON_8
-) -> CheckResult:
-    """Each of ``answers`` (question name -> your number, or None while unanswered) against
-    the formula's value; the first wrong one is named with a hint at the way, never the
-    answer."""
+def judge(answers: Mapping[str, object], clock: bool = False) -> list[Goal]:
+    """Each of ``answers`` (question name -> your answer, or None while unanswered) against
+    what the plan and the stored grid say; a wrong one is named with a hint at the way, never
+    the answer. ``clock`` changes nothing: the answers are about the stored H200 run."""
     if not isinstance(answers, Mapping):
         raise TypeError(
-            f"check_predictions takes a dict of question name -> your answer, got "
-            f"{_kind(answers)}. Fix: my_predictions = {{'shared_kb': ..., ...}} with the names "
-            f"{', '.join(questions)}, then check_predictions(my_predictions)."
+            f"my_predictions must be a dict of question name -> your answer, got "
+            f"{_kind(answers)}. Fix: my_predictions = {{'path': ..., ...}} with the names "
+            f"{', '.join(LESSON_8)}, then run the check."
         )
-    unknown = [name for name in answers if name not in questions]
+    unknown = [name for name in answers if name not in LESSON_8]
     if unknown:
         raise KeyError(
             f"no question named {', '.join(map(repr, unknown))}; the questions are "
-            f"{', '.join(questions)}"
+            f"{', '.join(LESSON_8)}"
         )
-    cases, diagnoses = [], []
-    unanswered = [name for name in questions if answers.get(name) is None]
-    for name, question in questions.items():
-        case = Case(f"{name}: {question.asks}", ())
+    unanswered = [name for name in LESSON_8 if answers.get(name) is None]
+    if len(unanswered) == len(LESSON_8):
+        return [Goal("your predictions", False, "no answer yet", "not_implemented",
+                     "Fill in my_predictions, then run the check.")]  # fmt: skip
+    goals = []
+    for name, question in LESSON_8.items():
         yours = answers.get(name)
         if yours is None:
-            case.code, case.problem = "not_implemented", "no answer yet"
-            cases.append(case)
+            still = ", ".join(unanswered)
+            goals.append(Goal(f"{name}: {question.asks}", False, "no answer yet",
+                              "not_implemented", f"Still to answer: {still}."))  # fmt: skip
             continue
-        case.passed, why = _judge(question, yours)
-        if not case.passed:
-            case.code = "wrong_values"
-            case.problem = f"you said {yours!r}: {why}"
-            if not diagnoses:
-                diagnoses.append(
-                    Diagnosis(
-                        "wrong_values",
-                        f"{name}: you said {yours!r}, which is not it ({why}); then run the "
-                        "check again.",
-                    )
-                )
-        cases.append(case)
-    passed = all(c.passed for c in cases)
-    if not passed and len(unanswered) == len(questions):
-        diagnoses = [Diagnosis("not_implemented", "Fill in my_predictions, then run the check.")]
-    elif not passed and not diagnoses:  # right so far
-        left = ", ".join(unanswered)
-        diagnoses = [Diagnosis("not_implemented", f"Right so far; still to answer: {left}.")]
-    return CheckResult("predictions", passed, cases, diagnoses)
+        right, why = _judge(question, yours)
+        goals.append(Goal(f"{name}: {question.asks}", right, "" if right else
+                          f"you said {yours!r}: {why}", "wrong_values", "" if right else
+                          f"{name}: you said {yours!r}, which is not it ({why}); then run "
+                          "the check again."))  # fmt: skip
+    return goals
+
+
+EXERCISE = Answer(
+    name="predictions",
+    lesson=8,
+    names=("my_predictions",),
+    judge=judge,
+    cells=Cells("08_racing_cublas", "rc15", "rc16", "rc17"),
+)

@@ -1,0 +1,111 @@
+"""Lesson 7: ``descriptor_matmul(a, b, c)`` stores ``a @ b`` into ``c`` through tensor
+descriptors, on contiguous float16 (and one float32) operands whose rows start every 16 bytes,
+ragged edges included, with a float32 accumulator. Beyond the values, the kernels it launches,
+compiled for an H200, must load through descriptors and copy with the TMA."""
+
+from __future__ import annotations
+
+from functools import partial
+
+import torch
+
+from tmm_course.exercises import products
+from tmm_course.exercises.products import Product
+from tmm_course.exercises.spec import (
+    Case,
+    Cells,
+    Exercise,
+    Output,
+    Requirement,
+    Resize,
+    label,
+    same,
+)
+from tmm_course.exercises.spec import ragged as ragged_axes
+from tmm_course.numerics import allowed
+
+ROW_BYTES = 16  # a descriptor's rows start on 16 bytes: N and K multiples of 8 in float16
+# every row a whole number of 16 bytes (K and N multiples of 8)
+PRODUCTS = [
+    Product("square", 64, 64, 64, "contiguous"),
+    Product("one K block", 16, 16, 16, "contiguous"),
+    Product("ragged M", 65, 64, 64, "contiguous"),
+    Product("ragged N", 64, 72, 64, "contiguous"),
+    Product("ragged K", 64, 64, 72, "contiguous"),
+    Product("K smaller than a block", 64, 64, 8, "contiguous"),
+    Product("tall", 304, 8, 48, "contiguous"),
+    Product("skinny", 8, 304, 48, "contiguous"),
+]
+LONG_K = products.LONG_K
+
+MESSAGES = {
+    "ragged_edge": "a descriptor fills rows and columns outside the tensor with zeros and drops "
+    "stores outside it, but only if its shape is the tensor's true shape: build each one with "
+    "shape=[M, K], [K, N] and [M, N], not with the sizes rounded up to blocks.",
+}
+
+
+def _descriptor_loads(ttir: str, ptx: str) -> bool:
+    return "descriptor_load" in ttir and "cp.async.bulk.tensor" in ptx
+
+
+READS_THROUGH_DESCRIPTORS = Requirement(
+    code="no_descriptor",
+    asks="reads A and B through tensor descriptors (compiled for sm_90: TMA copies)",
+    target="sm_90",
+    shows=_descriptor_loads,
+    fix="the kernel loads through pointers, not tensor descriptors: build "
+    "TensorDescriptor.from_tensor(x, block) on the host, pass it, and load with "
+    "a_desc.load([row, col])",
+)
+
+
+def _rows_on_16_bytes(p: Product, dtype: torch.dtype) -> Product:
+    """``p`` with N and K rounded up to whole 16-byte rows (a drawn size may not be)."""
+    step = ROW_BYTES // torch.empty(0, dtype=dtype).element_size()
+    up = lambda size: -(-size // step) * step
+    return p._replace(n=up(p.n), k=up(p.k))
+
+
+def case(p: Product, dtype: torch.dtype, backend: str, gen: torch.Generator) -> Case:
+    a, b = products.operands(gen, p, dtype)
+    a64, b64 = a.double(), b.double()
+    exact = a64 @ b64
+    return Case(
+        label((p.m, p.n, p.k), f"{p.label}, {str(dtype).removeprefix('torch.')}"),
+        (p.m, p.n, p.k),
+        (a, b),
+        Output((p.m, p.n), dtype),
+        exact,
+        atol=allowed(a64.abs() @ b64.abs(), dtype, backend),
+        mistakes=products.k_loop_mistakes(a64, b64),
+        ragged=ragged_axes(M=p.m, N=p.n, K=p.k),
+        probe=products.accumulator_precision(exact) if p == LONG_K else None,
+        only_if_all_passed=p == LONG_K,
+        redraw=partial(case, p, dtype, backend),
+    )
+
+
+def cases(gen: torch.Generator, backend: str, resize: Resize = same) -> list[Case]:
+    half = torch.float16
+    found = [
+        case(_rows_on_16_bytes(products.resized(p, resize), half), half, backend, gen)
+        for p in PRODUCTS
+    ]
+    found.append(case(LONG_K, half, backend, gen))
+    square = products.resized(PRODUCTS[0], resize)
+    found.append(case(_rows_on_16_bytes(square, torch.float32), torch.float32, backend, gen))
+    return found
+
+
+EXERCISE = Exercise(
+    name="descriptor_matmul",
+    lesson=7,
+    function="descriptor_matmul",
+    signature="descriptor_matmul(a, b, c)",
+    tensors=("a", "b", "c"),
+    cases=cases,
+    cells=Cells("07_persistent_tma", "pt19", "pt20", "pt21"),
+    messages=MESSAGES,
+    requires=READS_THROUGH_DESCRIPTORS,
+)

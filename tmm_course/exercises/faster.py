@@ -1,0 +1,50 @@
+"""Lesson 6: make lesson 4's kernel faster by choosing its knobs (``my_launch``: tile, warps,
+stages, launch order), after saying why (``my_reasoning``). Judged by the compiler for a T4,
+an A100 and an H200 (:func:`tmm_course.perf.faster.compiler_goals`: reuse, spills, the tensor
+cores, programs per SM) and, with ``clock``, by this GPU's clock against lesson 4's launch."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from tmm_course.exercises.spec import Answer, Cells, Goal
+from tmm_course.perf import faster
+
+REASONING_WORDS = 12  # a sentence or two: what limits lesson 4's launch, what yours changes
+
+
+def _goal(goal: faster.Goal) -> Goal:
+    fix = f"{goal.asks}: not yet ({goal.seen})." + (f" Turn {goal.knob}." if goal.knob else "")
+    return Goal(goal.asks, goal.met, goal.seen, "too_slow", "" if goal.met else fix)
+
+
+def judge(launch: Mapping[str, object], reasoning: object = "", clock: bool = False) -> list[Goal]:
+    """The goals ``launch`` (knob name -> value) meets; nothing is compiled until
+    ``reasoning`` (at least :data:`REASONING_WORDS` words) says what the knobs change."""
+    knobs = faster.knobs_of(launch)
+    if knobs == faster.BASELINE:
+        return [Goal("your launch", False, "still lesson 4's own knobs", "not_implemented",
+                     "Change my_launch's knobs (it still holds lesson 4's), write "
+                     "my_reasoning, then run the check.")]  # fmt: skip
+    if not (isinstance(reasoning, str) and len(reasoning.split()) >= REASONING_WORDS):
+        return [Goal("your reasoning", False, "not written yet", "not_implemented",
+                     f"First say in my_reasoning (at least {REASONING_WORDS} words) what limits "
+                     "lesson 4's launch and what each knob you turned changes; the check shows "
+                     "the compiler's figures after that.")]  # fmt: skip
+    figures = faster.compiled(knobs)
+    goals = faster.compiler_goals(knobs, figures)
+    if clock:
+        import torch
+
+        name = torch.cuda.get_device_name(0)
+        goals.append(faster.clock_goal(faster.race(knobs), name, faster.missed_knob(goals)))
+    return [_goal(g) for g in goals]
+
+
+EXERCISE = Answer(
+    name="faster",
+    lesson=6,
+    names=("my_launch", "my_reasoning"),
+    judge=judge,
+    cells=Cells("06_making_it_fast", "mf23", "mf24", "mf25"),
+)

@@ -1,0 +1,96 @@
+"""Lesson 6: ``grouped_tiles(tiles, grid_m, grid_n, group_m)`` launches one program per tile,
+and program ``pid`` stores its tile in grouped order, ``(pid_m, pid_n)``, into row ``pid`` of
+the int32 ``tiles``: groups of ``group_m`` rows of tiles one after the other, each walked
+column by column, the last group possibly shorter. The whole map is judged, on grids whose
+last group is full and grids whose last group is short."""
+
+from __future__ import annotations
+
+from functools import partial
+
+import torch
+
+from tmm_course.exercises.spec import Case, Cells, Exercise, Mistake, Output, Resize, same
+
+# (grid_m, grid_n, GROUP_M): square, a short last group, a group taller than the grid,
+# row-major (GROUP_M = 1), one tile, a group as tall as the grid
+GRIDS = [(4, 4, 2), (6, 5, 4), (7, 3, 2), (3, 8, 1), (5, 6, 8), (1, 1, 1), (9, 4, 3)]
+
+
+def grouped(pid: int, grid_m: int, grid_n: int, group_m: int) -> tuple[int, int]:
+    """Grouped order: groups of ``group_m`` rows of tiles, each walked column by column."""
+    per_group = group_m * grid_n
+    first_m = (pid // per_group) * group_m
+    rows = min(grid_m - first_m, group_m)
+    return first_m + (pid % per_group) % rows, (pid % per_group) // rows
+
+
+def _map(order, grid_m: int, grid_n: int, group_m: int) -> torch.Tensor:
+    tiles = [order(pid, grid_m, grid_n, group_m) for pid in range(grid_m * grid_n)]
+    return torch.tensor(tiles, dtype=torch.float64).reshape(-1, 2)
+
+
+def _full_groups_only(pid: int, grid_m: int, grid_n: int, group_m: int) -> tuple[int, int]:
+    """The slip: every group taken as ``group_m`` rows tall, the last one too."""
+    per_group = group_m * grid_n
+    first_m = (pid // per_group) * group_m
+    return first_m + (pid % per_group) % group_m, (pid % per_group) // group_m
+
+
+def _row_major(pid: int, grid_m: int, grid_n: int, group_m: int) -> tuple[int, int]:
+    return pid // grid_n, pid % grid_n
+
+
+def _column_major(pid: int, grid_m: int, grid_n: int, group_m: int) -> tuple[int, int]:
+    return pid % grid_m, pid // grid_m
+
+
+SHORT_GROUP = (
+    "right when GROUP_M divides grid_m, wrong otherwise: the last group has only "
+    "grid_m - first_m rows, so take rows = min(grid_m - first_m, GROUP_M) and use rows, not "
+    "GROUP_M, in the % and // that place a program inside its group."
+)
+
+
+def case(grid_m: int, grid_n: int, group_m: int, gen: torch.Generator | None = None) -> Case:
+    short = grid_m % group_m != 0 and group_m < grid_m
+    expected = _map(grouped, grid_m, grid_n, group_m)
+    mistakes = [
+        Mistake("ragged_edge", _map(_full_groups_only, grid_m, grid_n, group_m), SHORT_GROUP),
+        Mistake("wrong_values", _map(_row_major, grid_m, grid_n, group_m),
+                "the map is plain row-major order (pid // grid_n, pid % grid_n): GROUP_M is "
+                "ignored. Place each program in its group first, then go down the group's "
+                "column."),
+        Mistake("wrong_values", _map(_column_major, grid_m, grid_n, group_m),
+                "the map is lesson 4's column-major order (pid % grid_m, pid // grid_m): the "
+                "groups are missing. Walk GROUP_M rows of tiles at a time."),
+    ]  # fmt: skip
+    mistakes = [m for m in mistakes if not torch.equal(m.value, expected)]
+    note = " (the last group is short)" if short else ""
+    return Case(
+        f"{grid_m} x {grid_n} tiles, GROUP_M={group_m}{note}",
+        (grid_m, grid_n),
+        (grid_m, grid_n, group_m),
+        Output((grid_m * grid_n, 2), torch.int32),
+        expected,
+        mistakes=mistakes,
+        ragged=("M",) if short else (),
+        redraw=partial(case, grid_m, grid_n, group_m),
+    )
+
+
+def cases(gen: torch.Generator, backend: str, resize: Resize = same) -> list[Case]:
+    return [case(*resize(grid)) for grid in GRIDS]
+
+
+EXERCISE = Exercise(
+    name="grouped_tile",
+    lesson=6,
+    function="grouped_tiles",
+    signature="grouped_tiles(tiles, grid_m, grid_n, group_m)",
+    tensors=("tiles",),
+    cases=cases,
+    cells=Cells("06_making_it_fast", "mf31", "mf32", "mf33"),
+    call=(3, 0, 1, 2),
+    messages={"ragged_edge": SHORT_GROUP},
+)
