@@ -32,6 +32,7 @@ from tmm_course.exercises import (
     outer_product,
     predictions,
     scaled_matmul,
+    split_k,
     strided_copy,
     transpose,
     vector_add,
@@ -50,6 +51,7 @@ __all__ = [
     "check_outer_product",
     "check_predictions",
     "check_scaled_matmul",
+    "check_split_k",
     "check_strided_copy",
     "check_transpose",
     "check_vector_add",
@@ -183,7 +185,7 @@ def check_descriptor_matmul(
             fn(a, b, out)
             return out
 
-        goal = faster._goal(clock.clock_goal(clock.race(filled), torch.cuda.get_device_name(0)))
+        goal = faster.as_goal(clock.clock_goal(clock.race(filled), torch.cuda.get_device_name(0)))
         clocked = answers.result(exercise, [goal])  # type: ignore[arg-type]
         result.cases += clocked.cases
         result.diagnoses += clocked.diagnoses
@@ -217,3 +219,12 @@ def check_predictions(answers_: object) -> CheckResult:
     against the capstone's plan and the stored H200 grid; a wrong answer gets a hint at the
     way, never the answer."""
     return answers.run_answer(predictions.EXERCISE, answers_)
+
+
+def check_split_k(launch: object, reasoning: object = "") -> CheckResult:
+    """Lesson 8: ``launch``, the capstone grouped kernel's knobs (``BLOCK_M``, ``BLOCK_N``,
+    ``BLOCK_K``, ``num_warps``, ``num_stages``, ``SPLIT_K``) for a float16 512 x 512 x 16384
+    product, judged by the compiler for an A100 and an H200, by how many programs the launch
+    gives an H200's SMs and, on a GPU, by the clock against lesson 4's kernel.
+    ``reasoning``: your prediction in words, asked for before the compiler's figures."""
+    return answers.run_answer(split_k.EXERCISE, launch, reasoning, clock=tmm_course.BACKEND == GPU)

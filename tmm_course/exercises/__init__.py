@@ -24,6 +24,7 @@ from tmm_course.exercises import (
     outer_product,
     predictions,
     scaled_matmul,
+    split_k,
     strided_copy,
     transpose,
     vector_add,
@@ -45,6 +46,7 @@ EXERCISES: list[Exercise | Answer] = [
     grouped_tile.EXERCISE,
     descriptor_matmul.EXERCISE,
     predictions.EXERCISE,
+    split_k.EXERCISE,
     *fixes.EXERCISES,
 ]
 BY_NAME: dict[str, Exercise | Answer] = {e.name: e for e in EXERCISES}

@@ -13,7 +13,8 @@ from tmm_course.perf import faster
 REASONING_WORDS = 12  # a sentence or two: what limits lesson 4's launch, what yours changes
 
 
-def _goal(goal: faster.Goal) -> Goal:
+def as_goal(goal: faster.Goal) -> Goal:
+    """A goal of the performance lab's as an answer's goal: a miss names the knob to turn."""
     fix = f"{goal.asks}: not yet ({goal.seen})." + (f" Turn {goal.knob}." if goal.knob else "")
     return Goal(goal.asks, goal.met, goal.seen, "too_slow", "" if goal.met else fix)
 
@@ -38,7 +39,7 @@ def judge(launch: Mapping[str, object], reasoning: object = "", clock: bool = Fa
 
         name = torch.cuda.get_device_name(0)
         goals.append(faster.clock_goal(faster.race(knobs), name, faster.missed_knob(goals)))
-    return [_goal(g) for g in goals]
+    return [as_goal(g) for g in goals]
 
 
 EXERCISE = Answer(

@@ -1,8 +1,10 @@
-"""Measure lessons 6 and 7's exercises on a GPU and write one labelled run (the file lessons 6
-and 7 quote on a CPU, ``tmm_course/perf/data/exercises_h200.json``):
+"""Measure lessons 6, 7 and 8's exercises on a GPU and write one labelled run (the files the
+lessons quote on a CPU, ``tmm_course/perf/data/exercises_h200.json`` and, lesson 8's,
+``split_k_h100.json``):
 
     python -m tmm_course.teach.exercise_runs --notebooks notebooks \\
         --code-version "$(git rev-parse --short HEAD)" --out exercises_mine.json
+    python -m tmm_course.teach.exercise_runs --parts lesson_8 --out split_k_mine.json
 
 - each lesson's reference solution (its notebook's solution cell, run as it is) and a plausible
   attempt with one knob left wrong, raced against lesson 4's kernel and ``torch.matmul``
@@ -31,6 +33,9 @@ from tmm_course.perf import faster
 
 LESSON_6_WRONG = {"BLOCK_M": 128, "BLOCK_N": 256, "BLOCK_K": 64, "num_warps": 4, "num_stages": 3}
 LESSON_7_WRONG = {"tile": (128, 256, 64), "num_warps": 4, "num_stages": 3}
+# lesson 6's solution on lesson 8's deep product, SPLIT_K left at 1
+LESSON_8_WRONG = {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64, "num_warps": 8, "num_stages": 3,
+                  "SPLIT_K": 1}  # fmt: skip
 
 
 def solution_cells(notebook: Path) -> dict[str, object]:
@@ -97,6 +102,22 @@ def lesson_7(notebook: Path) -> dict:
     return out
 
 
+def lesson_8(notebook: Path) -> dict:
+    from tmm_course.perf import split_k
+
+    names = solution_cells(notebook)
+    out = {}
+    for label, launch in (("solution", names["solution_my_split"]), ("wrong", LESSON_8_WRONG)):
+        config = split_k.config_of(launch)
+        goals = split_k.compiler_goals(config, split_k.compiled(config))
+        ms = split_k.race(config)
+        clock = split_k.clock_goal(ms, torch.cuda.get_device_name(0))
+        out[label] = {"launch": launch, "ms": ms, "compiler_goals": _goals(goals),
+                      "clock_goal": asdict(clock)}  # fmt: skip
+        print("lesson 8", label, ms, clock, flush=True)
+    return out
+
+
 def autotune_record(size: int = 4096) -> dict:
     """What ``@triton.autotune`` timed and picked at float16 ``size^3``, and the same
     candidates raced interleaved afterwards."""
@@ -151,6 +172,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--notebooks", type=Path, default=Path("notebooks"))
     parser.add_argument("--code-version", default="unknown")
     parser.add_argument("--out", type=Path, default=Path("exercises_mine.json"))
+    parser.add_argument("--parts", nargs="+", default=["lesson_6", "lesson_7", "autotune",
+                        "proton"], help="what to measure (lesson_8 too)")  # fmt: skip
     args = parser.parse_args(argv)
     if not torch.cuda.is_available():
         print("error: measuring needs a CUDA GPU", file=sys.stderr)
@@ -172,10 +195,16 @@ def main(argv: list[str] | None = None) -> int:
     parts = {
         "lesson_6": lambda: lesson_6(args.notebooks / "06_making_it_fast.ipynb"),
         "lesson_7": lambda: lesson_7(args.notebooks / "07_persistent_tma.ipynb"),
+        "lesson_8": lambda: lesson_8(args.notebooks / "08_racing_cublas.ipynb"),
         "autotune": autotune_record,
         "proton": lambda: proton_profile(args.notebooks / "06_making_it_fast.ipynb"),
     }
+    unknown = sorted(set(args.parts) - set(parts))
+    if unknown:
+        parser.error(f"no part named {', '.join(unknown)}; the parts are {', '.join(parts)}")
     for name, part in parts.items():
+        if name not in args.parts:
+            continue
         try:
             out[name] = part()
         except Exception:  # one part failing leaves the others measured

@@ -1,0 +1,166 @@
+"""Lesson 8's exercise: fill the machine on a deep product with few tiles.
+
+A float16 ``512 x 512 x 16384`` product has 64 tiles of lesson 4's 64x64 and 16 of 128x128: an
+H200 has 132 SMs, so most of them would wait. The learner launches the capstone's grouped
+kernel (:func:`tmm_course.capstone.launches.launch_grouped`) with a configuration of their own:
+tile, warps, stages, and ``SPLIT_K``, K cut into slices, one program per (tile, slice), the
+last to finish a tile adding the float32 partials. On any machine the compiler judges it
+(:func:`compiler_goals`: compiled for an A100 and an H200, no spills, ``wgmma``, every SM of an
+H200 given a program, slices deep enough to pipeline); on a GPU the clock judges it too
+(:func:`race`, :func:`clock_goal`) against lesson 4's kernel on the same product."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from functools import cache
+
+import torch
+
+from tmm_course.capstone.config import Config
+from tmm_course.compile_ahead import Compiled, compile_for, specialize
+from tmm_course.gpu import KNOWN
+from tmm_course.perf.faster import Goal
+from tmm_course.perf.knobs import BASELINE
+
+M, N, K = 512, 512, 16384  # float16: the problem the goals are stated for
+KNOB_NAMES = ("BLOCK_M", "BLOCK_N", "BLOCK_K", "num_warps", "num_stages", "SPLIT_K")
+H200_SMS = KNOWN["H200"].sms
+MIN_K_STEPS = 8  # per slice: the capstone's own rule (no more than one slice per 8 K-steps)
+LESSON_4 = {"BLOCK_M": BASELINE.block_m, "BLOCK_N": BASELINE.block_n,
+            "BLOCK_K": BASELINE.block_k, "num_warps": BASELINE.num_warps,
+            "num_stages": BASELINE.num_stages, "SPLIT_K": 1}  # fmt: skip
+# the factor over lesson 4's kernel a launch must reach on each GPU, and where it comes from
+CLOCK_FACTORS: dict[str, tuple[float, str]] = {
+    "H100": (3.0, "the stored H100 run measured lesson 8's solution at about 4.6"),
+    "H200": (3.0, "as on an H100: the same 132 SMs (no stored H200 run)"),
+    "A100": (2.0, "no stored A100 run: a stated margin over noise"),
+}
+OTHER_GPU = (1.3, "no stored run for this GPU: a stated margin over noise")
+
+
+def config_of(launch: Mapping[str, object]) -> Config:
+    """The capstone :class:`Config` of a learner's ``{"BLOCK_M": ..., "SPLIT_K": ...}``; a
+    clear error for a key or value that is not one."""
+    if not isinstance(launch, Mapping):
+        raise TypeError(f"expected a dict of knobs such as {LESSON_4}, got {type(launch).__name__}")
+    unknown = [k for k in launch if k not in KNOB_NAMES]
+    if unknown:
+        raise KeyError(f"no knob named {', '.join(map(repr, unknown))}; the knobs are "
+                       f"{', '.join(KNOB_NAMES)}")  # fmt: skip
+    values = {**LESSON_4, **launch}
+    for name in KNOB_NAMES:
+        value = values[name]
+        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+            raise ValueError(f"{name}={value!r}: expected a positive int")
+    for name in ("BLOCK_M", "BLOCK_N", "BLOCK_K", "num_warps"):
+        if values[name] & (values[name] - 1):
+            raise ValueError(f"{name}={values[name]}: expected a power of two")
+    if values["BLOCK_K"] < 16:
+        raise ValueError(f"BLOCK_K={values['BLOCK_K']}: tl.dot needs at least 16 for float16")
+    if values["SPLIT_K"] * values["BLOCK_K"] > K:
+        raise ValueError(f"SPLIT_K={values['SPLIT_K']}: more slices than K={K} has BLOCK_K steps")
+    return Config(values["BLOCK_M"], values["BLOCK_N"], values["BLOCK_K"], values["num_warps"],
+                  values["num_stages"], split_k=values["SPLIT_K"])  # fmt: skip
+
+
+def programs(config: Config) -> int:
+    """Programs one launch starts: one per (tile, K-slice)."""
+    return -(-M // config.block_m) * -(-N // config.block_n) * config.split_k
+
+
+def k_steps(config: Config) -> int:
+    """BLOCK_K steps each program's slice of K takes."""
+    return -(-K // (config.block_k * config.split_k))
+
+
+@cache
+def compiled(config: Config) -> dict[str, Compiled]:
+    """The capstone's grouped kernel as :func:`launch_grouped` launches it with ``config`` on
+    the float16 problem, compiled for an A100 and an H200."""
+    from tmm_course.capstone import kernels, launches
+
+    a = torch.empty(M, K, dtype=torch.float16)
+    b = torch.empty(K, N, dtype=torch.float16)
+    out = torch.empty(M, N, dtype=torch.float16)
+    arguments, _, constexprs, _, _ = launches.grouped_setup(a, b, out, config, "ieee")
+    given = {k: v for k, v in constexprs.items() if k not in ("num_warps", "num_stages")}
+    kernel = kernels.grouped_matmul_kernel
+    launch = specialize(kernel, arguments(a, b, out), given)
+    return {gpu: compile_for(kernel, launch, gpu, config.num_warps, config.num_stages)
+            for gpu in ("sm_80", "sm_90")}  # fmt: skip
+
+
+def compiler_goals(config: Config, figures: Mapping[str, Compiled]) -> list[Goal]:
+    """The goals the compiler and the launch's arithmetic judge: compiled for an A100 and an
+    H200 without spills, ``wgmma`` on an H200, a program for every SM of an H200, and slices
+    of K deep enough to pipeline."""
+    goals = []
+    for gpu in ("sm_80", "sm_90"):
+        c = figures[gpu]
+        if not c.ok:
+            goals.append(Goal(f"compiles for {gpu}", False, f"refused: {c.error}",
+                              "BLOCK_K or num_stages (shared memory)"))  # fmt: skip
+            continue
+        spilled = c.spilled_bytes or 0
+        more_warps = "num_warps (more warps share the accumulator) or a smaller tile"
+        goals.append(Goal(f"no spills on {gpu}", spilled == 0,
+                          f"{c.registers} registers per thread, {spilled} bytes spilled",
+                          "" if spilled == 0 else more_warps))  # fmt: skip
+    h200 = figures["sm_90"]
+    if h200.ok:
+        wgmma = h200.matrix_unit == "wgmma"
+        goals.append(Goal("tl.dot on wgmma on sm_90", wgmma, f"tl.dot on {h200.matrix_unit}",
+                          "" if wgmma else "num_warps (a multiple of 4)"))  # fmt: skip
+    count = programs(config)
+    tiles = count // config.split_k
+    filled = count >= H200_SMS
+    goals.append(Goal(
+        f"a program for each of an H200's {H200_SMS} SMs",
+        filled,
+        f"{tiles} tiles x {config.split_k} K-slices = {count} programs",
+        "" if filled else "SPLIT_K (more slices of K, each its own program) or a smaller tile",
+    ))  # fmt: skip
+    steps = k_steps(config)
+    deep = steps >= MIN_K_STEPS
+    goals.append(Goal(
+        f"at least {MIN_K_STEPS} BLOCK_K steps per slice (the pipeline needs a run to fill)",
+        deep,
+        f"{steps} steps of {config.block_k} per slice of {K // config.split_k}",
+        "" if deep else "SPLIT_K (fewer, deeper slices)",
+    ))  # fmt: skip
+    return goals
+
+
+def race(config: Config, rounds: int = 5) -> dict[str, float]:
+    """Median milliseconds per call (host time included) of the grouped kernel with
+    ``config``, lesson 4's ``matmul()`` and ``torch.matmul`` on the float16 problem,
+    interleaved, on this GPU."""
+    from tmm_course.capstone.launches import launch_grouped
+    from tmm_course.timing import interleaved
+
+    generator = torch.Generator(device="cuda").manual_seed(0)
+    a = torch.randn(M, K, device="cuda", dtype=torch.float16, generator=generator)
+    b = torch.randn(K, N, device="cuda", dtype=torch.float16, generator=generator)
+    lesson_4 = BASELINE.launcher()
+
+    def yours() -> torch.Tensor:
+        return launch_grouped(a, b, torch.empty(M, N, device="cuda", dtype=a.dtype), config)
+
+    return interleaved({"yours": yours, "lesson 4": lambda: lesson_4(a, b),
+                        "torch.matmul": lambda: torch.matmul(a, b)}, rounds=rounds)  # fmt: skip
+
+
+def clock_goal(ms: Mapping[str, float], gpu_name: str, knob: str = "") -> Goal:
+    """Whether ``ms`` (from :func:`race`) shows the learner's launch ahead of lesson 4's by
+    this GPU's factor; ``knob``: what the compiler's goals point at, named on a miss."""
+    factor, source = next((f for short, f in CLOCK_FACTORS.items() if short in gpu_name),
+                          OTHER_GPU)  # fmt: skip
+    reached = ms["lesson 4"] / ms["yours"]
+    met = reached >= factor
+    return Goal(
+        f"{factor:.2f} times as fast as lesson 4's kernel on {gpu_name} ({source})",
+        met,
+        f"{reached:.2f} times lesson 4's speed; {ms['torch.matmul'] / ms['yours']:.2f} of "
+        f"torch.matmul's (medians of interleaved rounds, host time included)",
+        "" if met else knob or "SPLIT_K and the tile (see the compiler's figures)",
+    )
