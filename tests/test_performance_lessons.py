@@ -171,6 +171,40 @@ def test_a_pointer_kernel_computes_the_values_and_fails_the_descriptor_check():
     assert not result.passed and result.codes == ["no_descriptor"]
 
 
+SPLIT_SOLUTION = {"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 64, "num_warps": 4, "num_stages": 4,
+                  "SPLIT_K": 4}  # fmt: skip
+REASONS = "the product has too few tiles for the SMs, so each slice of K gets its own program"
+
+
+def test_split_k_check_judges_the_launch_by_the_compiler_and_names_the_knob():
+    from tmm_course.check import check_split_k
+    from tmm_course.perf import split_k
+
+    assert check_split_k(SPLIT_SOLUTION, REASONS).passed
+    assert check_split_k(split_k.LESSON_4, REASONS).codes == ["not_implemented"]
+    assert check_split_k(SPLIT_SOLUTION, "more").codes == ["not_implemented"]
+    unsplit = check_split_k({**SPLIT_SOLUTION, "BLOCK_M": 128, "BLOCK_N": 128, "SPLIT_K": 1},
+                            REASONS)  # fmt: skip
+    assert unsplit.codes == ["too_slow"] and "SPLIT_K" in unsplit.primary.message
+    assert "16 tiles x 1 K-slices = 16 programs" in unsplit.primary.message
+    thin = check_split_k({**SPLIT_SOLUTION, "SPLIT_K": 64}, REASONS)
+    assert thin.codes == ["too_slow"] and "steps per slice" in thin.primary.message
+    with pytest.raises(KeyError, match="GROUP_M"):
+        check_split_k({**SPLIT_SOLUTION, "GROUP_M": 8}, REASONS)
+
+
+def test_lesson_8s_stored_run_shows_the_solution_meets_its_clock_goal_and_the_slip_does_not():
+    from tmm_course.perf import split_k
+
+    run = stored.exercises_run("split_k_h100.json")
+    solution, wrong = run.lesson(8)["solution"], run.lesson(8)["wrong"]
+    assert solution["launch"] == SPLIT_SOLUTION
+    assert solution["clock_goal"]["met"] and not wrong["clock_goal"]["met"]
+    assert wrong["launch"]["SPLIT_K"] == 1 and "SPLIT_K" in wrong["clock_goal"]["knob"]
+    reached = solution["ms"]["lesson 4"] / solution["ms"]["yours"]
+    assert f"about {reached:.1f}" in split_k.CLOCK_FACTORS["H100"][1]
+
+
 # ----------------------------------------------------------------------- the lesson kernels
 
 
@@ -396,7 +430,7 @@ def test_lesson_8_says_which_lead_over_inductor_is_the_hosts():
     ("name", "words"),
     # lesson 6 also carries its exercise's goals, the autotuner's record and the profiler
     [("06_making_it_fast.ipynb", 1800), ("07_persistent_tma.ipynb", 1500),
-     ("08_racing_cublas.ipynb", 1500)],
+     ("08_racing_cublas.ipynb", 1650)],
 )  # fmt: skip
 def test_performance_lessons_stay_short(name, words):
     assert len(prose(name).split()) <= words

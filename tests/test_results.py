@@ -38,6 +38,7 @@ def test_every_shipped_file_has_a_reader():
         "lessons_h200.json",  # read by tmm_course.perf.stored.lessons_run (lessons 6 and 7)
         "pitfalls_h200.json",
         "races_h200.json",
+        "split_k_h100.json",  # read by stored.exercises_run("split_k_h100.json") (lesson 8)
         "sweep_h200.json",  # read by results.sweep(): the run that chose the capstone's rules
         "transposes_h200.json",
     ]

@@ -394,8 +394,17 @@ def _replayed(trial: Trial, recorder: record.Recorder, names: Sequence[str]) -> 
     out = fresh.guard.out
     strayed = _stray(trace, "store", views) is not None or not fresh.guard.canaries_intact()
     if strayed or not _close(out, fresh.expected, fresh.atol):
+        # a known mistake the kernels made on their own: a value-dependent slip (a bias added
+        # after the ReLU) can be right by chance on the first draw and wrong on this one
+        mistake = None if strayed else next(
+            (m for m in fresh.wrong_answers if m.value.shape == out.shape
+             and _close(out, m.value, fresh.atol)), None)  # fmt: skip
+        case.passed = False
+        if mistake is not None:
+            case.code, case.problem, case.cause = mistake.code, mistake.cause, mistake.cause
+            return False
         bad = int((~_isclose(out, fresh.expected, fresh.atol)).sum())
-        case.passed, case.code = False, "no_triton_kernel"
+        case.code = "no_triton_kernel"
         case.problem = case.cause = REPLAYED.format(bad=bad, cells=out.numel(), output=output)
     return False
 

@@ -62,8 +62,9 @@ def case(grid_m: int, grid_n: int, group_m: int, gen: torch.Generator | None = N
                 "ignored. Place each program in its group first, then go down the group's "
                 "column."),
         Mistake("wrong_values", _map(_column_major, grid_m, grid_n, group_m),
-                "the map is lesson 4's column-major order (pid % grid_m, pid // grid_m): the "
-                "groups are missing. Walk GROUP_M rows of tiles at a time."),
+                "the map walks down whole columns of tiles (pid % grid_m, pid // grid_m), as "
+                "a 2-D grid does: the groups are missing. Walk GROUP_M rows of tiles at a "
+                "time."),
     ]  # fmt: skip
     mistakes = [m for m in mistakes if not torch.equal(m.value, expected)]
     note = " (the last group is short)" if short else ""

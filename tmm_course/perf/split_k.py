@@ -17,6 +17,7 @@ from functools import cache
 import torch
 
 from tmm_course.capstone.config import Config
+from tmm_course.capstone.launches import K_STEPS_A_SLICE
 from tmm_course.compile_ahead import Compiled, compile_for, specialize
 from tmm_course.gpu import KNOWN
 from tmm_course.perf.faster import Goal
@@ -25,7 +26,7 @@ from tmm_course.perf.knobs import BASELINE
 M, N, K = 512, 512, 16384  # float16: the problem the goals are stated for
 KNOB_NAMES = ("BLOCK_M", "BLOCK_N", "BLOCK_K", "num_warps", "num_stages", "SPLIT_K")
 H200_SMS = KNOWN["H200"].sms
-MIN_K_STEPS = 8  # per slice: the capstone's own rule (no more than one slice per 8 K-steps)
+MIN_K_STEPS = K_STEPS_A_SLICE  # per slice: the capstone's own rule for its tail's slices
 LESSON_4 = {"BLOCK_M": BASELINE.block_m, "BLOCK_N": BASELINE.block_n,
             "BLOCK_K": BASELINE.block_k, "num_warps": BASELINE.num_warps,
             "num_stages": BASELINE.num_stages, "SPLIT_K": 1}  # fmt: skip
