@@ -21,7 +21,9 @@ import triton
 import triton.language as tl
 
 from tmm_course.check import (
+    check_descriptor_matmul,
     check_fill_column_major,
+    check_grouped_tile,
     check_matmul,
     check_outer_product,
     check_scaled_matmul,
@@ -52,6 +54,8 @@ CHECKS = {
     "linear_relu": check_linear_relu,
     "matmul": check_matmul,
     "scaled_matmul": check_scaled_matmul,
+    "grouped_tile": check_grouped_tile,
+    "descriptor_matmul": check_descriptor_matmul,
 }
 
 
@@ -601,6 +605,92 @@ def linear(block=(32, 32, 32), contiguous_out=False, **bugs):
     return launch
 
 
+# --- lesson 6: each program stores its tile in grouped order ---------------------------------
+@triton.jit
+def tiles_kernel(tiles_ptr, grid_m, grid_n, GROUP_M: tl.constexpr, SHORT_GROUP: tl.constexpr,
+                 SWAP: tl.constexpr, ONE_STORE: tl.constexpr):  # fmt: skip
+    pid = tl.program_id(0)
+    in_group = GROUP_M * grid_n
+    first_m = (pid // in_group) * GROUP_M
+    rows = tl.minimum(grid_m - first_m, GROUP_M) if SHORT_GROUP else GROUP_M
+    pid_m = first_m + (pid % in_group) % rows
+    pid_n = (pid % in_group) // rows
+    if SWAP:  # the column walked first, the row second
+        pid_m, pid_n = first_m + (pid % in_group) // grid_n, (pid % in_group) % grid_n
+    tl.store(tiles_ptr + 2 * pid, pid_m)
+    if not ONE_STORE:
+        tl.store(tiles_ptr + 2 * pid + 1, pid_n)
+
+
+def tiles(short_group=True, swap=False, one_store=False, programs=None):
+    def launch(out, grid_m, grid_n, group_m):
+        count = grid_m * grid_n if programs is None else programs(grid_m, grid_n)
+        tiles_kernel[(count,)](out, grid_m, grid_n, GROUP_M=group_m, SHORT_GROUP=short_group,
+                               SWAP=swap, ONE_STORE=one_store)  # fmt: skip
+
+    return launch
+
+
+# --- lesson 7: a @ b through tensor descriptors ------------------------------------------------
+@triton.jit
+def desc_kernel(a_desc, b_desc, c_desc, K, BM: tl.constexpr, BN: tl.constexpr,
+                BK: tl.constexpr, HALF_ACC: tl.constexpr, FLOOR_K: tl.constexpr):  # fmt: skip
+    row, col = tl.program_id(0) * BM, tl.program_id(1) * BN
+    acc = tl.zeros((BM, BN), dtype=tl.float16 if HALF_ACC else tl.float32)
+    steps = K // BK if FLOOR_K else tl.cdiv(K, BK)
+    for k in range(0, steps):
+        acc = tl.dot(a_desc.load([row, k * BK]), b_desc.load([k * BK, col]), acc,
+                     out_dtype=tl.float16 if HALF_ACC else tl.float32)  # fmt: skip
+    c_desc.store([row, col], acc.to(c_desc.dtype))
+
+
+def described(block=(32, 32, 16), half_acc=False, floor_k=False):
+    from triton.tools.tensor_descriptor import TensorDescriptor
+
+    def launch(a, b, c):
+        (m, k), n = a.shape, b.shape[1]
+        bm, bn, bk = block
+        bk = bk if a.element_size() == 2 else max(8, bk // 2)
+        desc_kernel[(triton.cdiv(m, bm), triton.cdiv(n, bn))](
+            TensorDescriptor.from_tensor(a, [bm, bk]), TensorDescriptor.from_tensor(b, [bk, bn]),
+            TensorDescriptor.from_tensor(c, [bm, bn]), k, BM=bm, BN=bn, BK=bk,
+            HALF_ACC=half_acc, FLOOR_K=floor_k)  # fmt: skip
+
+    return launch
+
+
+def pointer_matmul(a, b, c):
+    """Right values through plain masked loads: no descriptor."""
+    m, k = a.shape
+    n = b.shape[1]
+    mm_kernel_for_descriptors[(triton.cdiv(m, 32), triton.cdiv(n, 32))](
+        a, b, c, m, n, k, *a.stride(), *b.stride(), *c.stride(), BLOCK=32
+    )
+
+
+@triton.jit
+def mm_kernel_for_descriptors(a_ptr, b_ptr, c_ptr, M, N, K, sam, sak, sbk, sbn, scm, scn,
+                              BLOCK: tl.constexpr):  # fmt: skip
+    rm = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    rn = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
+    acc = tl.zeros((BLOCK, BLOCK), dtype=tl.float32)
+    for k0 in range(0, K, 16):
+        rk = k0 + tl.arange(0, 16)
+        a = tl.load(
+            a_ptr + rm[:, None] * sam + rk[None, :] * sak,
+            mask=(rm[:, None] < M) & (rk[None, :] < K),
+            other=0.0,
+        )
+        b = tl.load(
+            b_ptr + rk[:, None] * sbk + rn[None, :] * sbn,
+            mask=(rk[:, None] < K) & (rn[None, :] < N),
+            other=0.0,
+        )
+        acc = tl.dot(a, b, acc)
+    tl.store(c_ptr + rm[:, None] * scm + rn[None, :] * scn, acc.to(c_ptr.dtype.element_ty),
+             mask=(rm[:, None] < M) & (rn[None, :] < N))  # fmt: skip
+
+
 BANK = [
     # lesson 1
     Entry("fill_column_major", "correct, 16x16 blocks", fill(), PASS),
@@ -779,6 +869,23 @@ BANK = [
     Entry("linear_relu", "no ReLU", linear(relu=False), "wrong_values"),
     Entry("linear_relu", "ReLU before the bias", linear(bias_first=False), "wrong_values"),
     Entry("linear_relu", "out assumed contiguous", linear(contiguous_out=True), "ignores_strides"),
+    # lesson 6
+    Entry("grouped_tile", "correct", tiles(), PASS),
+    Entry(
+        "grouped_tile",
+        "the last group taken as tall as the others",
+        tiles(short_group=False),
+        "ragged_edge",
+    ),
+    Entry("grouped_tile", "rows walked first inside a group", tiles(swap=True), "wrong_values"),
+    Entry("grouped_tile", "pid_n never stored", tiles(one_store=True), "unwritten"),
+    Entry("grouped_tile", "one program short", tiles(programs=lambda m, n: m * n - 1), "unwritten"),
+    # lesson 7
+    Entry("descriptor_matmul", "correct, 32x32x16", described(), PASS),
+    Entry("descriptor_matmul", "correct, 64x32x32", described(block=(64, 32, 32)), PASS),
+    Entry("descriptor_matmul", "masked pointer loads", pointer_matmul, "no_descriptor"),
+    Entry("descriptor_matmul", "K loop floored", described(floor_k=True), "ragged_edge"),
+    Entry("descriptor_matmul", "float16 accumulator", described(half_acc=True), "precision"),
 ]
 
 
