@@ -633,38 +633,48 @@ def tiles(short_group=True, swap=False, one_store=False, programs=None):
 
 # --- lesson 7: a @ b through tensor descriptors ------------------------------------------------
 @triton.jit
-def desc_kernel(a_desc, b_desc, c_desc, K, BM: tl.constexpr, BN: tl.constexpr,
-                BK: tl.constexpr, HALF_ACC: tl.constexpr, FLOOR_K: tl.constexpr):  # fmt: skip
+def desc_kernel(a_desc, w_desc, c_desc, K, BM: tl.constexpr, BN: tl.constexpr,
+                BK: tl.constexpr, HALF_ACC: tl.constexpr, FLOOR_K: tl.constexpr,
+                AS_B: tl.constexpr):  # fmt: skip
     row, col = tl.program_id(0) * BM, tl.program_id(1) * BN
     acc = tl.zeros((BM, BN), dtype=tl.float16 if HALF_ACC else tl.float32)
     steps = K // BK if FLOOR_K else tl.cdiv(K, BK)
     for k in range(0, steps):
-        acc = tl.dot(a_desc.load([row, k * BK]), b_desc.load([k * BK, col]), acc,
+        if AS_B:  # lesson 7's A @ B kernel: its second operand read as K x N
+            w = w_desc.load([k * BK, col])
+        else:
+            w = tl.trans(w_desc.load([col, k * BK]))
+        acc = tl.dot(a_desc.load([row, k * BK]), w, acc,
                      out_dtype=tl.float16 if HALF_ACC else tl.float32)  # fmt: skip
     c_desc.store([row, col], acc.to(c_desc.dtype))
 
 
-def described(block=(32, 32, 16), half_acc=False, floor_k=False):
+def described(block=(32, 32, 16), half_acc=False, floor_k=False, as_b=None):
+    """``as_b``: lesson 7's A @ B kernel, handed ``as_b(w)`` as its K x N operand."""
     from triton.tools.tensor_descriptor import TensorDescriptor
 
-    def launch(a, b, c):
-        (m, k), n = a.shape, b.shape[1]
+    def launch(a, w, c):
+        (m, k), n = a.shape, w.shape[0]
         bm, bn, bk = block
         bk = bk if a.element_size() == 2 else max(8, bk // 2)
+        second = TensorDescriptor.from_tensor(w, [bn, bk]) if as_b is None else (
+            TensorDescriptor.from_tensor(as_b(w), [bk, bn]))  # fmt: skip
         desc_kernel[(triton.cdiv(m, bm), triton.cdiv(n, bn))](
-            TensorDescriptor.from_tensor(a, [bm, bk]), TensorDescriptor.from_tensor(b, [bk, bn]),
+            TensorDescriptor.from_tensor(a, [bm, bk]), second,
             TensorDescriptor.from_tensor(c, [bm, bn]), k, BM=bm, BN=bn, BK=bk,
-            HALF_ACC=half_acc, FLOOR_K=floor_k)  # fmt: skip
+            HALF_ACC=half_acc, FLOOR_K=floor_k, AS_B=as_b is not None)  # fmt: skip
 
     return launch
 
 
-def pointer_matmul(a, b, c):
-    """Right values through plain masked loads: no descriptor."""
+def pointer_matmul(a, w, c):
+    """Right values through plain masked loads (w read through its transpose's strides): no
+    descriptor."""
     m, k = a.shape
-    n = b.shape[1]
+    n = w.shape[0]
+    wt = w.t()  # a view: K x N
     mm_kernel_for_descriptors[(triton.cdiv(m, 32), triton.cdiv(n, 32))](
-        a, b, c, m, n, k, *a.stride(), *b.stride(), *c.stride(), BLOCK=32
+        a, wt, c, m, n, k, *a.stride(), *wt.stride(), *c.stride(), BLOCK=32
     )
 
 
@@ -886,6 +896,18 @@ BANK = [
     Entry("descriptor_matmul", "masked pointer loads", pointer_matmul, "no_descriptor"),
     Entry("descriptor_matmul", "K loop floored", described(floor_k=True), "ragged_edge"),
     Entry("descriptor_matmul", "float16 accumulator", described(half_acc=True), "precision"),
+    Entry(
+        "descriptor_matmul",
+        "lesson 7's A @ B kernel handed w",
+        described(as_b=lambda w: w),
+        "transposed",
+    ),
+    Entry(
+        "descriptor_matmul",
+        "w turned around on the host",
+        described(as_b=lambda w: w.t().contiguous()),
+        "host_copy",
+    ),
 ]
 
 

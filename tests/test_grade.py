@@ -139,7 +139,7 @@ PERFORMANCE_SLIPS = {
         # masked pointer loads: the right values, no descriptor
         "descriptor_matmul": """
 @triton.jit
-def kernel(a_ptr, b_ptr, c_ptr, M, N, K, BLOCK: tl.constexpr):
+def kernel(a_ptr, w_ptr, c_ptr, M, N, K, BLOCK: tl.constexpr):
     rows = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     cols = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
     acc = tl.zeros((BLOCK, BLOCK), dtype=tl.float32)
@@ -147,16 +147,16 @@ def kernel(a_ptr, b_ptr, c_ptr, M, N, K, BLOCK: tl.constexpr):
         ks = k0 + tl.arange(0, 16)
         a = tl.load(a_ptr + rows[:, None] * K + ks[None, :],
                     mask=(rows[:, None] < M) & (ks[None, :] < K), other=0.0)
-        b = tl.load(b_ptr + ks[:, None] * N + cols[None, :],
+        w = tl.load(w_ptr + cols[None, :] * K + ks[:, None],
                     mask=(ks[:, None] < K) & (cols[None, :] < N), other=0.0)
-        acc = tl.dot(a, b, acc)
+        acc = tl.dot(a, w, acc)
     tl.store(c_ptr + rows[:, None] * N + cols[None, :], acc.to(c_ptr.dtype.element_ty),
              mask=(rows[:, None] < M) & (cols[None, :] < N))
 
 
-def descriptor_matmul(a, b, c):
-    (m, k), n = a.shape, b.shape[1]
-    kernel[(triton.cdiv(m, 32), triton.cdiv(n, 32))](a, b, c, m, n, k, BLOCK=32)
+def descriptor_matmul(a, w, c):
+    (m, k), n = a.shape, w.shape[0]
+    kernel[(triton.cdiv(m, 32), triton.cdiv(n, 32))](a, w, c, m, n, k, BLOCK=32)
 """,
     },
     "08_racing_cublas": {

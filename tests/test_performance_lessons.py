@@ -101,20 +101,21 @@ def _descriptor_port(rounded_shapes: bool):
     from triton.tools.tensor_descriptor import TensorDescriptor
 
     @triton.jit
-    def kernel(a_desc, b_desc, c_desc, M, N, K, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+    def kernel(a_desc, w_desc, c_desc, M, N, K, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
                BLOCK_K: tl.constexpr):  # fmt: skip
         row, col = tl.program_id(axis=0) * BLOCK_M, tl.program_id(axis=1) * BLOCK_N
         acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
         for k in range(0, tl.cdiv(K, BLOCK_K)):
-            acc = tl.dot(a_desc.load([row, k * BLOCK_K]), b_desc.load([k * BLOCK_K, col]), acc)
+            w_tile = w_desc.load([col, k * BLOCK_K])
+            acc = tl.dot(a_desc.load([row, k * BLOCK_K]), tl.trans(w_tile), acc)
         c_desc.store([row, col], acc.to(c_desc.dtype))
 
-    def launch(a, b, c):
-        (m, k), n = a.shape, b.shape[1]
+    def launch(a, w, c):
+        (m, k), n = a.shape, w.shape[0]
         if rounded_shapes:  # a descriptor over more rows than A has: reads past its end
             a = a.as_strided((triton.cdiv(m, 32) * 32, k), a.stride())
         kernel[(triton.cdiv(m, 32), triton.cdiv(n, 32))](
-            TensorDescriptor.from_tensor(a, [32, 16]), TensorDescriptor.from_tensor(b, [16, 32]),
+            TensorDescriptor.from_tensor(a, [32, 16]), TensorDescriptor.from_tensor(w, [32, 16]),
             TensorDescriptor.from_tensor(c, [32, 32]), m, n, k, BLOCK_M=32, BLOCK_N=32, BLOCK_K=16,
         )  # fmt: skip
 
@@ -138,7 +139,7 @@ def _pointer_matmul():
     import triton.language as tl
 
     @triton.jit
-    def kernel(a_ptr, b_ptr, c_ptr, M, N, K, BLOCK: tl.constexpr):
+    def kernel(a_ptr, w_ptr, c_ptr, M, N, K, BLOCK: tl.constexpr):
         rows = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
         cols = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
         acc = tl.zeros((BLOCK, BLOCK), dtype=tl.float32)
@@ -149,26 +150,64 @@ def _pointer_matmul():
                 mask=(rows[:, None] < M) & (ks[None, :] < K),
                 other=0.0,
             )
-            b = tl.load(
-                b_ptr + ks[:, None] * N + cols[None, :],
+            w = tl.load(
+                w_ptr + cols[None, :] * K + ks[:, None],
                 mask=(ks[:, None] < K) & (cols[None, :] < N),
                 other=0.0,
             )
-            acc = tl.dot(a, b, acc)
+            acc = tl.dot(a, w, acc)
         tl.store(c_ptr + rows[:, None] * N + cols[None, :], acc.to(c_ptr.dtype.element_ty),
                  mask=(rows[:, None] < M) & (cols[None, :] < N))  # fmt: skip
 
-    def launch(a, b, c):
-        (m, k), n = a.shape, b.shape[1]
-        kernel[(triton.cdiv(m, 32), triton.cdiv(n, 32))](a, b, c, m, n, k, BLOCK=32)
+    def launch(a, w, c):
+        (m, k), n = a.shape, w.shape[0]
+        kernel[(triton.cdiv(m, 32), triton.cdiv(n, 32))](a, w, c, m, n, k, BLOCK=32)
 
     return launch
+
+
+@on_interpreter
+def test_lesson_7s_own_a_at_b_kernel_does_not_pass_for_the_linear_layer():
+    import triton
+    import triton.language as tl
+    from triton.tools.tensor_descriptor import TensorDescriptor
+
+    @triton.jit
+    def kernel(a_desc, b_desc, c_desc, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+        row, col = tl.program_id(axis=0) * BM, tl.program_id(axis=1) * BN
+        acc = tl.zeros((BM, BN), dtype=tl.float32)
+        for k in range(0, tl.cdiv(K, BK)):
+            acc = tl.dot(a_desc.load([row, k * BK]), b_desc.load([k * BK, col]), acc)
+        c_desc.store([row, col], acc.to(c_desc.dtype))
+
+    def launch(a, b, c):  # the kernel lesson 7 shows, minus its loop: b is K x N
+        kernel[(triton.cdiv(a.shape[0], 32), triton.cdiv(c.shape[1], 32))](
+            TensorDescriptor.from_tensor(a, [32, 16]),
+            TensorDescriptor.from_tensor(b, [16, 32]),
+            TensorDescriptor.from_tensor(c, [32, 32]),
+            a.shape[1],
+            BM=32,
+            BN=32,
+            BK=16,
+        )
+
+    def as_b(a, w, c):  # handed w as it is
+        launch(a, w, c)
+
+    def copied(a, w, c):  # handed w turned around on the host
+        launch(a, w.t().contiguous(), c)
+
+    result = check_descriptor_matmul(as_b)
+    assert not result.passed and result.codes[0] == "transposed", result.codes
+    assert "tl.trans" in result.primary.message
+    assert check_descriptor_matmul(copied).codes[:1] == ["host_copy"]
 
 
 @on_interpreter
 def test_a_pointer_kernel_computes_the_values_and_fails_the_descriptor_check():
     result = check_descriptor_matmul(_pointer_matmul())
     assert not result.passed and result.codes == ["no_descriptor"]
+    assert all(c.passed for c in result.cases[:-1])  # right values: only the reading is wrong
 
 
 SPLIT_SOLUTION = {"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 64, "num_warps": 4, "num_stages": 4,
@@ -533,41 +572,6 @@ def test_lesson_8_says_what_rows_that_start_mid_line_cost():
         assert r[label][torch_lines] > 0.97  # "torch.matmul runs as fast either way"
     assert abs(r[control]["matmul_fast"] / r[control][lines] - 1) < 0.05
     assert "cost `matmul_fast` (not cuBLAS) about a fifth" in text
-
-
-@on_interpreter
-def test_a_pointer_kernel_computes_the_product_and_fails_the_descriptor_check():
-    import triton
-    import triton.language as tl
-
-    @triton.jit
-    def pointer_kernel(a_ptr, b_ptr, c_ptr, M, N, K, BLOCK: tl.constexpr):
-        rows = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-        cols = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
-        ks = tl.arange(0, BLOCK)
-        acc = tl.zeros((BLOCK, BLOCK), dtype=tl.float32)
-        for k in range(0, K, BLOCK):
-            a = tl.load(
-                a_ptr + rows[:, None] * K + (k + ks)[None, :],
-                mask=(rows[:, None] < M) & ((k + ks)[None, :] < K),
-                other=0.0,
-            )
-            b = tl.load(
-                b_ptr + (k + ks)[:, None] * N + cols[None, :],
-                mask=((k + ks)[:, None] < K) & (cols[None, :] < N),
-                other=0.0,
-            )
-            acc = tl.dot(a, b, acc)
-        tl.store(c_ptr + rows[:, None] * N + cols[None, :], acc.to(c_ptr.dtype.element_ty),
-                 mask=(rows[:, None] < M) & (cols[None, :] < N))  # fmt: skip
-
-    def launch(a, b, c):
-        (m, k), n = a.shape, b.shape[1]
-        pointer_kernel[(triton.cdiv(m, 16), triton.cdiv(n, 16))](a, b, c, m, n, k, BLOCK=16)
-
-    result = check_descriptor_matmul(launch)
-    assert not result.passed and result.codes[0] == "no_descriptor"
-    assert all(c.passed for c in result.cases[:-1])  # right values: only the reading is wrong
 
 
 def test_making_it_faster_is_judged_by_the_compiler_and_names_the_knob():

@@ -151,10 +151,11 @@ def check_grouped_tile(fn: Callable[..., object]) -> CheckResult:
 def check_descriptor_matmul(
     fn: Callable[[torch.Tensor, torch.Tensor, torch.Tensor], object],
 ) -> CheckResult:
-    """Lesson 7: ``fn(a, b, c)`` must store ``a @ b`` into ``c`` through tensor descriptors, on
-    contiguous float16 (and one float32) operands whose rows start every 16 bytes, ragged
-    edges included, with a float32 accumulator; compiled for an H200, its kernel must load
-    through descriptors (TMA copies). On a GPU it is raced against lesson 4's kernel too."""
+    """Lesson 7: ``fn(a, w, c)`` must store ``a @ w.T`` into ``c`` through tensor descriptors,
+    ``w`` (N x K) read where it lies, on contiguous float16 (and one float32) operands whose
+    rows start every 16 bytes, ragged edges included, with a float32 accumulator; compiled for
+    an H200, its kernel must load through descriptors (TMA copies). On a GPU it is raced
+    against lesson 4's kernel too."""
     from tmm_course.perf import faster as clock
 
     exercise = descriptor_matmul.EXERCISE
@@ -180,9 +181,9 @@ def check_descriptor_matmul(
         result.diagnoses.insert(0, Diagnosis(reads.code or requirement.code, reads.problem))
     if result.passed and tmm_course.BACKEND == GPU:
 
-        def filled(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-            out = torch.empty(a.shape[0], b.shape[1], dtype=a.dtype, device=a.device)
-            fn(a, b, out)
+        def filled(a: torch.Tensor, w: torch.Tensor) -> torch.Tensor:  # square: w as N x K
+            out = torch.empty(a.shape[0], w.shape[0], dtype=a.dtype, device=a.device)
+            fn(a, w, out)
             return out
 
         goal = faster.as_goal(clock.clock_goal(clock.race(filled), torch.cuda.get_device_name(0)))

@@ -99,14 +99,21 @@ def who_did_the_work(
         if bool(loaded.all()):
             continue
         view = views[name]
+        turned = view.t() if view.dim() == 2 else view
         copies = [
-            t
+            (t, not _is_copy_of(t, view))  # (the copy, whether it holds the transpose)
             for i in sorted(learner)
             for t in trace.launches[i].tensors
-            if _is_copy_of(t, view)
+            if (_is_copy_of(t, view) or (view.dim() == 2 and _is_copy_of(t, turned)))
             and trace.scratch_elements("load", t.untyped_storage().data_ptr(), learner) >= t.numel()
         ]
         if copies:
+            if gather and any(transposed for _, transposed in copies):
+                return "host_copy", (
+                    f"the launcher made a transposed copy of {name} on the host "
+                    f"({name}.t().contiguous() or the like) for a kernel that reads the copy: "
+                    f"the exercise is to read {name} where it lies. Pass {name} itself."
+                )
             if gather and not view.is_contiguous():
                 return "host_copy", (
                     f"{name} is not contiguous, and the launcher copied it on the host "

@@ -1,7 +1,10 @@
-"""Lesson 7: ``descriptor_matmul(a, b, c)`` stores ``a @ b`` into ``c`` through tensor
-descriptors, on contiguous float16 (and one float32) operands whose rows start every 16 bytes,
-ragged edges included, with a float32 accumulator. Beyond the values, the kernels it launches,
-compiled for an H200, must load through descriptors and copy with the TMA."""
+"""Lesson 7: ``descriptor_matmul(a, w, c)`` stores ``a @ w.T`` into ``c`` through tensor
+descriptors: ``w`` is N x K, a linear layer's weight, read where it lies (a tile of it loaded as
+``[BLOCK_N, BLOCK_K]`` and turned before ``tl.dot``; a transposed copy made on the host is
+``host_copy``). Contiguous float16 (and one float32) operands whose rows start every 16 bytes,
+ragged edges included, a float32 accumulator. Beyond the values, the kernels it launches,
+compiled for an H200, must load through descriptors and copy with the TMA. The kernels lesson 7
+shows (``a @ b`` with ``b`` K x N) compute something else here."""
 
 from __future__ import annotations
 
@@ -15,6 +18,7 @@ from tmm_course.exercises.spec import (
     Case,
     Cells,
     Exercise,
+    Mistake,
     Output,
     Requirement,
     Resize,
@@ -40,9 +44,15 @@ LONG_K = products.LONG_K
 
 MESSAGES = {
     "ragged_edge": "a descriptor fills rows and columns outside the tensor with zeros and drops "
-    "stores outside it, but only if its shape is the tensor's true shape: build each one with "
-    "shape=[M, K], [K, N] and [M, N], not with the sizes rounded up to blocks.",
+    "stores outside it, but only if its shape is the tensor's true shape "
+    "(TensorDescriptor.from_tensor gives it): then launch triton.cdiv(M, BLOCK_M) x "
+    "triton.cdiv(N, BLOCK_N) programs and loop triton.cdiv(K, BLOCK_K) times.",
 }
+W_AS_K_BY_N = (
+    "matches a @ w: w's tile is used as if w were K x N. w is N x K: load its tile at "
+    "[col, k * BLOCK_K] as a [BLOCK_N, BLOCK_K] block and turn it, tl.trans(w_tile), before "
+    "tl.dot."
+)
 
 
 def _descriptor_loads(ttir: str, ptx: str) -> bool:
@@ -68,17 +78,21 @@ def _rows_on_16_bytes(p: Product, dtype: torch.dtype) -> Product:
 
 
 def case(p: Product, dtype: torch.dtype, backend: str, gen: torch.Generator) -> Case:
-    a, b = products.operands(gen, p, dtype)
-    a64, b64 = a.double(), b.double()
-    exact = a64 @ b64
+    a = torch.randn(p.m, p.k, generator=gen).to(dtype)
+    w = torch.randn(p.n, p.k, generator=gen).to(dtype)
+    a64, w64 = a.double(), w.double()
+    exact = a64 @ w64.T
+    mistakes = products.k_loop_mistakes(a64, w64.T)
+    if p.n == p.k:  # w's tile used as loaded: a @ w
+        mistakes.append(Mistake("transposed", a64 @ w64, W_AS_K_BY_N))
     return Case(
         label((p.m, p.n, p.k), f"{p.label}, {str(dtype).removeprefix('torch.')}"),
         (p.m, p.n, p.k),
-        (a, b),
+        (a, w),
         Output((p.m, p.n), dtype),
         exact,
-        atol=allowed(a64.abs() @ b64.abs(), dtype, backend),
-        mistakes=products.k_loop_mistakes(a64, b64),
+        atol=allowed(a64.abs() @ w64.abs().T, dtype, backend),
+        mistakes=mistakes,
         ragged=ragged_axes(M=p.m, N=p.n, K=p.k),
         probe=products.accumulator_precision(exact) if p == LONG_K else None,
         only_if_all_passed=p == LONG_K,
@@ -102,10 +116,11 @@ EXERCISE = Exercise(
     name="descriptor_matmul",
     lesson=7,
     function="descriptor_matmul",
-    signature="descriptor_matmul(a, b, c)",
-    tensors=("a", "b", "c"),
+    signature="descriptor_matmul(a, w, c)",
+    tensors=("a", "w", "c"),
     cases=cases,
     cells=Cells("07_persistent_tma", "pt19", "pt20", "pt21"),
     messages=MESSAGES,
+    gather=True,  # w is read where it lies: a transposed copy made on the host is host_copy
     requires=READS_THROUGH_DESCRIPTORS,
 )

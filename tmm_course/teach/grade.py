@@ -339,8 +339,9 @@ class Grader:
             replayer.stop()  # a replay that ran past its time: the next exercise gets a fresh one
         finally:
             recorder.stop()
-        functions = list(spec.names) if isinstance(spec, Answer) else [spec.function]
-        advice = exercise_rules.advice(source, [self.setup], carried, functions)
+        # advice on a launcher's source; an answer that is data has no launcher to advise on
+        advice = [] if isinstance(spec, Answer) else exercise_rules.advice(
+            source, [self.setup], carried, [spec.function])  # fmt: skip
         if advice and verdict != "pass":
             detail = f"{detail} (advice: {'; '.join(advice)})"
         return self.row(name, exercise.name, verdict, " ".join(codes), detail)
