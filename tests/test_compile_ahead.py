@@ -205,4 +205,6 @@ def test_occupancy_follows_the_occupancy_calculator():
     # a T4 holds 32 warps and 64 KB: warps limit 8-warp programs to 4, 32 KB each to 2
     t4 = occupancy("sm_75", 32, 32 * 1024, num_warps=8)
     assert (t4.by_warps, t4.by_shared, t4.programs) == (4, 2, 2)
-    assert occupancy("sm_80", 32, 200 * 1024, num_warps=4).limited_by == "nothing fits"
+    none = occupancy("sm_80", 32, 200 * 1024, num_warps=4)
+    assert none.programs == 0 and none.limited_by == "shared memory"
+    assert none.summary().startswith("no program fits on an SM (shared memory allow none")

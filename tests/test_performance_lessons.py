@@ -224,10 +224,10 @@ def test_split_k_check_judges_the_launch_by_the_compiler_and_names_the_knob():
     assert check_split_k(SPLIT_SOLUTION, "more").codes == ["not_implemented"]
     unsplit = check_split_k({**SPLIT_SOLUTION, "BLOCK_M": 128, "BLOCK_N": 128, "SPLIT_K": 1},
                             REASONS)  # fmt: skip
-    assert unsplit.codes == ["too_slow"] and "SPLIT_K" in unsplit.primary.message
+    assert unsplit.codes == ["goal_missed"] and "SPLIT_K" in unsplit.primary.message
     assert "16 tiles x 1 K-slices = 16 programs" in unsplit.primary.message
     thin = check_split_k({**SPLIT_SOLUTION, "SPLIT_K": 64}, REASONS)
-    assert thin.codes == ["too_slow"] and "steps per slice" in thin.primary.message
+    assert thin.codes == ["goal_missed"] and "steps per slice" in thin.primary.message
     with pytest.raises(KeyError, match="GROUP_M"):
         check_split_k({**SPLIT_SOLUTION, "GROUP_M": 8}, REASONS)
 

@@ -83,9 +83,14 @@ class Occupancy:
     by_registers: int
     by_shared: int
     by_warps: int
-    limited_by: str  # "registers", "shared memory", "warps" (or "nothing fits")
+    limited_by: str  # "registers", "shared memory" or "warps": the one allowing fewest
 
     def summary(self) -> str:
+        if not self.programs:
+            return (
+                f"no program fits on an SM ({self.limited_by} allow none: registers allow "
+                f"{self.by_registers}, shared memory {self.by_shared}, warps {self.by_warps})"
+            )
         return (
             f"{self.programs} program{'s' * (self.programs != 1)} per SM (limited by "
             f"{self.limited_by}: registers allow {self.by_registers}, shared memory "
@@ -109,7 +114,7 @@ def occupancy(gpu: str, registers: int, shared_bytes: int, num_warps: int) -> Oc
     by_warps = min(limits.warps // num_warps, limits.programs)
     found = {"registers": by_registers, "shared memory": by_shared, "warps": by_warps}
     programs = min(found.values())
-    limited_by = min(found, key=found.get) if programs else "nothing fits"
+    limited_by = min(found, key=found.get)
     return Occupancy(programs, by_registers, by_shared, by_warps, limited_by)
 
 

@@ -31,8 +31,8 @@ MESSAGES = {
     "no_descriptor": "The values are right, but compiled for an H200 the kernel loads through "
     "pointers, not tensor descriptors (no TMA copies): build TensorDescriptor.from_tensor on "
     "the host, pass it, and load with desc.load([row, col]).",
-    "too_slow": "The launch misses a goal the compiler's figures (or the clock) set: the case "
-    "list names the knob to turn.",
+    "goal_missed": "The launch misses a goal set by the compiler's figures (or, on a GPU, by "
+    "the clock): the case list names the knob to turn.",
     "course_kernel": "The output was written by one of the course's own kernels (tmm_course), "
     "not by a kernel written here.",
     "out_of_bounds_read": "The kernel loaded lanes outside its inputs' elements (the check did "

@@ -16,7 +16,7 @@ REASONING_WORDS = 12  # a sentence or two: what limits lesson 4's launch, what y
 def as_goal(goal: faster.Goal) -> Goal:
     """A goal of the performance lab's as an answer's goal: a miss names the knob to turn."""
     fix = f"{goal.asks}: not yet ({goal.seen})." + (f" Turn {goal.knob}." if goal.knob else "")
-    return Goal(goal.asks, goal.met, goal.seen, "too_slow", "" if goal.met else fix)
+    return Goal(goal.asks, goal.met, goal.seen, "goal_missed", "" if goal.met else fix)
 
 
 def judge(launch: Mapping[str, object], reasoning: object = "", clock: bool = False) -> list[Goal]:
@@ -28,7 +28,9 @@ def judge(launch: Mapping[str, object], reasoning: object = "", clock: bool = Fa
                      "Change my_launch's knobs (it still holds lesson 4's), write "
                      "my_reasoning, then run the check.")]  # fmt: skip
     if not (isinstance(reasoning, str) and len(reasoning.split()) >= REASONING_WORDS):
-        return [Goal("your reasoning", False, "not written yet", "not_implemented",
+        words = len(reasoning.split()) if isinstance(reasoning, str) else 0
+        seen = f"{words} words, at least {REASONING_WORDS} asked" if words else "not written yet"
+        return [Goal("your reasoning", False, seen, "not_implemented",
                      f"First say in my_reasoning (at least {REASONING_WORDS} words) what limits "
                      "lesson 4's launch and what each knob you turned changes; the check shows "
                      "the compiler's figures after that.")]  # fmt: skip

@@ -78,7 +78,7 @@ LESSON_8 = {
     ),
     "waves": Question(
         f"how many waves of tiles that plan's tile makes for {PLANNED} on the H200's 132 SMs "
-        "(tiles / 132, to two decimals); the tile is in the plan: plan_tile below",
+        "(tiles / 132, to two decimals); the tile is in the plan: plan_tile, printed above",
         _waves,
         "cdiv(M, BLOCK_M) * cdiv(N, BLOCK_N) tiles, divided by the SMs (lesson 7)",
         slips={

@@ -22,7 +22,9 @@ def judge(launch: Mapping[str, object], reasoning: object = "", clock: bool = Fa
                      "Change my_split's knobs (it still holds lesson 4's), write my_reasoning, "
                      "then run the check.")]  # fmt: skip
     if not (isinstance(reasoning, str) and len(reasoning.split()) >= REASONING_WORDS):
-        return [Goal("your reasoning", False, "not written yet", "not_implemented",
+        words = len(reasoning.split()) if isinstance(reasoning, str) else 0
+        seen = f"{words} words, at least {REASONING_WORDS} asked" if words else "not written yet"
+        return [Goal("your reasoning", False, seen, "not_implemented",
                      f"First say in my_reasoning (at least {REASONING_WORDS} words) how many "
                      "programs lesson 4's launch gives 132 SMs and what your knobs change; the "
                      "check shows the compiler's figures after that.")]  # fmt: skip

@@ -110,8 +110,9 @@ def compiler_goals(config: Config, figures: Mapping[str, Compiled]) -> list[Goal
     h200 = figures["sm_90"]
     if h200.ok:
         wgmma = h200.matrix_unit == "wgmma"
+        turn = "BLOCK_M (at least 64) and num_warps (a multiple of 4)"
         goals.append(Goal("tl.dot on wgmma on sm_90", wgmma, f"tl.dot on {h200.matrix_unit}",
-                          "" if wgmma else "num_warps (a multiple of 4)"))  # fmt: skip
+                          "" if wgmma else turn))  # fmt: skip
     count = programs(config)
     tiles = count // config.split_k
     filled = count >= H200_SMS
