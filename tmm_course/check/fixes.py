@@ -20,7 +20,7 @@ from typing import Any
 from tmm_course.check import launches
 from tmm_course.check.exercises import check_matmul
 from tmm_course.check.result import Case, CheckResult, Diagnosis
-from tmm_course.source import source_of
+from tmm_course.source import parse, source_of
 
 MOST_LINES_CHANGED = 5  # statements; lesson 9 states it before the first mystery
 
@@ -42,7 +42,7 @@ UNNAMED_PATTERN = "the failing cases share no simple pattern of M, N and K"
 
 def _function(kernel: Any) -> ast.FunctionDef:
     src = getattr(kernel, "src", None)  # a compiled kernel keeps its own
-    tree = ast.parse(src if isinstance(src, str) else source_of(kernel))
+    tree = parse(src if isinstance(src, str) else source_of(kernel))
     fn = next(node for node in tree.body if isinstance(node, ast.FunctionDef))
     fn.name = "kernel"
     fn.decorator_list = []
@@ -90,7 +90,7 @@ def _statements(kernel: Any, like: Any = None) -> list[str]:
         for name, how in _definitions(fn):  # each in the light of the names mapped so far
             if name in names:
                 continue
-            value = ast.parse(how).body[0] if not how.startswith("loop ") else None
+            value = parse(how).body[0] if not how.startswith("loop ") else None
             if value is not None:
                 _rename(value, names)
                 how = ast.unparse(value)

@@ -14,6 +14,8 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterable
 
+from tmm_course.source import parse
+
 ALLOWED_IMPORTS = {
     "math",
     "numpy",
@@ -193,7 +195,7 @@ def review_reasons(
     if any(_is_magic(line) for line in source.splitlines()):
         return ["contains an IPython magic or a ! shell line"]
     try:
-        tree = ast.parse(source)
+        tree = parse(source)
     except SyntaxError as error:
         return [f"does not parse as Python: {error.msg} (line {error.lineno})"]
     except (RecursionError, MemoryError, ValueError):
@@ -228,7 +230,7 @@ def kernel_names(sources: Iterable[str]) -> set[str]:
     found = set()
     for source in sources:
         try:
-            tree = ast.parse(source)
+            tree = parse(source)
         except SyntaxError:
             continue
         found |= {n.name for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and _is_jit(n)}
@@ -245,7 +247,7 @@ def _prelude_names(source: str) -> tuple[dict[str, str], set[str]]:
     modules: dict[str, str] = {}
     others: set[str] = set()
     try:
-        tree = ast.parse("\n".join(line for line in source.splitlines() if not _is_magic(line)))
+        tree = parse("\n".join(line for line in source.splitlines() if not _is_magic(line)))
     except SyntaxError:
         return modules, others
     for node in ast.walk(tree):

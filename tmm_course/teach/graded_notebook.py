@@ -13,6 +13,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from tmm_course.source import parse
 from tmm_course.teach.release import is_solution
 
 CHECK_TAG = "check:"
@@ -170,7 +171,7 @@ def _cells_before(reference: dict, sources: dict, exercise: Exercise) -> list[st
 def _definitions(text: str) -> list[tuple[set[str], set[str], str]]:
     """(names bound, names used, source) of each top-level definition of a cell."""
     try:
-        tree = ast.parse(text)
+        tree = parse(text)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return []
     lines = text.splitlines(True)
@@ -211,7 +212,7 @@ def _free_in(node: ast.AST) -> set[str]:
 
 def _free(text: str) -> set[str]:
     try:
-        return _free_in(ast.parse(text))
+        return _free_in(parse(text))
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return set()
 

@@ -33,6 +33,7 @@ import torch
 from tmm_course.check.buffers import CANARY
 from tmm_course.check.result import Case as Result
 from tmm_course.exercises.spec import Answer, Case, Exercise
+from tmm_course.source import parse
 from tmm_course.teach import triton_only
 
 RECORD_BYTES = 4 * 2**20  # the most a launch record may be
@@ -396,7 +397,7 @@ def _source(fn) -> str:
 def _normalised(source: str) -> str | None:
     """A kernel's source with its name, decorators, comments and layout left out."""
     try:
-        tree = ast.parse(source.strip() if source.startswith((" ", "\t")) else source)
+        tree = parse(source.strip() if source.startswith((" ", "\t")) else source)
     except (SyntaxError, ValueError, RecursionError):
         return None
     fn = next((n for n in tree.body if isinstance(n, ast.FunctionDef)), None)

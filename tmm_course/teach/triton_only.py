@@ -22,6 +22,8 @@ import linecache
 import types
 from collections.abc import Iterator, Mapping
 
+from tmm_course.source import parse
+
 # the Python names Triton's compiler gives a kernel (its ``builtin_namespace``)
 COMPILER_BUILTINS = ("len", "list", "range", "float", "int", "isinstance", "print", "min", "max")
 MOST_SOURCE = 64 * 1024  # characters per kernel
@@ -100,7 +102,7 @@ def _kernel_problem(
     if not isinstance(name, str) or not name.isidentifier():
         return "has no name"
     try:
-        tree = ast.parse(source)
+        tree = parse(source)
     except (SyntaxError, ValueError, RecursionError, MemoryError) as error:
         return f"does not parse: {error}"
     if len(tree.body) != 1 or not isinstance(tree.body[0], ast.FunctionDef):
