@@ -226,8 +226,12 @@ def test_split_k_check_judges_the_launch_by_the_compiler_and_names_the_knob():
                             REASONS)  # fmt: skip
     assert unsplit.codes == ["goal_missed"] and "SPLIT_K" in unsplit.primary.message
     assert "16 tiles x 1 K-slices = 16 programs" in unsplit.primary.message
+    two_waves = check_split_k({**SPLIT_SOLUTION, "SPLIT_K": 8}, REASONS)
+    assert two_waves.codes == ["goal_missed"] and "one wave" in two_waves.primary.message
+    assert "512 programs for 396 places" in two_waves.primary.message  # 3 a SM: shared memory
     thin = check_split_k({**SPLIT_SOLUTION, "SPLIT_K": 64}, REASONS)
-    assert thin.codes == ["goal_missed"] and "steps per slice" in thin.primary.message
+    missed = [c.label for c in thin.cases if not c.passed]
+    assert thin.codes == ["goal_missed"] and any("steps per slice" in m for m in missed)
     with pytest.raises(KeyError, match="GROUP_M"):
         check_split_k({**SPLIT_SOLUTION, "GROUP_M": 8}, REASONS)
 

@@ -6,7 +6,8 @@ kernel (:func:`tmm_course.capstone.launches.launch_grouped`) with a configuratio
 tile, warps, stages, and ``SPLIT_K``, K cut into slices, one program per (tile, slice), the
 last to finish a tile adding the float32 partials. On any machine the compiler judges it
 (:func:`compiler_goals`: compiled for an A100 and an H200, no spills, ``wgmma``, every SM of an
-H200 given a program, slices deep enough to pipeline); on a GPU the clock judges it too
+H200 given a program, all of them in one wave by the compiler's occupancy, slices deep enough to
+pipeline); on a GPU the clock judges it too
 (:func:`race`, :func:`clock_goal`) against lesson 4's kernel on the same product."""
 
 from __future__ import annotations
@@ -122,6 +123,18 @@ def compiler_goals(config: Config, figures: Mapping[str, Compiled]) -> list[Goal
         f"{tiles} tiles x {config.split_k} K-slices = {count} programs",
         "" if filled else "SPLIT_K (more slices of K, each its own program) or a smaller tile",
     ))  # fmt: skip
+    held = h200.occupancy if h200.ok else None
+    if held is not None and held.programs:  # one wave: every program runs at once
+        slots = held.programs * H200_SMS
+        one_wave = count <= slots
+        goals.append(Goal(
+            "one wave: no more programs than an H200 runs at once (132 SMs x the programs per "
+            "SM its compiled figures allow)",
+            one_wave,
+            f"{count} programs for {slots} places: {held.summary()}",
+            "" if one_wave else "SPLIT_K (fewer slices), or registers and shared memory "
+            "(num_stages, the tile) so that more programs fit on an SM",
+        ))  # fmt: skip
     steps = k_steps(config)
     deep = steps >= MIN_K_STEPS
     goals.append(Goal(
