@@ -74,9 +74,8 @@ EXERCISES_FILE = "exercises_h200.json"
 
 @dataclass(frozen=True)
 class ExercisesRun:
-    """``python -m tmm_course.teach.exercise_runs`` on a GPU: each lesson's solution and a wrong
-    attempt raced (lessons 6 and 7 in ``exercises_h200.json``, lesson 8 in
-    ``split_k_h100.json``), ``@triton.autotune``'s own record, and a Proton profile."""
+    """``python -m tmm_course.teach.exercise_runs`` on a GPU: lessons 6, 7 and 8's solutions and
+    a wrong attempt each raced, ``@triton.autotune``'s own record, and a Proton profile."""
 
     data: dict
 

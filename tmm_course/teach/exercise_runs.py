@@ -1,10 +1,8 @@
-"""Measure lessons 6, 7 and 8's exercises on a GPU and write one labelled run (the files the
-lessons quote on a CPU, ``tmm_course/perf/data/exercises_h200.json`` and, lesson 8's,
-``split_k_h100.json``):
+"""Measure lessons 6, 7 and 8's exercises on a GPU and write one labelled run (the file the
+lessons quote on a CPU, ``tmm_course/perf/data/exercises_h200.json``):
 
     python -m tmm_course.teach.exercise_runs --notebooks notebooks \\
         --code-version "$(git rev-parse --short HEAD)" --out exercises_mine.json
-    python -m tmm_course.teach.exercise_runs --parts lesson_8 --out split_k_mine.json
 
 - each lesson's reference solution (its notebook's solution cell, run as it is) and a plausible
   attempt with one knob left wrong, raced against lesson 4's kernel and ``torch.matmul``
@@ -172,8 +170,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--notebooks", type=Path, default=Path("notebooks"))
     parser.add_argument("--code-version", default="unknown")
     parser.add_argument("--out", type=Path, default=Path("exercises_mine.json"))
-    parser.add_argument("--parts", nargs="+", default=["lesson_6", "lesson_7", "autotune",
-                        "proton"], help="what to measure (lesson_8 too)")  # fmt: skip
+    parser.add_argument("--parts", nargs="+", default=["lesson_6", "lesson_7", "lesson_8",
+                        "autotune", "proton"], help="what to measure (default: all)")  # fmt: skip
     args = parser.parse_args(argv)
     if not torch.cuda.is_available():
         print("error: measuring needs a CUDA GPU", file=sys.stderr)
