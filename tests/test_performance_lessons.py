@@ -18,6 +18,7 @@ from tmm_course.check import (
 )
 from tmm_course.exercises.grouped_tile import grouped
 from tmm_course.kernels.launch_order import launch_order
+from tmm_course.kernels.making_fast import grouped_tile as course_grouped_tile
 from tmm_course.kernels.making_fast import ordered_matmul
 from tmm_course.kernels.persistent_tma import persistent_matmul, persistent_owners
 from tmm_course.numerics import error, tolerance
@@ -69,6 +70,24 @@ def test_grouped_tile_check_passes_grouped_order_and_names_the_usual_mistakes():
     row_major = check_grouped_tile(_tile_map("row-major"))
     assert not row_major.passed and "GROUP_M is ignored" in row_major.primary.message
     assert check_grouped_tile(_tile_map("full groups")).codes == ["ragged_edge"]
+
+
+def test_a_kernel_calling_the_course_s_grouped_tile_is_the_course_s_work():
+    import triton
+    import triton.language as tl
+
+    @triton.jit
+    def kernel(tiles_ptr, grid_m, grid_n, GROUP_M: tl.constexpr):
+        pid = tl.program_id(0)
+        pid_m, pid_n = course_grouped_tile(pid, grid_m, grid_n, GROUP_M)  # a notebook's global
+        tl.store(tiles_ptr + 2 * pid, pid_m)
+        tl.store(tiles_ptr + 2 * pid + 1, pid_n)
+
+    def launch(tiles, grid_m, grid_n, group_m):
+        kernel[(grid_m * grid_n,)](tiles, grid_m, grid_n, GROUP_M=group_m)
+
+    result = check_grouped_tile(launch)
+    assert result.codes[:1] == ["course_kernel"], result.codes  # was: gpu_would_reject
 
 
 def test_a_map_worked_out_on_the_host_and_copied_by_a_kernel_fails():
@@ -229,6 +248,8 @@ def test_split_k_check_judges_the_launch_by_the_compiler_and_names_the_knob():
     two_waves = check_split_k({**SPLIT_SOLUTION, "SPLIT_K": 8}, REASONS)
     assert two_waves.codes == ["goal_missed"] and "one wave" in two_waves.primary.message
     assert "512 programs for 396 places" in two_waves.primary.message  # 3 a SM: shared memory
+    uneven = check_split_k({**SPLIT_SOLUTION, "SPLIT_K": 3}, REASONS)
+    assert uneven.codes == ["goal_missed"] and "is not a multiple of 192" in uneven.primary.message
     thin = check_split_k({**SPLIT_SOLUTION, "SPLIT_K": 64}, REASONS)
     missed = [c.label for c in thin.cases if not c.passed]
     assert thin.codes == ["goal_missed"] and any("steps per slice" in m for m in missed)

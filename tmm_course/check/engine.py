@@ -432,8 +432,8 @@ def _timed_out(stop: time_limit.CaseTimedOut, where: str) -> str:
 def _compile_verdict(case: Case, compiler: gpu_rules.Compiler, launched: launches.Launches) -> None:
     """A GPU compiler's refusal of a kernel this case launched fails the case, in the
     compiler's words; unless the learner's own NotImplementedError stopped it first."""
-    if case.code in ("not_implemented", "timed_out"):
-        return
+    if case.code in ("not_implemented", "timed_out", "course_kernel"):
+        return  # a course kernel called inside: the cause (a compile refusal follows from it)
     if case.code == "crashed" and "NotImplementedError" in case.problem:
         return  # this Triton lacks the feature everywhere: its own sentence says so
     known = {r.kernel for r in compiler.reports.values() if not r.refused}

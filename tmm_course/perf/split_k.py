@@ -6,8 +6,8 @@ kernel (:func:`tmm_course.capstone.launches.launch_grouped`) with a configuratio
 tile, warps, stages, and ``SPLIT_K``, K cut into slices, one program per (tile, slice), the
 last to finish a tile adding the float32 partials. On any machine the compiler judges it
 (:func:`compiler_goals`: compiled for an A100 and an H200, no spills, ``wgmma``, every SM of an
-H200 given a program, all of them in one wave by the compiler's occupancy, slices deep enough to
-pipeline); on a GPU the clock judges it too
+H200 given a program, all of them in one wave by the compiler's occupancy, slices of whole
+steps, deep enough to pipeline); on a GPU the clock judges it too
 (:func:`race`, :func:`clock_goal`) against lesson 4's kernel on the same product."""
 
 from __future__ import annotations
@@ -135,6 +135,15 @@ def compiler_goals(config: Config, figures: Mapping[str, Compiled]) -> list[Goal
             "" if one_wave else "SPLIT_K (fewer slices), or registers and shared memory "
             "(num_stages, the tile) so that more programs fit on an SM",
         ))  # fmt: skip
+    step = config.block_k * config.split_k
+    even = K % step == 0
+    goals.append(Goal(
+        "slices of whole BLOCK_K steps (SPLIT_K x BLOCK_K divides K): no masked last step",
+        even,
+        f"K = {K} in {config.split_k} slices of {config.block_k}-deep steps"
+        + ("" if even else f": {K} is not a multiple of {step}"),
+        "" if even else "SPLIT_K (a power of two divides K here)",
+    ))  # fmt: skip
     steps = k_steps(config)
     deep = steps >= MIN_K_STEPS
     goals.append(Goal(
