@@ -9,6 +9,7 @@ import inspect
 import json
 import os
 
+import bug_bank
 import pytest
 import torch
 from conftest import ROOT
@@ -136,28 +137,12 @@ PERFORMANCE_SLIPS = {
         "    k[(grid_m * grid_n,)](tiles, grid_m, grid_n, GROUP_M=group_m)\n",
     },
     "07_persistent_tma": {
-        # masked pointer loads: the right values, no descriptor
-        "descriptor_matmul": """
-@triton.jit
-def kernel(a_ptr, w_ptr, c_ptr, M, N, K, BLOCK: tl.constexpr):
-    rows = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    cols = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
-    acc = tl.zeros((BLOCK, BLOCK), dtype=tl.float32)
-    for k0 in range(0, K, 16):
-        ks = k0 + tl.arange(0, 16)
-        a = tl.load(a_ptr + rows[:, None] * K + ks[None, :],
-                    mask=(rows[:, None] < M) & (ks[None, :] < K), other=0.0)
-        w = tl.load(w_ptr + cols[None, :] * K + ks[:, None],
-                    mask=(ks[:, None] < K) & (cols[None, :] < N), other=0.0)
-        acc = tl.dot(a, w, acc)
-    tl.store(c_ptr + rows[:, None] * N + cols[None, :], acc.to(c_ptr.dtype.element_ty),
-             mask=(rows[:, None] < M) & (cols[None, :] < N))
-
-
-def descriptor_matmul(a, w, c):
-    (m, k), n = a.shape, w.shape[0]
-    kernel[(triton.cdiv(m, 32), triton.cdiv(n, 32))](a, w, c, m, n, k, BLOCK=32)
-""",
+        # masked pointer loads (the bug bank's): the right values, no descriptor
+        "descriptor_matmul": inspect.getsource(bug_bank.mm_kernel_for_descriptors.fn)
+        + "\n\n"
+        + inspect.getsource(bug_bank.pointer_matmul).replace(
+            "def pointer_matmul(", "def descriptor_matmul("
+        ),
     },
     "08_racing_cublas": {
         "predictions": 'my_predictions = {"path": "persistent_tma", "waves": 2.18, '

@@ -6,6 +6,7 @@ from __future__ import annotations
 import inspect
 import json
 
+import bug_bank
 import pytest
 import torch
 from conftest import ROOT, on_interpreter
@@ -37,39 +38,16 @@ def prose(name: str) -> str:
 # ------------------------------------------------------------------------------ the checks
 
 
-def _tile_map(order: str):
-    """A launcher whose kernel stores each program's tile: grouped order, or a known slip."""
-    import triton
-    import triton.language as tl
-
-    @triton.jit
-    def kernel(tiles_ptr, grid_m, grid_n, GROUP_M: tl.constexpr, ORDER: tl.constexpr):
-        pid = tl.program_id(axis=0)
-        in_group = GROUP_M * grid_n
-        first_m = (pid // in_group) * GROUP_M
-        rows = tl.minimum(grid_m - first_m, GROUP_M) if ORDER == "grouped" else GROUP_M
-        pid_m, pid_n = first_m + (pid % in_group) % rows, (pid % in_group) // rows
-        if ORDER == "row-major":
-            pid_m, pid_n = pid // grid_n, pid % grid_n
-        tl.store(tiles_ptr + 2 * pid, pid_m)
-        tl.store(tiles_ptr + 2 * pid + 1, pid_n)
-
-    def launch(tiles, grid_m, grid_n, group_m):
-        kernel[(grid_m * grid_n,)](tiles, grid_m, grid_n, GROUP_M=group_m, ORDER=order)
-
-    return launch
-
-
 def test_grouped_tile_check_passes_grouped_order_and_names_the_usual_mistakes():
-    assert check_grouped_tile(_tile_map("grouped")).passed
+    assert check_grouped_tile(bug_bank.tiles()).passed
 
     def untouched(*_):
         raise NotImplementedError
 
     assert check_grouped_tile(untouched).codes == ["not_implemented"]
-    row_major = check_grouped_tile(_tile_map("row-major"))
+    row_major = check_grouped_tile(bug_bank.tiles(swap=True))  # row-major
     assert not row_major.passed and "GROUP_M is ignored" in row_major.primary.message
-    assert check_grouped_tile(_tile_map("full groups")).codes == ["ragged_edge"]
+    assert check_grouped_tile(bug_bank.tiles(short_group=False)).codes == ["ragged_edge"]
 
 
 def test_a_kernel_calling_the_course_s_grouped_tile_is_the_course_s_work():
@@ -152,70 +130,10 @@ def test_descriptor_check_passes_a_port_and_fails_one_that_reads_past_a():
     assert check_descriptor_matmul(untouched).codes == ["not_implemented"]
 
 
-def _pointer_matmul():
-    """A masked pointer kernel: the right values, no descriptor."""
-    import triton
-    import triton.language as tl
-
-    @triton.jit
-    def kernel(a_ptr, w_ptr, c_ptr, M, N, K, BLOCK: tl.constexpr):
-        rows = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-        cols = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
-        acc = tl.zeros((BLOCK, BLOCK), dtype=tl.float32)
-        for k0 in range(0, K, 16):
-            ks = k0 + tl.arange(0, 16)
-            a = tl.load(
-                a_ptr + rows[:, None] * K + ks[None, :],
-                mask=(rows[:, None] < M) & (ks[None, :] < K),
-                other=0.0,
-            )
-            w = tl.load(
-                w_ptr + cols[None, :] * K + ks[:, None],
-                mask=(ks[:, None] < K) & (cols[None, :] < N),
-                other=0.0,
-            )
-            acc = tl.dot(a, w, acc)
-        tl.store(c_ptr + rows[:, None] * N + cols[None, :], acc.to(c_ptr.dtype.element_ty),
-                 mask=(rows[:, None] < M) & (cols[None, :] < N))  # fmt: skip
-
-    def launch(a, w, c):
-        (m, k), n = a.shape, w.shape[0]
-        kernel[(triton.cdiv(m, 32), triton.cdiv(n, 32))](a, w, c, m, n, k, BLOCK=32)
-
-    return launch
-
-
 @on_interpreter
 def test_lesson_7s_own_a_at_b_kernel_does_not_pass_for_the_linear_layer():
-    import triton
-    import triton.language as tl
-    from triton.tools.tensor_descriptor import TensorDescriptor
-
-    @triton.jit
-    def kernel(a_desc, b_desc, c_desc, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
-        row, col = tl.program_id(axis=0) * BM, tl.program_id(axis=1) * BN
-        acc = tl.zeros((BM, BN), dtype=tl.float32)
-        for k in range(0, tl.cdiv(K, BK)):
-            acc = tl.dot(a_desc.load([row, k * BK]), b_desc.load([k * BK, col]), acc)
-        c_desc.store([row, col], acc.to(c_desc.dtype))
-
-    def launch(a, b, c):  # the kernel lesson 7 shows, minus its loop: b is K x N
-        kernel[(triton.cdiv(a.shape[0], 32), triton.cdiv(c.shape[1], 32))](
-            TensorDescriptor.from_tensor(a, [32, 16]),
-            TensorDescriptor.from_tensor(b, [16, 32]),
-            TensorDescriptor.from_tensor(c, [32, 32]),
-            a.shape[1],
-            BM=32,
-            BN=32,
-            BK=16,
-        )
-
-    def as_b(a, w, c):  # handed w as it is
-        launch(a, w, c)
-
-    def copied(a, w, c):  # handed w turned around on the host
-        launch(a, w.t().contiguous(), c)
-
+    as_b = bug_bank.described(as_b=lambda w: w)  # the kernel lesson 7 shows, handed w as B
+    copied = bug_bank.described(as_b=lambda w: w.t().contiguous())  # w turned on the host
     result = check_descriptor_matmul(as_b)
     assert not result.passed and result.codes[0] == "transposed", result.codes
     assert "tl.trans" in result.primary.message
@@ -224,7 +142,7 @@ def test_lesson_7s_own_a_at_b_kernel_does_not_pass_for_the_linear_layer():
 
 @on_interpreter
 def test_a_pointer_kernel_computes_the_values_and_fails_the_descriptor_check():
-    result = check_descriptor_matmul(_pointer_matmul())
+    result = check_descriptor_matmul(bug_bank.pointer_matmul)
     assert not result.passed and result.codes == ["no_descriptor"]
     assert all(c.passed for c in result.cases[:-1])  # right values: only the reading is wrong
 

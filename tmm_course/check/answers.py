@@ -22,7 +22,7 @@ def as_data(value: object) -> object:
         ) from None
 
 
-def result(exercise: Answer, goals: list[Goal]) -> CheckResult:
+def result(name: str, goals: list[Goal]) -> CheckResult:
     """The check's verdict from an answer's goals: the first missed goal that is not merely
     unanswered names the cause (else the first unanswered one)."""
     cases = [Case(g.asks, (), passed=g.met, problem=g.seen, code=None if g.met else g.code)
@@ -34,9 +34,9 @@ def result(exercise: Answer, goals: list[Goal]) -> CheckResult:
         diagnoses.append(
             Diagnosis(first.code, first.fix or f"{first.asks}: not yet ({first.seen}).")
         )
-    return CheckResult(exercise.name, not missed, cases, diagnoses)
+    return CheckResult(name, not missed, cases, diagnoses)
 
 
 def run_answer(exercise: Answer, *values: object, clock: bool = False) -> CheckResult:
     """Judge ``values`` (those of ``exercise.names``, in order) as the grader would."""
-    return result(exercise, exercise.judge(*map(as_data, values), clock=clock))
+    return result(exercise.name, exercise.judge(*map(as_data, values), clock=clock))

@@ -19,21 +19,33 @@ def as_goal(goal: faster.Goal) -> Goal:
     return Goal(goal.asks, goal.met, goal.seen, "goal_missed", "" if goal.met else fix)
 
 
-def judge(launch: Mapping[str, object], reasoning: object = "", clock: bool = False) -> list[Goal]:
-    """The goals ``launch`` (knob name -> value) meets; nothing is compiled until
-    ``reasoning`` (at least :data:`REASONING_WORDS` words) says what the knobs change."""
-    knobs = faster.knobs_of(launch)
-    if knobs == faster.BASELINE:
+def before_the_figures(untouched: bool, variable: str, reasoning: object,
+                       asks: str) -> list[Goal] | None:  # fmt: skip
+    """The one goal an answer of knobs gets before the compiler's figures are shown: its
+    knobs still lesson 4's, or ``reasoning`` (saying ``asks``) under :data:`REASONING_WORDS`
+    words; None when neither."""
+    if untouched:
         return [Goal("your launch", False, "still lesson 4's own knobs", "not_implemented",
-                     "Change my_launch's knobs (it still holds lesson 4's), write "
+                     f"Change {variable}'s knobs (it still holds lesson 4's), write "
                      "my_reasoning, then run the check.")]  # fmt: skip
     if not (isinstance(reasoning, str) and len(reasoning.split()) >= REASONING_WORDS):
         words = len(reasoning.split()) if isinstance(reasoning, str) else 0
         seen = f"{words} words, at least {REASONING_WORDS} asked" if words else "not written yet"
         return [Goal("your reasoning", False, seen, "not_implemented",
-                     f"First say in my_reasoning (at least {REASONING_WORDS} words) what limits "
-                     "lesson 4's launch and what each knob you turned changes; the check shows "
-                     "the compiler's figures after that.")]  # fmt: skip
+                     f"First say in my_reasoning (at least {REASONING_WORDS} words) {asks}; the "
+                     "check shows the compiler's figures after that.")]  # fmt: skip
+    return None
+
+
+def judge(launch: Mapping[str, object], reasoning: object = "", clock: bool = False) -> list[Goal]:
+    """The goals ``launch`` (knob name -> value) meets; nothing is compiled until
+    ``reasoning`` (at least :data:`REASONING_WORDS` words) says what the knobs change."""
+    knobs = faster.knobs_of(launch)
+    first = before_the_figures(knobs == faster.BASELINE, "my_launch", reasoning,
+                               "what limits lesson 4's launch and what each knob you turned "
+                               "changes")  # fmt: skip
+    if first:
+        return first
     figures = faster.compiled(knobs)
     goals = faster.compiler_goals(knobs, figures)
     if clock:

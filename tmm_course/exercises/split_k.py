@@ -8,26 +8,21 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from tmm_course.exercises.faster import REASONING_WORDS, as_goal
+from tmm_course.exercises.faster import as_goal, before_the_figures
 from tmm_course.exercises.spec import Answer, Cells, Goal
 from tmm_course.perf import faster, split_k
 
 
 def judge(launch: Mapping[str, object], reasoning: object = "", clock: bool = False) -> list[Goal]:
     """The goals ``launch`` (knob name -> value) meets; nothing is compiled until
-    ``reasoning`` (at least :data:`REASONING_WORDS` words) says what the knobs change."""
+    ``reasoning`` says what the knobs change (:func:`~tmm_course.exercises.faster.
+    before_the_figures`)."""
     config = split_k.config_of(launch)
-    if config == split_k.config_of(split_k.LESSON_4):
-        return [Goal("your launch", False, "still lesson 4's own knobs", "not_implemented",
-                     "Change my_split's knobs (it still holds lesson 4's), write my_reasoning, "
-                     "then run the check.")]  # fmt: skip
-    if not (isinstance(reasoning, str) and len(reasoning.split()) >= REASONING_WORDS):
-        words = len(reasoning.split()) if isinstance(reasoning, str) else 0
-        seen = f"{words} words, at least {REASONING_WORDS} asked" if words else "not written yet"
-        return [Goal("your reasoning", False, seen, "not_implemented",
-                     f"First say in my_reasoning (at least {REASONING_WORDS} words) how many "
-                     "programs lesson 4's launch gives 132 SMs and what your knobs change; the "
-                     "check shows the compiler's figures after that.")]  # fmt: skip
+    first = before_the_figures(config == split_k.config_of(split_k.LESSON_4), "my_split",
+                               reasoning, "how many programs lesson 4's launch gives 132 SMs "
+                               "and what your knobs change")  # fmt: skip
+    if first:
+        return first
     goals = split_k.compiler_goals(config, split_k.compiled(config))
     if clock:
         import torch

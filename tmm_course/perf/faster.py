@@ -9,7 +9,7 @@ ahead for a T4, an A100 and an H200 (:mod:`tmm_course.compile_ahead`) and each g
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
 
@@ -36,20 +36,19 @@ CLOCK_FACTORS: dict[str, tuple[float, str]] = {
 OTHER_GPU = (1.1, "no stored run for this GPU: a stated margin over noise")
 
 
-def knobs_of(launch: Mapping[str, object]) -> Knobs:
-    """The :class:`Knobs` of a learner's ``{"BLOCK_M": ..., "num_warps": ..., ...}``; a clear
-    error for a key or value that is not one."""
+def knob_values(launch: object, defaults: Mapping[str, object], ints: Sequence[str]) -> dict:
+    """``defaults`` updated by a learner's dict of knobs, each of ``ints`` a positive int, the
+    tile and ``num_warps`` powers of two, ``BLOCK_K`` at least 16; a clear error for a key or
+    value that is not one."""
     if not isinstance(launch, Mapping):
-        raise TypeError(
-            f"expected a dict of knobs such as {lesson_4_launch()}, got {type(launch).__name__}"
-        )
-    unknown = [k for k in launch if k not in KNOB_NAMES]
+        raise TypeError(f"expected a dict of knobs such as {dict(defaults)}, got "
+                        f"{type(launch).__name__}")  # fmt: skip
+    unknown = [k for k in launch if k not in defaults]
     if unknown:
         raise KeyError(f"no knob named {', '.join(map(repr, unknown))}; the knobs are "
-                       f"{', '.join(KNOB_NAMES)}")  # fmt: skip
-    base = lesson_4_launch()
-    values = {**base, **launch}
-    for name in KNOB_NAMES[:5]:
+                       f"{', '.join(defaults)}")  # fmt: skip
+    values = {**defaults, **launch}
+    for name in ints:
         value = values[name]
         if not isinstance(value, int) or isinstance(value, bool) or value < 1:
             raise ValueError(f"{name}={value!r}: expected a positive int")
@@ -58,6 +57,13 @@ def knobs_of(launch: Mapping[str, object]) -> Knobs:
             raise ValueError(f"{name}={values[name]}: expected a power of two")
     if values["BLOCK_K"] < 16:
         raise ValueError(f"BLOCK_K={values['BLOCK_K']}: tl.dot needs at least 16 for float16")
+    return values
+
+
+def knobs_of(launch: Mapping[str, object]) -> Knobs:
+    """The :class:`Knobs` of a learner's ``{"BLOCK_M": ..., "num_warps": ..., ...}``; a clear
+    error for a key or value that is not one."""
+    values = knob_values(launch, lesson_4_launch(), KNOB_NAMES[:5])
     group = values["GROUP_M"]
     if group is not None and (not isinstance(group, int) or isinstance(group, bool) or group < 1):
         raise ValueError(f"GROUP_M={group!r}: expected None (lesson 4's 2-D grid) or an int >= 1")
@@ -164,27 +170,37 @@ def compiler_goals(knobs: Knobs, figures: Mapping[str, Compiled]) -> list[Goal]:
     return goals
 
 
-def factor_for(gpu_name: str) -> tuple[float, str]:
+Factors = Mapping[str, tuple[float, str]]
+
+
+def factor_for(gpu_name: str, factors: Factors = CLOCK_FACTORS,
+               other: tuple[float, str] = OTHER_GPU) -> tuple[float, str]:  # fmt: skip
     """The factor over lesson 4's kernel a GPU named ``gpu_name`` asks for, and its source."""
-    for short, factor in CLOCK_FACTORS.items():
+    for short, factor in factors.items():
         if short in gpu_name:
             return factor
-    return OTHER_GPU
+    return other
 
 
 def race(
-    contender: object, size: int = SIZE, rounds: int = 5, dtype: torch.dtype = torch.float16
+    contender: object,
+    size: int = SIZE,
+    rounds: int = 5,
+    dtype: torch.dtype = torch.float16,
+    shape: tuple[int, int, int] | None = None,
 ) -> dict[str, float]:
     """Median milliseconds per call (host time included) of ``contender(a, b)`` (a
     :class:`Knobs` or a launcher ``(a, b) -> c``), lesson 4's ``matmul()`` and
-    ``torch.matmul`` on float16 ``size^3``, interleaved, on this GPU."""
+    ``torch.matmul`` on float16 ``size^3`` (or ``shape``, M x N x K), interleaved, on this
+    GPU."""
     from tmm_course.timing import interleaved
 
     run = contender.launcher() if isinstance(contender, Knobs) else contender
     lesson_4 = BASELINE.launcher()
+    m, n, k = shape or (size, size, size)
     generator = torch.Generator(device="cuda").manual_seed(0)
-    a = torch.randn(size, size, device="cuda", dtype=dtype, generator=generator)
-    b = torch.randn(size, size, device="cuda", dtype=dtype, generator=generator)
+    a = torch.randn(m, k, device="cuda", dtype=dtype, generator=generator)
+    b = torch.randn(k, n, device="cuda", dtype=dtype, generator=generator)
     return interleaved(
         {"yours": lambda: run(a, b), "lesson 4": lambda: lesson_4(a, b),
          "torch.matmul": lambda: torch.matmul(a, b)},
@@ -197,10 +213,18 @@ def missed_knob(goals: list[Goal]) -> str:
     return next((g.knob for g in goals if not g.met and g.knob), "")
 
 
-def clock_goal(ms: Mapping[str, float], gpu_name: str, knob: str = "") -> Goal:
+def clock_goal(
+    ms: Mapping[str, float],
+    gpu_name: str,
+    knob: str = "",
+    factors: Factors = CLOCK_FACTORS,
+    other: tuple[float, str] = OTHER_GPU,
+    turn: str = "the tile, num_warps and num_stages",
+) -> Goal:
     """Whether ``ms`` (from :func:`race`) shows the learner's kernel ahead of lesson 4's by
-    this GPU's factor; ``knob``: what the compiler's goals point at, named on a miss."""
-    factor, source = factor_for(gpu_name)
+    this GPU's factor (of ``factors``, else ``other``); ``knob``: what the compiler's goals
+    point at, named on a miss (else ``turn``)."""
+    factor, source = factor_for(gpu_name, factors, other)
     reached = ms["lesson 4"] / ms["yours"]
     met = reached >= factor
     return Goal(
@@ -208,5 +232,5 @@ def clock_goal(ms: Mapping[str, float], gpu_name: str, knob: str = "") -> Goal:
         met,
         f"{reached:.2f} times lesson 4's speed; {ms['torch.matmul'] / ms['yours']:.2f} of "
         f"torch.matmul's (medians of interleaved rounds, host time included)",
-        "" if met else knob or "the tile, num_warps and num_stages (see the compiler's figures)",
+        "" if met else knob or f"{turn} (see the compiler's figures)",
     )

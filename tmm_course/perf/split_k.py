@@ -21,7 +21,8 @@ from tmm_course.capstone.config import Config
 from tmm_course.capstone.launches import K_STEPS_A_SLICE
 from tmm_course.compile_ahead import Compiled, compile_for, specialize
 from tmm_course.gpu import KNOWN
-from tmm_course.perf.faster import Goal
+from tmm_course.perf import faster
+from tmm_course.perf.faster import Goal, knob_values
 from tmm_course.perf.knobs import BASELINE
 
 M, N, K = 512, 512, 16384  # float16: the problem the goals are stated for
@@ -43,22 +44,7 @@ OTHER_GPU = (1.3, "no stored run for this GPU: a stated margin over noise")
 def config_of(launch: Mapping[str, object]) -> Config:
     """The capstone :class:`Config` of a learner's ``{"BLOCK_M": ..., "SPLIT_K": ...}``; a
     clear error for a key or value that is not one."""
-    if not isinstance(launch, Mapping):
-        raise TypeError(f"expected a dict of knobs such as {LESSON_4}, got {type(launch).__name__}")
-    unknown = [k for k in launch if k not in KNOB_NAMES]
-    if unknown:
-        raise KeyError(f"no knob named {', '.join(map(repr, unknown))}; the knobs are "
-                       f"{', '.join(KNOB_NAMES)}")  # fmt: skip
-    values = {**LESSON_4, **launch}
-    for name in KNOB_NAMES:
-        value = values[name]
-        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-            raise ValueError(f"{name}={value!r}: expected a positive int")
-    for name in ("BLOCK_M", "BLOCK_N", "BLOCK_K", "num_warps"):
-        if values[name] & (values[name] - 1):
-            raise ValueError(f"{name}={values[name]}: expected a power of two")
-    if values["BLOCK_K"] < 16:
-        raise ValueError(f"BLOCK_K={values['BLOCK_K']}: tl.dot needs at least 16 for float16")
+    values = knob_values(launch, LESSON_4, KNOB_NAMES)
     if values["SPLIT_K"] * values["BLOCK_K"] > K:
         raise ValueError(f"SPLIT_K={values['SPLIT_K']}: more slices than K={K} has BLOCK_K steps")
     return Config(values["BLOCK_M"], values["BLOCK_N"], values["BLOCK_K"], values["num_warps"],
@@ -158,33 +144,17 @@ def compiler_goals(config: Config, figures: Mapping[str, Compiled]) -> list[Goal
 def race(config: Config, rounds: int = 5) -> dict[str, float]:
     """Median milliseconds per call (host time included) of the grouped kernel with
     ``config``, lesson 4's ``matmul()`` and ``torch.matmul`` on the float16 problem,
-    interleaved, on this GPU."""
+    interleaved, on this GPU (:func:`tmm_course.perf.faster.race`)."""
     from tmm_course.capstone.launches import launch_grouped
-    from tmm_course.timing import interleaved
 
-    generator = torch.Generator(device="cuda").manual_seed(0)
-    a = torch.randn(M, K, device="cuda", dtype=torch.float16, generator=generator)
-    b = torch.randn(K, N, device="cuda", dtype=torch.float16, generator=generator)
-    lesson_4 = BASELINE.launcher()
-
-    def yours() -> torch.Tensor:
+    def yours(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
         return launch_grouped(a, b, torch.empty(M, N, device="cuda", dtype=a.dtype), config)
 
-    return interleaved({"yours": yours, "lesson 4": lambda: lesson_4(a, b),
-                        "torch.matmul": lambda: torch.matmul(a, b)}, rounds=rounds)  # fmt: skip
+    return faster.race(yours, rounds=rounds, shape=(M, N, K))
 
 
 def clock_goal(ms: Mapping[str, float], gpu_name: str, knob: str = "") -> Goal:
     """Whether ``ms`` (from :func:`race`) shows the learner's launch ahead of lesson 4's by
-    this GPU's factor; ``knob``: what the compiler's goals point at, named on a miss."""
-    factor, source = next((f for short, f in CLOCK_FACTORS.items() if short in gpu_name),
-                          OTHER_GPU)  # fmt: skip
-    reached = ms["lesson 4"] / ms["yours"]
-    met = reached >= factor
-    return Goal(
-        f"{factor:.2f} times as fast as lesson 4's kernel on {gpu_name} ({source})",
-        met,
-        f"{reached:.2f} times lesson 4's speed; {ms['torch.matmul'] / ms['yours']:.2f} of "
-        f"torch.matmul's (medians of interleaved rounds, host time included)",
-        "" if met else knob or "SPLIT_K and the tile (see the compiler's figures)",
-    )
+    this GPU's factor (:data:`CLOCK_FACTORS`); ``knob``: what the compiler's goals point at,
+    named on a miss."""
+    return faster.clock_goal(ms, gpu_name, knob, CLOCK_FACTORS, OTHER_GPU, "SPLIT_K and the tile")

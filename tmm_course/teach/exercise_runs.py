@@ -66,18 +66,24 @@ def _goals(goals: list[faster.Goal]) -> list[dict]:
     return [asdict(g) for g in goals]
 
 
-def lesson_6(notebook: Path) -> dict:
-    names = solution_cells(notebook)
+def _raced(lesson: int, attempts: dict, read, lab) -> dict:
+    """Each attempt's knobs read (``read``), judged by the compiler's goals and raced, by the
+    lesson's lab (:mod:`tmm_course.perf.faster` or :mod:`~tmm_course.perf.split_k`)."""
     out = {}
-    for label, launch in (("solution", names["solution_my_launch"]), ("wrong", LESSON_6_WRONG)):
-        knobs = faster.knobs_of(launch)
-        goals = faster.compiler_goals(knobs, faster.compiled(knobs))
-        ms = faster.race(knobs)
-        clock = faster.clock_goal(ms, torch.cuda.get_device_name(0))
+    for label, launch in attempts.items():
+        knobs = read(launch)
+        goals = lab.compiler_goals(knobs, lab.compiled(knobs))
+        ms = lab.race(knobs)
+        clock = lab.clock_goal(ms, torch.cuda.get_device_name(0))
         out[label] = {"launch": launch, "ms": ms, "compiler_goals": _goals(goals),
                       "clock_goal": asdict(clock)}  # fmt: skip
-        print("lesson 6", label, ms, clock, flush=True)
+        print(f"lesson {lesson}", label, ms, clock, flush=True)
     return out
+
+
+def lesson_6(notebook: Path) -> dict:
+    attempts = {"solution": solution_cells(notebook)["solution_my_launch"], "wrong": LESSON_6_WRONG}
+    return _raced(6, attempts, faster.knobs_of, faster)
 
 
 def lesson_7(notebook: Path) -> dict:
@@ -103,17 +109,8 @@ def lesson_7(notebook: Path) -> dict:
 def lesson_8(notebook: Path) -> dict:
     from tmm_course.perf import split_k
 
-    names = solution_cells(notebook)
-    out = {}
-    for label, launch in (("solution", names["solution_my_split"]), ("wrong", LESSON_8_WRONG)):
-        config = split_k.config_of(launch)
-        goals = split_k.compiler_goals(config, split_k.compiled(config))
-        ms = split_k.race(config)
-        clock = split_k.clock_goal(ms, torch.cuda.get_device_name(0))
-        out[label] = {"launch": launch, "ms": ms, "compiler_goals": _goals(goals),
-                      "clock_goal": asdict(clock)}  # fmt: skip
-        print("lesson 8", label, ms, clock, flush=True)
-    return out
+    attempts = {"solution": solution_cells(notebook)["solution_my_split"], "wrong": LESSON_8_WRONG}
+    return _raced(8, attempts, split_k.config_of, split_k)
 
 
 def autotune_record(size: int = 4096) -> dict:

@@ -350,7 +350,7 @@ def judge_answer(spec: Answer, data: bytes, raised: str = "") -> tuple[str, list
         goals = spec.judge(*values, clock=False)
     except (ValueError, TypeError, KeyError, UnicodeDecodeError, RecursionError) as error:
         return "fail", ["crashed"], f"{raised}the answer is not of the kind asked: {error}"[:500]
-    checked = answers.result(spec, goals)
+    checked = answers.result(spec.name, goals)
     met = sum(g.met for g in goals)
     detail = f"{raised}{met}/{len(goals)} goals met"
     if checked.passed:
