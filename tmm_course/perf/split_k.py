@@ -29,6 +29,11 @@ M, N, K = 512, 512, 16384  # float16: the problem the goals are stated for
 KNOB_NAMES = ("BLOCK_M", "BLOCK_N", "BLOCK_K", "num_warps", "num_stages", "SPLIT_K")
 H200_SMS = KNOWN["H200"].sms
 MIN_K_STEPS = K_STEPS_A_SLICE  # per slice: the capstone's own rule for its tail's slices
+# loads in flight per SM (the ring of slabs every resident program holds, shared among the
+# SMs) a thin, deep product needs before it stops waiting on memory: where the stored H200
+# sweep (exercises_h200.json, "split_k_sweep") splits its launches, most of those below it
+# under 3 times lesson 4's speed and most of those above it over (tested)
+MIN_IN_FLIGHT = 64 * 1024
 LESSON_4 = {"BLOCK_M": BASELINE.block_m, "BLOCK_N": BASELINE.block_n,
             "BLOCK_K": BASELINE.block_k, "num_warps": BASELINE.num_warps,
             "num_stages": BASELINE.num_stages, "SPLIT_K": 1}  # fmt: skip
@@ -54,6 +59,17 @@ def config_of(launch: Mapping[str, object]) -> Config:
 def programs(config: Config) -> int:
     """Programs one launch starts: one per (tile, K-slice)."""
     return -(-M // config.block_m) * -(-N // config.block_n) * config.split_k
+
+
+def in_flight(config: Config, h200: Compiled) -> float | None:
+    """Bytes of loads in flight per SM of an H200: the shared memory of one program (its ring
+    of ``num_stages`` slabs, compiled for sm_90) times the programs each SM holds at once
+    (the launch's programs spread over the SMs, at most what the occupancy allows); None when
+    it does not compile."""
+    held = h200.occupancy if h200.ok else None
+    if held is None or h200.shared_bytes is None:
+        return None
+    return h200.shared_bytes * min(held.programs, programs(config) / H200_SMS)
 
 
 def k_steps(config: Config) -> int:
@@ -121,6 +137,18 @@ def compiler_goals(config: Config, figures: Mapping[str, Compiled]) -> list[Goal
             "" if one_wave else "SPLIT_K (fewer slices), or registers and shared memory "
             "(num_stages, the tile) so that more programs fit on an SM",
         ))  # fmt: skip
+    loads = in_flight(config, h200)
+    if loads is not None:
+        fed = loads >= MIN_IN_FLIGHT
+        per_sm = min(held.programs, count / H200_SMS)
+        goals.append(Goal(
+            f"at least {MIN_IN_FLIGHT // 1024} KB of loads in flight per SM on sm_90 (shared "
+            "memory per program x programs per SM): a thin, deep product waits on memory",
+            fed,
+            f"{h200.shared_bytes / 1024:.0f} KB per program x {per_sm:.2f} programs per SM = "
+            f"{loads / 1024:.0f} KB",
+            "" if fed else "num_stages or BLOCK_K (a deeper ring of slabs per program)",
+        ))  # fmt: skip
     step = config.block_k * config.split_k
     even = K % step == 0
     goals.append(Goal(
@@ -151,6 +179,53 @@ def race(config: Config, rounds: int = 5) -> dict[str, float]:
         return launch_grouped(a, b, torch.empty(M, N, device="cuda", dtype=a.dtype), config)
 
     return faster.race(yours, rounds=rounds, shape=(M, N, K))
+
+
+def launch_of(config: Config) -> dict[str, int]:
+    """The learner's dict of knobs for ``config``."""
+    c = config
+    return {"BLOCK_M": c.block_m, "BLOCK_N": c.block_n, "BLOCK_K": c.block_k,
+            "num_warps": c.num_warps, "num_stages": c.num_stages, "SPLIT_K": c.split_k}  # fmt: skip
+
+
+# the launches the stored sweep races: 64x64 tiles on 4 warps at every depth of ring and
+# slicing, and the wider tiles lessons 6 and 7 use
+SWEEP = tuple(
+    [Config(64, 64, bk, 4, stages, split_k=split)
+     for bk in (32, 64, 128) for stages in (2, 3, 4, 5) for split in (2, 4, 8)]
+    + [Config(bm, bn, bk, 4, stages, split_k=split)
+       for bm, bn in ((128, 64), (64, 128)) for bk in (64,) for stages in (3, 4)
+       for split in (4, 8)]
+    + [Config(128, 128, bk, 8, stages, split_k=split)
+       for bk in (32, 64) for stages in (3, 4) for split in (8, 16)]
+)  # fmt: skip
+
+
+def sweep(configs: tuple[Config, ...] = SWEEP, rounds: int = 5) -> dict[str, object]:
+    """Every launch of ``configs`` raced with lesson 4's kernel and ``torch.matmul``,
+    interleaved, on this GPU: for each, its knobs, median milliseconds per call (host time
+    included), its loads in flight per SM and whether it meets every compiler goal."""
+    from tmm_course.capstone.launches import launch_grouped
+    from tmm_course.timing import interleaved
+
+    generator = torch.Generator(device="cuda").manual_seed(0)
+    a = torch.randn(M, K, device="cuda", dtype=torch.float16, generator=generator)
+    b = torch.randn(K, N, device="cuda", dtype=torch.float16, generator=generator)
+    lesson_4 = BASELINE.launcher()
+    runs = {"lesson 4": lambda: lesson_4(a, b), "torch.matmul": lambda: torch.matmul(a, b)}
+    for config in configs:
+        out = torch.empty(M, N, device="cuda", dtype=torch.float16)
+        runs[str(len(runs) - 2)] = lambda config=config, out=out: launch_grouped(a, b, out, config)
+    ms = interleaved(runs, rounds=rounds)
+    launches = []
+    for i, config in enumerate(configs):
+        figures = compiled(config)
+        goals = compiler_goals(config, figures)
+        launches.append({"launch": launch_of(config), "ms": ms[str(i)],
+                         "in_flight": in_flight(config, figures["sm_90"]),
+                         "compiler_goals_met": all(g.met for g in goals)})  # fmt: skip
+    return {"problem": f"{M}x{N}x{K} float16", "lesson 4": ms["lesson 4"],
+            "torch.matmul": ms["torch.matmul"], "launches": launches}  # fmt: skip
 
 
 def clock_goal(ms: Mapping[str, float], gpu_name: str, knob: str = "") -> Goal:

@@ -88,6 +88,12 @@ class ExercisesRun:
         return self.data[f"lesson_{number}"]
 
     @property
+    def split_k_sweep(self) -> dict:
+        """problem, lesson 4 and torch.matmul's ms, and ``launches``: each with its knobs,
+        ``ms``, ``in_flight`` (bytes per SM) and ``compiler_goals_met``."""
+        return self.data["split_k_sweep"]
+
+    @property
     def autotune(self) -> dict:
         """problem, picked, autotune_ms (its own timings, per candidate), raced_ms."""
         return self.data["autotune"]

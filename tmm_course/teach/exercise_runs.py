@@ -7,6 +7,8 @@ lessons quote on a CPU, ``tmm_course/perf/data/exercises_h200.json``):
 - each lesson's reference solution (its notebook's solution cell, run as it is) and a plausible
   attempt with one knob left wrong, raced against lesson 4's kernel and ``torch.matmul``
   (:func:`tmm_course.perf.faster.race`), with the compiler's goals for each;
+- lesson 8's launches at every depth of ring and slicing (:data:`tmm_course.perf.split_k.SWEEP`),
+  raced together, each with its loads in flight per SM;
 - ``@triton.autotune``'s own record at float16 4096^3: the configuration it picked and its
   timing of every candidate, beside the same candidates raced interleaved;
 - a Proton profile (``triton.profiler``) of lesson 4's kernel and lesson 6's solution: time,
@@ -113,6 +115,17 @@ def lesson_8(notebook: Path) -> dict:
     return _raced(8, attempts, split_k.config_of, split_k)
 
 
+def split_k_sweep() -> dict:
+    """Lesson 8's launches at every depth of ring and slicing, raced
+    (:func:`tmm_course.perf.split_k.sweep`)."""
+    from tmm_course.perf import split_k
+
+    record = split_k.sweep()
+    for row in record["launches"]:
+        print("split-K sweep", row, flush=True)
+    return record
+
+
 def autotune_record(size: int = 4096) -> dict:
     """What ``@triton.autotune`` timed and picked at float16 ``size^3``, and the same
     candidates raced interleaved afterwards."""
@@ -168,7 +181,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--code-version", default="unknown")
     parser.add_argument("--out", type=Path, default=Path("exercises_mine.json"))
     parser.add_argument("--parts", nargs="+", default=["lesson_6", "lesson_7", "lesson_8",
-                        "autotune", "proton"], help="what to measure (default: all)")  # fmt: skip
+                        "split_k_sweep", "autotune", "proton"],
+                        help="what to measure (default: all)")  # fmt: skip
     args = parser.parse_args(argv)
     if not torch.cuda.is_available():
         print("error: measuring needs a CUDA GPU", file=sys.stderr)
@@ -191,6 +205,7 @@ def main(argv: list[str] | None = None) -> int:
         "lesson_6": lambda: lesson_6(args.notebooks / "06_making_it_fast.ipynb"),
         "lesson_7": lambda: lesson_7(args.notebooks / "07_persistent_tma.ipynb"),
         "lesson_8": lambda: lesson_8(args.notebooks / "08_racing_cublas.ipynb"),
+        "split_k_sweep": split_k_sweep,
         "autotune": autotune_record,
         "proton": lambda: proton_profile(args.notebooks / "06_making_it_fast.ipynb"),
     }

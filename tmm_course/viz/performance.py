@@ -229,3 +229,30 @@ def size_curve_figure(rows: list[Race], where: str, kind: str = "float16") -> Fi
     ax.legend(fontsize=8)
     ax.set_title(f"rate against size; {where}", fontsize=9)
     return fig
+
+
+def in_flight_figure(
+    points: list[tuple[float, float, bool]], goal_kb: float, factor: float, where: str
+) -> Figure:
+    """Each raced launch at (KB of loads in flight per SM, times lesson 4's speed), filled where
+    it met every compiler goal, hollow where not; the goal's KB and the clock's factor as
+    lines."""
+    fig, (ax,) = new_figure(6.4, 4.0)
+    for met, marker, label in ((True, "o", "meets every compiler goal"),
+                               (False, "^", "misses a compiler goal")):  # fmt: skip
+        xs = [kb for kb, _, ok in points if ok is met]
+        ys = [speed for _, speed, ok in points if ok is met]
+        color = BLUE if met else VERMILLION
+        ax.scatter(xs, ys, s=28, marker=marker, label=label, edgecolors=color,
+                   facecolors=color if met else "none")  # fmt: skip
+    ax.axvline(goal_kb, color="black", ls="--", lw=1, label=f"goal: {goal_kb:.0f} KB per SM")
+    ax.axhline(factor, color="grey", ls=":", lw=1.5, label=f"clock goal: {factor:.1f}x")
+    ax.set_xscale("log", base=2)
+    ax.xaxis.set_major_formatter(FormatStrFormatter("%.0f"))
+    ax.set_xlabel("KB of loads in flight per SM (compiled for sm_90)")
+    ax.set_ylabel("times lesson 4's speed")
+    ax.set_ylim(bottom=0)
+    ax.legend(fontsize=7, loc="upper left")
+    ax.set_title(fitted_title(ax, f"split-K launches, float16 512x512x16384\nmeasured on {where}",
+                              9), fontsize=9)  # fmt: skip
+    return fig
