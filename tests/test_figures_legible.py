@@ -189,6 +189,17 @@ def _lesson_8(part: str) -> Callable[[], Figure]:
     return draw
 
 
+def _lesson_8_in_flight() -> Figure:
+    from tmm_course.perf import split_k, stored
+
+    run = stored.exercises_run()
+    sweep = run.split_k_sweep
+    points = [(r["in_flight"] / 1024, sweep["lesson 4"] / r["ms"], r["compiler_goals_met"])
+              for r in sweep["launches"]]  # fmt: skip
+    factor, _ = split_k.factor_for(run.where)
+    return performance.in_flight_figure(points, split_k.MIN_IN_FLIGHT / 1024, factor, run.where)
+
+
 def _accesses() -> Figure:
     """A failing check's picture (lessons 5 and 9): lesson 4's kernel launched on six programs
     (every program colour) where a 64x48 product needs twelve, as the memory guard recorded its
@@ -272,6 +283,7 @@ FIGURES: dict[str, Callable[[], Figure]] = {
     # lesson 8
     "08 goals": _lesson_8("goals"),
     "08 grid": _lesson_8("grid"),
+    "08 loads in flight": _lesson_8_in_flight,
     # lessons 5 and 9: a failing check's picture
     "09 accesses": _accesses,
     # lesson 9

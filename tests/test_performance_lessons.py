@@ -168,6 +168,9 @@ def test_split_k_check_judges_the_launch_by_the_compiler_and_names_the_knob():
     assert "512 programs for 396 places" in two_waves.primary.message  # 3 a SM: shared memory
     uneven = check_split_k({**SPLIT_SOLUTION, "SPLIT_K": 3}, REASONS)
     assert uneven.codes == ["goal_missed"] and "is not a multiple of 192" in uneven.primary.message
+    divided = check_split_k({**split_k.LESSON_4, "SPLIT_K": 4}, REASONS)  # 256 programs, 47 KB
+    assert divided.codes == ["goal_missed"] and "in flight" in divided.primary.message
+    assert "num_stages or BLOCK_K" in divided.primary.message
     thin = check_split_k({**SPLIT_SOLUTION, "SPLIT_K": 64}, REASONS)
     missed = [c.label for c in thin.cases if not c.passed]
     assert thin.codes == ["goal_missed"] and any("steps per slice" in m for m in missed)
@@ -184,7 +187,38 @@ def test_lesson_8s_stored_run_shows_the_solution_meets_its_clock_goal_and_the_sl
     assert solution["clock_goal"]["met"] and not wrong["clock_goal"]["met"]
     assert wrong["launch"]["SPLIT_K"] == 1 and "SPLIT_K" in wrong["clock_goal"]["knob"]
     reached = solution["ms"]["lesson 4"] / solution["ms"]["yours"]
-    assert f"about {reached:.1f}" in split_k.CLOCK_FACTORS["H200"][1]
+    assert f"about {reached:.1f}" in split_k.CLOCK_FACTORS["H100"][1]
+
+
+def test_lesson_8s_stored_sweep_bears_out_its_compiler_goals():
+    """Every launch of the stored sweep that meets every compiler goal reached the clock's
+    factor on that GPU; the in-flight goal splits the sweep as its comment says."""
+    from tmm_course.perf import split_k
+
+    run = stored.exercises_run()
+    sweep = run.split_k_sweep
+    device = run.data["provenance"]["device"]
+    factor, _ = split_k.factor_for(device)
+    speed = {id(row): sweep["lesson 4"] / row["ms"] for row in sweep["launches"]}
+    met = [row for row in sweep["launches"] if row["compiler_goals_met"]]
+    assert len(met) >= 10 and all(speed[id(row)] >= factor for row in met)
+    below = [r for r in sweep["launches"] if r["in_flight"] < split_k.MIN_IN_FLIGHT]
+    above = [r for r in sweep["launches"] if r["in_flight"] >= split_k.MIN_IN_FLIGHT]
+    slow, fast = (
+        sum(speed[id(r)] < factor for r in below),
+        sum(speed[id(r)] >= factor for r in above),
+    )
+    assert f"{slow} of the {len(below)} below" in _source(split_k)
+    assert f"{fast} of the {len(above)} above" in _source(split_k)
+    for row in (below[0], above[0]):  # what the check computes here is what the run stored
+        config = split_k.config_of(row["launch"])
+        assert split_k.in_flight(config, split_k.compiled(config)["sm_90"]) == row["in_flight"]
+
+
+def _source(module) -> str:
+    import inspect
+
+    return inspect.getsource(module)
 
 
 # ----------------------------------------------------------------------- the lesson kernels
@@ -536,15 +570,17 @@ def test_the_stored_clock_passes_the_solutions_and_fails_the_wrong_knob():
     from tmm_course.perf import faster, stored
 
     run = stored.exercises_run()
-    assert run.where.startswith("NVIDIA H200, torch 2.11.0, triton 3.6.0")
+    assert run.where.startswith("NVIDIA H100 80GB HBM3, torch 2.11.0, triton 3.6.0")
     for lesson in (6, 7):
         attempts = run.lesson(lesson)
         for label, met in (("solution", True), ("wrong", False)):
-            goal = faster.clock_goal(attempts[label]["ms"], "NVIDIA H200")
+            goal = faster.clock_goal(attempts[label]["ms"], "NVIDIA H100 80GB HBM3")
             assert goal.met is met and attempts[label]["clock_goal"]["met"] is met
     goals = [faster.Goal(**g) for g in run.lesson(6)["wrong"]["compiler_goals"]]
     assert "num_warps" in faster.missed_knob(goals)
     record = run.autotune
+    assert record["picked"] == "128x256x64 w8 s3"  # lesson 6's words: "On the H100 it picked"
+    assert "On the H100 it picked 128x256x64, 8 warps, 3 stages" in prose("06_making_it_fast.ipynb")
     assert record["picked"] == min(record["autotune_ms"], key=lambda c: record["autotune_ms"][c][0])
 
 

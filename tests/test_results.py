@@ -32,7 +32,7 @@ def test_shipped_results_say_where_when_and_how(read):
 
 def test_every_shipped_file_has_a_reader():
     assert results.shipped() == [
-        "exercises_h200.json",  # read by tmm_course.perf.stored.exercises_run (lessons 6-8)
+        "exercises_run.json",  # read by tmm_course.perf.stored.exercises_run (lessons 6-8)
         "goals_h200.json",  # read by results.bench(): the capstone's goals, host times
         "grid_h200.json",
         "lessons_h200.json",  # read by tmm_course.perf.stored.lessons_run (lessons 6 and 7)

@@ -10,7 +10,7 @@ kernel did the work (:mod:`~tmm_course.check.work`), a time limit per case
 (:mod:`~tmm_course.check.time_limit`) and what a GPU's compiler makes of every learner kernel
 (:mod:`~tmm_course.check.gpu_rules`).
 
-Answers that are data (lesson 6's knobs, lesson 8's predictions) are judged by
+Answers that are data (lesson 6's and lesson 8's knobs) are judged by
 :mod:`~tmm_course.check.answers`, what a compiled kernel must show (lesson 7's descriptor loads)
 by :mod:`~tmm_course.check.compiled`; lesson 4's variant exercise, a linear layer, and lesson
 9's "find the bug" have modules of their own (:mod:`~tmm_course.check.linear`,
@@ -24,7 +24,6 @@ from tmm_course.check.exercises import (
     check_grouped_tile,
     check_matmul,
     check_outer_product,
-    check_predictions,
     check_scaled_matmul,
     check_split_k,
     check_strided_copy,
@@ -45,7 +44,6 @@ __all__ = [
     "check_linear_relu",
     "check_matmul",
     "check_outer_product",
-    "check_predictions",
     "check_scaled_matmul",
     "check_split_k",
     "check_strided_copy",

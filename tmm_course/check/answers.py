@@ -1,5 +1,5 @@
 """The checks of answers that are data (:class:`~tmm_course.exercises.spec.Answer`: a launch's
-knobs, predictions): the exercise's own judge, run on the values as the grader reads them (a
+knobs, reasoning): the exercise's own judge, run on the values as the grader reads them (a
 JSON round trip), its goals turned into a :class:`CheckResult`."""
 
 from __future__ import annotations

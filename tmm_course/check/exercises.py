@@ -30,7 +30,6 @@ from tmm_course.exercises import (
     grouped_tile,
     matmul,
     outer_product,
-    predictions,
     scaled_matmul,
     split_k,
     strided_copy,
@@ -49,7 +48,6 @@ __all__ = [
     "check_grouped_tile",
     "check_matmul",
     "check_outer_product",
-    "check_predictions",
     "check_scaled_matmul",
     "check_split_k",
     "check_strided_copy",
@@ -213,13 +211,6 @@ def check_faster(launch: object, reasoning: object = "") -> CheckResult:
             for gpu, c in figures.compiled(knobs).items()
         ]  # fmt: skip
     return result
-
-
-def check_predictions(answers_: object) -> CheckResult:
-    """Lesson 8: ``my_predictions`` (question name -> your answer, None while unanswered)
-    against the capstone's plan and the stored H200 grid; a wrong answer gets a hint at the
-    way, never the answer."""
-    return answers.run_answer(predictions.EXERCISE, answers_)
 
 
 def check_split_k(launch: object, reasoning: object = "") -> CheckResult:

@@ -1,7 +1,7 @@
 """The course's exercises, one module each: what the learner's function is called with, the
 cases it is judged on (drawn from a ``torch.Generator``), the float64 reference and its
 tolerance, the known mistakes and the sentence each gets, and the notebook cells it lives in;
-or, for an answer that is data (lesson 6's knobs, lesson 8's predictions), the judge that
+or, for an answer that is data (lesson 6's and lesson 8's knobs), the judge that
 reads it.
 The learner's check (:mod:`tmm_course.check`) and the batch grader (:mod:`tmm_course.teach`)
 both judge from these; the types are in :mod:`~tmm_course.exercises.spec`.
@@ -22,7 +22,6 @@ from tmm_course.exercises import (
     linear_relu,
     matmul,
     outer_product,
-    predictions,
     scaled_matmul,
     split_k,
     strided_copy,
@@ -45,7 +44,6 @@ EXERCISES: list[Exercise | Answer] = [
     faster.EXERCISE,
     grouped_tile.EXERCISE,
     descriptor_matmul.EXERCISE,
-    predictions.EXERCISE,
     split_k.EXERCISE,
     *fixes.EXERCISES,
 ]

@@ -174,8 +174,8 @@ class Goal:
 @dataclass(frozen=True)
 class Answer:
     """An exercise whose answer is plain data the exercise cell defines (a launch's knobs,
-    predictions, a sentence of reasoning), judged on what the course computes from it: the
-    compiler's figures for those knobs, the capstone's plan, on a GPU the clock.
+    a sentence of reasoning), judged on what the course computes from it: the compiler's
+    figures for those knobs, on a GPU the clock.
 
     ``judge(*values, clock=False)`` takes the values of :attr:`names` in order and returns the
     goals (``clock``: race on this machine's GPU too); it raises ``TypeError``, ``KeyError`` or

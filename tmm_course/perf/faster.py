@@ -25,11 +25,11 @@ MIN_INTENSITY = 2 * tile_intensity(BASELINE.block_m, BASELINE.block_n, element_b
 MIN_PROGRAMS = 2  # per SM on sm_90: one program's loads and stores overlap another's math
 
 # the factor over lesson 4's kernel a launch must reach on each GPU, with where it comes from:
-# an H200's below the stored run of lesson 6's solution (tmm_course/perf/data/exercises_h200.json:
-# 1.65; lesson 7's 1.78), the others stated without a stored run of their own
+# an H100's below the stored run of lesson 6's solution (tmm_course/perf/data/exercises_run.json:
+# 1.84; lesson 7's 2.02), the others stated without a stored run of their own
 CLOCK_FACTORS: dict[str, tuple[float, str]] = {
-    "H200": (1.3, "the stored H200 run measured lesson 6's solution at 1.65"),
-    "H100": (1.3, "as on an H200, its twin (no stored H100 run)"),
+    "H100": (1.3, "the stored H100 run measured lesson 6's solution at 1.84"),
+    "H200": (1.3, "as on an H100, its twin (no stored H200 run)"),
     "A100": (1.15, "no stored A100 run: a stated margin over noise"),
     "T4": (1.05, "no stored T4 run: a stated margin over noise"),
 }

@@ -69,7 +69,7 @@ def lessons_run(path: str | Path | None = None) -> LessonsRun:
     return LessonsRun(results.read(FILE if path is None else path))
 
 
-EXERCISES_FILE = "exercises_h200.json"
+EXERCISES_FILE = "exercises_run.json"
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,5 @@
 """Measure lessons 6, 7 and 8's exercises on a GPU and write one labelled run (the file the
-lessons quote on a CPU, ``tmm_course/perf/data/exercises_h200.json``):
+lessons quote on a CPU, ``tmm_course/perf/data/exercises_run.json``):
 
     python -m tmm_course.teach.exercise_runs --notebooks notebooks \\
         --code-version "$(git rev-parse --short HEAD)" --out exercises_mine.json

@@ -234,9 +234,9 @@ def size_curve_figure(rows: list[Race], where: str, kind: str = "float16") -> Fi
 def in_flight_figure(
     points: list[tuple[float, float, bool]], goal_kb: float, factor: float, where: str
 ) -> Figure:
-    """Each raced launch at (KB of loads in flight per SM, times lesson 4's speed), filled where
-    it met every compiler goal, hollow where not; the goal's KB and the clock's factor as
-    lines."""
+    """Each raced launch at (KB of loads in flight per SM, its speed over the baseline's): a
+    solid dot where it met every compiler goal, a hollow triangle where not; the goal's KB and
+    the clock's factor as lines."""
     fig, (ax,) = new_figure(6.4, 4.0)
     for met, marker, label in ((True, "o", "meets every compiler goal"),
                                (False, "^", "misses a compiler goal")):  # fmt: skip
