@@ -215,6 +215,16 @@ def test_lesson_8s_stored_sweep_bears_out_its_compiler_goals():
         assert split_k.in_flight(config, split_k.compiled(config)["sm_90"]) == row["in_flight"]
 
 
+def test_lesson_8_compares_the_device_time_with_torch_matmuls_host_time():
+    row = next(r for r in results.grid("grid_h200.json").rows if r.label == "1024^3 float16")
+    device_us = row.device_ms["torch.matmul"] * 1e3
+    assert f"busy for about {device_us:.1f} microseconds" in prose("08_racing_cublas.ipynb")
+    assert "less than a quarter of what a `torch.matmul` call cost on the host" in prose(
+        "08_racing_cublas.ipynb"
+    )
+    assert 4 * device_us < row.host_us["torch.matmul"]
+
+
 def _source(module) -> str:
     import inspect
 
