@@ -190,14 +190,10 @@ def _lesson_8(part: str) -> Callable[[], Figure]:
 
 
 def _lesson_8_in_flight() -> Figure:
-    from tmm_course.perf import split_k, stored
+    from tmm_course.perf import stored
 
     run = stored.exercises_run()
-    sweep = run.split_k_sweep
-    points = [(r["in_flight"] / 1024, sweep["lesson 4"] / r["ms"], r["compiler_goals_met"])
-              for r in sweep["launches"]]  # fmt: skip
-    factor, _ = split_k.factor_for(run.where)
-    return performance.in_flight_figure(points, split_k.MIN_IN_FLIGHT / 1024, factor, run.where)
+    return performance.in_flight_figure(run.split_k_sweep, run.where)
 
 
 def _accesses() -> Figure:

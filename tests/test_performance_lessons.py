@@ -199,15 +199,15 @@ def test_lesson_8s_stored_sweep_bears_out_its_compiler_goals():
     sweep = run.split_k_sweep
     device = run.data["provenance"]["device"]
     factor, _ = split_k.factor_for(device)
-    speed = {id(row): sweep["lesson 4"] / row["ms"] for row in sweep["launches"]}
+
+    def speed(row: dict) -> float:
+        return sweep["lesson 4"] / row["ms"]
+
     met = [row for row in sweep["launches"] if row["compiler_goals_met"]]
-    assert len(met) >= 10 and all(speed[id(row)] >= factor for row in met)
+    assert len(met) >= 10 and all(speed(row) >= factor for row in met)
     below = [r for r in sweep["launches"] if r["in_flight"] < split_k.MIN_IN_FLIGHT]
     above = [r for r in sweep["launches"] if r["in_flight"] >= split_k.MIN_IN_FLIGHT]
-    slow, fast = (
-        sum(speed[id(r)] < factor for r in below),
-        sum(speed[id(r)] >= factor for r in above),
-    )
+    slow, fast = sum(speed(r) < factor for r in below), sum(speed(r) >= factor for r in above)
     assert f"{slow} of the {len(below)} below" in _source(split_k)
     assert f"{fast} of the {len(above)} above" in _source(split_k)
     for row in (below[0], above[0]):  # what the check computes here is what the run stored

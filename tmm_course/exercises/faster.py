@@ -6,6 +6,7 @@ cores, programs per SM) and, with ``clock``, by this GPU's clock against lesson 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from types import ModuleType
 
 from tmm_course.exercises.spec import Answer, Cells, Goal
 from tmm_course.perf import faster
@@ -37,23 +38,31 @@ def before_the_figures(untouched: bool, variable: str, reasoning: object,
     return None
 
 
-def judge(launch: Mapping[str, object], reasoning: object = "", clock: bool = False) -> list[Goal]:
-    """The goals ``launch`` (knob name -> value) meets; nothing is compiled until
-    ``reasoning`` (at least :data:`REASONING_WORDS` words) says what the knobs change."""
-    knobs = faster.knobs_of(launch)
-    first = before_the_figures(knobs == faster.BASELINE, "my_launch", reasoning,
-                               "what limits lesson 4's launch and what each knob you turned "
-                               "changes")  # fmt: skip
+def judged(lab: ModuleType, knobs: object, untouched: bool, variable: str, reasoning: object,
+           asks: str, clock: bool) -> list[Goal]:  # fmt: skip
+    """The goals a launch's ``knobs`` meet in a performance lab (:mod:`tmm_course.perf.faster`
+    or :mod:`~tmm_course.perf.split_k`: its ``compiled``, ``compiler_goals``, ``race`` and
+    ``clock_goal``), after :func:`before_the_figures`; with ``clock``, on this GPU's clock
+    too."""
+    first = before_the_figures(untouched, variable, reasoning, asks)
     if first:
         return first
-    figures = faster.compiled(knobs)
-    goals = faster.compiler_goals(knobs, figures)
+    goals = lab.compiler_goals(knobs, lab.compiled(knobs))
     if clock:
         import torch
 
         name = torch.cuda.get_device_name(0)
-        goals.append(faster.clock_goal(faster.race(knobs), name, faster.missed_knob(goals)))
+        goals.append(lab.clock_goal(lab.race(knobs), name, faster.missed_knob(goals)))
     return [as_goal(g) for g in goals]
+
+
+def judge(launch: Mapping[str, object], reasoning: object = "", clock: bool = False) -> list[Goal]:
+    """The goals ``launch`` (knob name -> value) meets; nothing is compiled until
+    ``reasoning`` (at least :data:`REASONING_WORDS` words) says what the knobs change."""
+    knobs = faster.knobs_of(launch)
+    return judged(faster, knobs, knobs == faster.BASELINE, "my_launch", reasoning,
+                  "what limits lesson 4's launch and what each knob you turned changes",
+                  clock)  # fmt: skip
 
 
 EXERCISE = Answer(

@@ -8,28 +8,18 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from tmm_course.exercises.faster import as_goal, before_the_figures
+from tmm_course.exercises.faster import judged
 from tmm_course.exercises.spec import Answer, Cells, Goal
-from tmm_course.perf import faster, split_k
+from tmm_course.perf import split_k
 
 
 def judge(launch: Mapping[str, object], reasoning: object = "", clock: bool = False) -> list[Goal]:
     """The goals ``launch`` (knob name -> value) meets; nothing is compiled until
-    ``reasoning`` says what the knobs change (:func:`~tmm_course.exercises.faster.
-    before_the_figures`)."""
+    ``reasoning`` says what the knobs change (:func:`~tmm_course.exercises.faster.judged`)."""
     config = split_k.config_of(launch)
-    first = before_the_figures(config == split_k.config_of(split_k.LESSON_4), "my_split",
-                               reasoning, "how many programs lesson 4's launch gives 132 SMs "
-                               "and what your knobs change")  # fmt: skip
-    if first:
-        return first
-    goals = split_k.compiler_goals(config, split_k.compiled(config))
-    if clock:
-        import torch
-
-        name = torch.cuda.get_device_name(0)
-        goals.append(split_k.clock_goal(split_k.race(config), name, faster.missed_knob(goals)))
-    return [as_goal(g) for g in goals]
+    return judged(split_k, config, config == split_k.config_of(split_k.LESSON_4), "my_split",
+                  reasoning, "how many programs lesson 4's launch gives 132 SMs and what your "
+                  "knobs change", clock)  # fmt: skip
 
 
 EXERCISE = Answer(

@@ -20,7 +20,7 @@ import torch
 
 from tmm_course.capstone.config import Config
 from tmm_course.capstone.launches import K_STEPS_A_SLICE
-from tmm_course.compile_ahead import Compiled, compile_for, specialize
+from tmm_course.compile_ahead import Compiled, Occupancy, compile_for, specialize
 from tmm_course.gpu import KNOWN
 from tmm_course.perf import faster
 from tmm_course.perf.faster import Goal, knob_values
@@ -62,15 +62,20 @@ def programs(config: Config) -> int:
     return -(-M // config.block_m) * -(-N // config.block_n) * config.split_k
 
 
+def resident(config: Config, held: Occupancy) -> float:
+    """Programs each SM of an H200 holds at once: the launch's programs spread over the SMs,
+    at most what the compiled occupancy allows."""
+    return min(held.programs, programs(config) / H200_SMS)
+
+
 def in_flight(config: Config, h200: Compiled) -> float | None:
     """Bytes of loads in flight per SM of an H200: the shared memory of one program (its ring
     of ``num_stages`` slabs, compiled for sm_90) times the programs each SM holds at once
-    (the launch's programs spread over the SMs, at most what the occupancy allows); None when
-    it does not compile."""
+    (:func:`resident`); None when it does not compile."""
     held = h200.occupancy if h200.ok else None
     if held is None or h200.shared_bytes is None:
         return None
-    return h200.shared_bytes * min(held.programs, programs(config) / H200_SMS)
+    return h200.shared_bytes * resident(config, held)
 
 
 def k_steps(config: Config) -> int:
@@ -141,7 +146,7 @@ def compiler_goals(config: Config, figures: Mapping[str, Compiled]) -> list[Goal
     loads = in_flight(config, h200)
     if loads is not None:
         fed = loads >= MIN_IN_FLIGHT
-        per_sm = min(held.programs, count / H200_SMS)
+        per_sm = resident(config, held)
         goals.append(Goal(
             f"at least {MIN_IN_FLIGHT // 1024} KB of loads in flight per SM on sm_90 (shared "
             "memory per program x programs per SM): a thin, deep product waits on memory",
@@ -226,8 +231,8 @@ def sweep(configs: tuple[Config, ...] = SWEEP, rounds: int = 5) -> dict[str, obj
     b = torch.randn(K, N, device="cuda", dtype=torch.float16, generator=generator)
     lesson_4 = BASELINE.launcher()
     runs = {"lesson 4": lambda: lesson_4(a, b), "torch.matmul": lambda: torch.matmul(a, b)}
-    for config in configs:
-        runs[str(len(runs) - 2)] = functools.partial(launcher(config), a, b)
+    for i, config in enumerate(configs):
+        runs[str(i)] = functools.partial(launcher(config), a, b)
     ms = interleaved(runs, rounds=rounds)
     launches = []
     for i, config in enumerate(configs):

@@ -231,12 +231,16 @@ def size_curve_figure(rows: list[Race], where: str, kind: str = "float16") -> Fi
     return fig
 
 
-def in_flight_figure(
-    points: list[tuple[float, float, bool]], goal_kb: float, factor: float, where: str
-) -> Figure:
-    """Each raced launch at (KB of loads in flight per SM, its speed over the baseline's): a
-    solid dot where it met every compiler goal, a hollow triangle where not; the goal's KB and
-    the clock's factor as lines."""
+def in_flight_figure(sweep: dict, where: str) -> Figure:
+    """Each launch of a stored split-K sweep (:func:`tmm_course.perf.split_k.sweep`) at (KB of
+    loads in flight per SM, its speed over the baseline's): a solid dot where it met every
+    compiler goal, a hollow triangle where not; the goal's KB and the clock's factor on the
+    GPU named first in ``where`` as lines."""
+    from tmm_course.perf import split_k
+
+    points = [(row["in_flight"] / 1024, sweep["lesson 4"] / row["ms"], row["compiler_goals_met"])
+              for row in sweep["launches"]]  # fmt: skip
+    goal_kb, (factor, _) = split_k.MIN_IN_FLIGHT / 1024, split_k.factor_for(where)
     fig, (ax,) = new_figure(6.4, 4.0)
     for met, marker, label in ((True, "o", "meets every compiler goal"),
                                (False, "^", "misses a compiler goal")):  # fmt: skip
