@@ -210,6 +210,8 @@ def test_lesson_8s_stored_sweep_bears_out_its_compiler_goals():
     slow, fast = sum(speed(r) < factor for r in below), sum(speed(r) >= factor for r in above)
     assert f"{slow} of the {len(below)} below" in _source(split_k)
     assert f"{fast} of the {len(above)} above" in _source(split_k)
+    count = len(sweep["launches"])
+    assert f"then {count} launches raced together" in prose("08_racing_cublas.ipynb")
     for row in (below[0], above[0]):  # what the check computes here is what the run stored
         config = split_k.config_of(row["launch"])
         assert split_k.in_flight(config, split_k.compiled(config)["sm_90"]) == row["in_flight"]
