@@ -7,7 +7,7 @@ outside. On Hopper (compute capability 9.0+) the copying is done by the TMA unit
 no pointer tiles are left in the kernel. On a T4 or an A100 the same kernel compiles to ordinary
 loads (no TMA, not pipelined). The descriptors here are built on the host,
 ``TensorDescriptor.from_tensor(x, block_shape)``; ``tl.make_tensor_descriptor`` builds one inside
-a kernel instead (lesson 7's exercise).
+a kernel instead. :func:`one_block` shows what a load and a store do at a tensor's edge.
 
 A **persistent** kernel launches one program per SM and lets each loop over the tiles, taking
 every ``NUM_PROGRAMS``-th one, instead of one program per tile."""
@@ -42,6 +42,38 @@ def persistent_matmul_kernel(a_desc, b_desc, c_desc, M, N, K,
             b = b_desc.load([k * BLOCK_K, pid_n * BLOCK_N])  # a BLOCK_K x BLOCK_N block of B
             acc = tl.dot(a, b, acc)
         c_desc.store([pid_m * BLOCK_M, pid_n * BLOCK_N], acc.to(c_desc.dtype))
+
+
+@triton.jit
+def one_block_kernel(x_desc, block_desc, y_desc, row, col):
+    block = x_desc.load([row, col])  # the block whose corner is (row, col): zeros outside x
+    block_desc.store([0, 0], block)  # kept whole, to look at
+    y_desc.store([row, col], block)  # put back where it came from: what lies outside x is dropped
+
+
+def one_block(
+    x: torch.Tensor, row: int, col: int, shape: tuple[int, int]
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """(block, y): the ``shape`` block of ``x`` whose corner is ``(row, col)`` as one descriptor
+    load returned it, and a tensor like ``x``, full of -1, after the same block was stored into
+    it at the same corner (:func:`one_block_kernel`)."""
+    from triton.tools.tensor_descriptor import TensorDescriptor
+
+    why_not = descriptors_unavailable()
+    if why_not is not None:
+        raise validate.KernelInputError(f"one_block cannot run here: {why_not}.")
+    row_bytes = x.stride(0) * x.element_size()
+    if x.dim() != 2 or x.stride(1) != 1 or row_bytes % 16:
+        raise validate.KernelInputError(
+            f"x has shape {tuple(x.shape)} and strides {tuple(x.stride())}: a descriptor needs a "
+            "2-D tensor with contiguous rows that start every 16 bytes. Fix: x.contiguous(), "
+            f"with a multiple of {16 // x.element_size()} columns for {x.dtype}."
+        )
+    block = torch.empty(shape, dtype=x.dtype, device=x.device)
+    y = torch.full_like(x, -1)
+    descs = [TensorDescriptor.from_tensor(t, list(shape)) for t in (x, block, y)]
+    one_block_kernel[(1,)](*descs, row, col)
+    return block, y
 
 
 @dataclass(frozen=True)
