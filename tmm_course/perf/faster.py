@@ -113,6 +113,33 @@ class Goal:
     knob: str = ""  # the knob a miss points at (empty when met)
 
 
+def per_gpu_goals(
+    gpu: str, c: Compiled, unit: str | None, per_thread: int, more_warps: str
+) -> list[Goal]:
+    """The goals one GPU's compiled figures judge in both knob exercises: it compiles, nothing
+    spills (``per_thread``: the accumulator values each thread holds; ``more_warps``: the knob
+    a spill names) and, given a ``unit``, ``tl.dot`` runs on it."""
+    if not c.ok:
+        return [Goal(f"compiles for {gpu}", False, f"refused: {c.error}",
+                     "BLOCK_K or num_stages (shared memory)")]  # fmt: skip
+    spilled = c.spilled_bytes or 0
+    goals = [Goal(
+        f"no spills on {gpu}",
+        spilled == 0,
+        f"{c.registers} registers per thread, {spilled} bytes spilled "
+        f"({per_thread} accumulator values per thread)",
+        "" if spilled == 0 else more_warps,
+    )]  # fmt: skip
+    if unit is not None:
+        goals.append(Goal(
+            f"tl.dot on {unit} on {gpu}",
+            c.matrix_unit == unit,
+            f"tl.dot on {c.matrix_unit}",
+            "" if c.matrix_unit == unit else "num_warps (wgmma wants a multiple of 4) and BLOCK_M",
+        ))  # fmt: skip
+    return goals
+
+
 def compiler_goals(knobs: Knobs, figures: Mapping[str, Compiled]) -> list[Goal]:
     """The goals the compiler judges: reuse, no spills, the tensor cores, two programs per
     SM on an H200, and fitting a T4."""
@@ -124,27 +151,11 @@ def compiler_goals(knobs: Knobs, figures: Mapping[str, Compiled]) -> list[Goal]:
         f"a {knobs.block_m}x{knobs.block_n} tile does {intensity:.1f}",
         "" if intensity >= MIN_INTENSITY else "BLOCK_M and BLOCK_N (a wider tile)",
     ))  # fmt: skip
+    per_thread = knobs.block_m * knobs.block_n // (32 * knobs.num_warps)
     for gpu, unit in (("sm_80", "mma"), ("sm_90", "wgmma")):
-        c = figures[gpu]
-        if not c.ok:
-            goals.append(Goal(f"compiles for {gpu}", False, f"refused: {c.error}",
-                              "BLOCK_K or num_stages (shared memory)"))  # fmt: skip
-            continue
-        spilled = c.spilled_bytes or 0
-        per_thread = knobs.block_m * knobs.block_n // (32 * knobs.num_warps)
-        goals.append(Goal(
-            f"no spills on {gpu}",
-            spilled == 0,
-            f"{c.registers} registers per thread, {spilled} bytes spilled "
-            f"({per_thread} accumulator values per thread)",
-            "" if spilled == 0 else "num_warps (more warps share the accumulator)",
-        ))  # fmt: skip
-        goals.append(Goal(
-            f"tl.dot on {unit} on {gpu}",
-            c.matrix_unit == unit,
-            f"tl.dot on {c.matrix_unit}",
-            "" if c.matrix_unit == unit else "num_warps (wgmma wants a multiple of 4) and BLOCK_M",
-        ))  # fmt: skip
+        goals += per_gpu_goals(
+            gpu, figures[gpu], unit, per_thread, "num_warps (more warps share the accumulator)"
+        )
     h200 = figures["sm_90"]
     held = h200.occupancy if h200.ok else None
     if held is not None:

@@ -105,23 +105,11 @@ def compiler_goals(config: Config, figures: Mapping[str, Compiled]) -> list[Goal
     H200 without spills, ``wgmma`` on an H200, a program for every SM of an H200, and slices
     of K deep enough to pipeline."""
     goals = []
-    for gpu in ("sm_80", "sm_90"):
-        c = figures[gpu]
-        if not c.ok:
-            goals.append(Goal(f"compiles for {gpu}", False, f"refused: {c.error}",
-                              "BLOCK_K or num_stages (shared memory)"))  # fmt: skip
-            continue
-        spilled = c.spilled_bytes or 0
-        more_warps = "num_warps (more warps share the accumulator) or a smaller tile"
-        goals.append(Goal(f"no spills on {gpu}", spilled == 0,
-                          f"{c.registers} registers per thread, {spilled} bytes spilled",
-                          "" if spilled == 0 else more_warps))  # fmt: skip
+    per_thread = config.block_m * config.block_n // (32 * config.num_warps)
+    more_warps = "num_warps (more warps share the accumulator) or a smaller tile"
+    for gpu, unit in (("sm_80", None), ("sm_90", "wgmma")):
+        goals += faster.per_gpu_goals(gpu, figures[gpu], unit, per_thread, more_warps)
     h200 = figures["sm_90"]
-    if h200.ok:
-        wgmma = h200.matrix_unit == "wgmma"
-        turn = "BLOCK_M (at least 64) and num_warps (a multiple of 4)"
-        goals.append(Goal("tl.dot on wgmma on sm_90", wgmma, f"tl.dot on {h200.matrix_unit}",
-                          "" if wgmma else turn))  # fmt: skip
     count = programs(config)
     tiles = count // config.split_k
     filled = count >= H200_SMS
