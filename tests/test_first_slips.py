@@ -130,3 +130,22 @@ def test_columns_of_one_buffer_side_by_side_do_not_overlap():
     validate.no_overlap(buf[:, 8:], a=buf[:, :8])  # interleaved rows, no shared element
     with pytest.raises(KernelInputError):
         validate.no_overlap(buf[:, 4:12], a=buf[:, :8])
+
+
+@on_interpreter
+def test_a_descriptor_over_a_transposed_view_is_named_in_a_notebook_and_a_check():
+    from triton.tools.tensor_descriptor import TensorDescriptor
+
+    from tmm_course.check import check_descriptor_matmul
+
+    w = torch.randn(64, 32).half()
+    error = raised(lambda: TensorDescriptor.from_tensor(w.t(), [32, 16]))
+    assert "strides must be 16-byte aligned" in str(error)  # Triton's words: not the cause
+    assert hints.explain(error, INTERPRETER) == hints.DESCRIPTOR_STRIDES
+
+    def over_a_view(a, w, c):  # w turned by a view rather than a copy
+        TensorDescriptor.from_tensor(w.t(), [16, 16])
+
+    result = check_descriptor_matmul(over_a_view)
+    assert result.cases[0].code == "crashed"
+    assert hints.DESCRIPTOR_STRIDES in result.cases[0].problem

@@ -180,6 +180,8 @@ def test_the_performance_lessons_are_graded_on_what_the_course_computes(tmp_path
         assert "num_warps" in found["faster"]["detail"], found["faster"]
     if "split_k" in found:
         assert "num_stages or BLOCK_K" in found["split_k"]["detail"], found["split_k"]
+    for name in {"faster", "split_k"} & set(found):  # the reasoning, quoted for the instructor
+        assert 'my_reasoning: "' in found[name]["detail"], found[name]
 
 
 @needs_isolation

@@ -33,6 +33,13 @@ WRONG_DEVICE = (
     "CPU's memory. Fix: x = x.to(tmm_course.DEVICE) for every tensor the kernel touches (or "
     "make them with device=tmm_course.DEVICE)."
 )
+DESCRIPTOR_STRIDES = (
+    "A tensor descriptor was built over a tensor whose rows are not contiguous or do not start "
+    "every 16 bytes: Triton says 'strides must be 16-byte aligned'. A transposed view such as "
+    "w.t() is one (its last stride is not 1). Fix: describe the tensor as it lies, "
+    "TensorDescriptor.from_tensor(w, [BLOCK_N, BLOCK_K]) for an N x K w, and turn its tiles in "
+    "the kernel; a tensor whose rows are not whole 16 bytes needs them padded."
+)
 SLIPS: tuple[tuple[str, str | None, str], ...] = (
     (NO_GRID, INTERPRETER, NO_GRID),  # raised by guard_gridless_calls
     ("Cannot call @triton.jit'd outside of the scope of a kernel", GPU, NO_GRID),
@@ -40,6 +47,7 @@ SLIPS: tuple[tuple[str, str | None, str], ...] = (
     ("'list' object has no attribute", None, PYTHON_LIST),
     ("'tuple' object has no attribute", None, PYTHON_LIST),
     ("cannot be accessed from Triton (cpu tensor?)", GPU, WRONG_DEVICE),
+    ("strides must be 16-byte aligned", None, DESCRIPTOR_STRIDES),
 )
 
 

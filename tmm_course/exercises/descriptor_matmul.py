@@ -49,9 +49,9 @@ MESSAGES = {
     "triton.cdiv(N, BLOCK_N) programs and loop triton.cdiv(K, BLOCK_K) times.",
 }
 W_AS_K_BY_N = (
-    "matches a @ w: w's tile is used as if w were K x N. w is N x K: load its tile at "
-    "[col, k * BLOCK_K] as a [BLOCK_N, BLOCK_K] block and turn it, tl.trans(w_tile), before "
-    "tl.dot."
+    "matches a @ w: w's tile is used as if w were K x N. w is N x K: a tile of it, as it lies, "
+    "is [BLOCK_N, BLOCK_K], the transpose of the [BLOCK_K, BLOCK_N] tile tl.dot needs "
+    "(tl.trans turns a tile)."
 )
 
 

@@ -34,7 +34,8 @@ def before_the_figures(untouched: bool, variable: str, reasoning: object,
         seen = f"{words} words, at least {REASONING_WORDS} asked" if words else "not written yet"
         return [Goal("your reasoning", False, seen, "not_implemented",
                      f"First say in my_reasoning (at least {REASONING_WORDS} words) {asks}; the "
-                     "check shows the compiler's figures after that.")]  # fmt: skip
+                     "check shows the compiler's figures after that, and the grader's report "
+                     "quotes it for your instructor.")]  # fmt: skip
     return None
 
 
@@ -70,5 +71,6 @@ EXERCISE = Answer(
     lesson=6,
     names=("my_launch", "my_reasoning"),
     judge=judge,
+    quoted="my_reasoning",
     cells=Cells("06_making_it_fast", "mf23", "mf24", "mf25"),
 )

@@ -187,6 +187,9 @@ class Answer:
     names: tuple[str, ...]  # the variables the exercise cell defines
     judge: Callable[..., list[Goal]]
     cells: Cells | None = None
+    # the one of ``names`` the grader's report quotes for the instructor to read (the learner's
+    # reasoning), judged by the check only as written or not
+    quoted: str | None = None
 
 
 Resize = Callable[[tuple[int, ...]], tuple[int, ...]]

@@ -27,5 +27,6 @@ EXERCISE = Answer(
     lesson=8,
     names=("my_split", "my_reasoning"),
     judge=judge,
+    quoted="my_reasoning",
     cells=Cells("08_racing_cublas", "rc22", "rc23", "rc24"),
 )

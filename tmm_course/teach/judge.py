@@ -338,6 +338,9 @@ def verdict(
     return "fail", checked.codes, detail
 
 
+QUOTED_CHARS = 240  # of an answer's quoted value (its reasoning) in the report's detail
+
+
 def judge_answer(spec: Answer, data: bytes, raised: str = "") -> tuple[str, list[str], str]:
     """(verdict, codes, detail) of an answer that is data, from the JSON its worker sent: the
     exercise's own judge (the one the learner's check runs), on a CPU its compiler goals only."""
@@ -353,12 +356,17 @@ def judge_answer(spec: Answer, data: bytes, raised: str = "") -> tuple[str, list
     checked = answers.result(spec.name, goals)
     met = sum(g.met for g in goals)
     detail = f"{raised}{met}/{len(goals)} goals met"
+    said = dict(zip(spec.names, values, strict=True)).get(spec.quoted or "")
+    quote = ""
+    if isinstance(said, str) and said.strip():  # for the instructor: the check does not judge it
+        quote = f'; {spec.quoted}: "{" ".join(said.split())[:QUOTED_CHARS]}"'
     if checked.passed:
-        return "pass", [], detail
+        return "pass", [], detail + quote
+    message = f"{detail}; {checked.primary.message}"[: 500 - len(quote)] + quote
     if checked.codes == ["not_implemented"] and not met:
-        return "not_implemented", ["not_implemented"], f"{detail}; {checked.primary.message}"
+        return "not_implemented", ["not_implemented"], message
     codes = list(dict.fromkeys([*checked.codes, *(g.code for g in goals if not g.met)]))
-    return "fail", codes, f"{detail}; {checked.primary.message}"[:500]
+    return "fail", codes, message
 
 
 @cache
