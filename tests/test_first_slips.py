@@ -142,6 +142,8 @@ def test_a_descriptor_over_a_transposed_view_is_named_in_a_notebook_and_a_check(
     error = raised(lambda: TensorDescriptor.from_tensor(w.t(), [32, 16]))
     assert "strides must be 16-byte aligned" in str(error)  # Triton's words: not the cause
     assert hints.explain(error, INTERPRETER) == hints.DESCRIPTOR_STRIDES
+    lesson = (Path(__file__).parents[1] / "notebooks" / "07_persistent_tma.ipynb").read_text()
+    assert "A transposed view will not do" in lesson  # what lesson 7 says before its exercise
 
     def over_a_view(a, w, c):  # w turned by a view rather than a copy
         TensorDescriptor.from_tensor(w.t(), [16, 16])

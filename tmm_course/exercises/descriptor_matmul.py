@@ -61,7 +61,7 @@ def _descriptor_loads(ttir: str, ptx: str) -> bool:
 
 READS_THROUGH_DESCRIPTORS = Requirement(
     code="no_descriptor",
-    asks="reads A and B through tensor descriptors (compiled for sm_90: TMA copies)",
+    asks="reads a and w through tensor descriptors (compiled for sm_90: TMA copies)",
     target="sm_90",
     shows=_descriptor_loads,
     fix="the kernel loads through pointers, not tensor descriptors: build "

@@ -99,7 +99,7 @@ def descriptors_unavailable() -> str | None:
     (``sm_80``) too (:mod:`tmm_course.compile_ahead` shows it on any machine): there its
     launcher unpacks each host ``TensorDescriptor`` into pointer, shape and strides, and the
     kernel loads with ordinary loads: no TMA, and no pipelining of those loads. The TMA copies
-    are Hopper's (9.0+)."""
+    need compute capability 9.0 or newer."""
     if tmm_course.BACKEND == INTERPRETER:
         return None
     here = gpu.current()

@@ -234,21 +234,30 @@ def size_curve_figure(rows: list[Race], where: str, kind: str = "float16") -> Fi
 def in_flight_figure(sweep: dict, where: str) -> Figure:
     """Each launch of a stored split-K sweep (:func:`tmm_course.perf.split_k.sweep`) at (KB of
     loads in flight per SM, its speed over the baseline's): a solid dot where it met every
-    compiler goal, a hollow triangle where not; the goal's KB and the clock's factor on the
-    GPU named first in ``where`` as lines."""
+    compiler goal, a hollow triangle where not, the fastest a star named in the legend with its
+    program count; the goal's KB and the clock's factor on the GPU named first in ``where`` as
+    lines."""
     from tmm_course.perf import split_k
 
-    points = [(row["in_flight"] / 1024, sweep["lesson 4"] / row["ms"], row["compiler_goals_met"])
-              for row in sweep["launches"]]  # fmt: skip
+    speed = lambda row: sweep["lesson 4"] / row["ms"]
+    fastest = max(sweep["launches"], key=speed)
+    points = [(row["in_flight"] / 1024, speed(row), row["compiler_goals_met"])
+              for row in sweep["launches"] if row is not fastest]  # fmt: skip
     goal_kb, (factor, _) = split_k.MIN_IN_FLIGHT / 1024, split_k.factor_for(where)
     fig, (ax,) = new_figure(6.4, 4.0)
     for met, marker, label in ((True, "o", "meets every compiler goal"),
                                (False, "^", "misses a compiler goal")):  # fmt: skip
         xs = [kb for kb, _, ok in points if ok is met]
-        ys = [speed for _, speed, ok in points if ok is met]
+        ys = [y for _, y, ok in points if ok is met]
         color = BLUE if met else VERMILLION
         ax.scatter(xs, ys, s=28, marker=marker, label=label, edgecolors=color,
                    facecolors=color if met else "none")  # fmt: skip
+    config = split_k.config_of(fastest["launch"])
+    color = BLUE if fastest["compiler_goals_met"] else VERMILLION
+    ax.scatter([fastest["in_flight"] / 1024], [speed(fastest)], s=90, marker="*",
+               edgecolors=color, facecolors=color if fastest["compiler_goals_met"] else "none",
+               label=f"fastest: {config},\n{split_k.programs(config)} programs for "
+               f"{split_k.H200_SMS} SMs")  # fmt: skip
     ax.axvline(goal_kb, color="black", ls="--", lw=1, label=f"goal: {goal_kb:.0f} KB per SM")
     ax.axhline(factor, color="grey", ls=":", lw=1.5, label=f"clock goal: {factor:.1f}x")
     ax.set_xscale("log", base=2)
@@ -256,7 +265,7 @@ def in_flight_figure(sweep: dict, where: str) -> Figure:
     ax.set_xlabel("KB of loads in flight per SM (compiled for sm_90)")
     ax.set_ylabel("times lesson 4's speed")
     ax.set_ylim(bottom=0)
-    ax.legend(fontsize=7, loc="upper left")
+    ax.legend(fontsize=7, loc="lower right")
     ax.set_title(fitted_title(ax, f"split-K launches, float16 512x512x16384\nmeasured on {where}",
                               9), fontsize=9)  # fmt: skip
     return fig
