@@ -151,3 +151,18 @@ def test_a_descriptor_over_a_transposed_view_is_named_in_a_notebook_and_a_check(
     result = check_descriptor_matmul(over_a_view)
     assert result.cases[0].code == "crashed"
     assert hints.DESCRIPTOR_STRIDES in result.cases[0].problem
+
+
+@triton.jit
+def _untransposed_dot(x_ptr, out_ptr, B: tl.constexpr, C: tl.constexpr):
+    rows, cols = tl.arange(0, B), tl.arange(0, C)
+    tile = tl.load(x_ptr + rows[:, None] * C + cols[None, :])  # [B, C]
+    tl.store(out_ptr + rows[:, None] * B + rows[None, :], tl.dot(tile, tile))  # [B, C] @ [B, C]
+
+
+def test_a_dot_of_tiles_that_do_not_chain_is_named():
+    x = torch.zeros(16, 32, device=tmm_course.DEVICE)
+    out = torch.zeros(16, 16, device=tmm_course.DEVICE)
+    with pytest.raises(Exception) as caught:  # Triton's kind of error differs by version
+        _untransposed_dot[(1,)](x, out, B=16, C=32)
+    assert hints.explain(caught.value, tmm_course.BACKEND) == hints.DOT_SHAPES

@@ -40,6 +40,12 @@ DESCRIPTOR_STRIDES = (
     "TensorDescriptor.from_tensor(w, [BLOCK_N, BLOCK_K]) for an N x K w, and turn its tiles in "
     "the kernel; a tensor whose rows are not whole 16 bytes needs them padded."
 )
+DOT_SHAPES = (
+    "tl.dot(x, y) multiplies an [M, K] tile by a [K, N] one: x's last size must equal y's "
+    "first. A tile loaded from the rows of an N x K tensor is [N, K]: turn it first, "
+    "tl.trans(tile); otherwise a block shape (a descriptor's, or an arange's length) is not "
+    "the tile you meant."
+)
 SLIPS: tuple[tuple[str, str | None, str], ...] = (
     (NO_GRID, INTERPRETER, NO_GRID),  # raised by guard_gridless_calls
     ("Cannot call @triton.jit'd outside of the scope of a kernel", GPU, NO_GRID),
@@ -48,6 +54,8 @@ SLIPS: tuple[tuple[str, str | None, str], ...] = (
     ("'tuple' object has no attribute", None, PYTHON_LIST),
     ("cannot be accessed from Triton (cpu tensor?)", GPU, WRONG_DEVICE),
     ("strides must be 16-byte aligned", None, DESCRIPTOR_STRIDES),
+    ("input and other must have equal reduction dimensions", None, DOT_SHAPES),  # Triton 3.9
+    ("are not compatible for matmul", None, DOT_SHAPES),  # Triton 3.6
 )
 
 
