@@ -160,6 +160,20 @@ def test_lesson_7s_block_demo_shows_what_it_says_a_descriptor_does_at_an_edge():
     assert f"{said} to 15" in prose("07_persistent_tma.ipynb")
 
 
+def test_lesson_7s_block_demo_compiles_for_every_gpu_it_runs_on_with_tma_on_sm_90():
+    from triton.tools.tensor_descriptor import TensorDescriptor
+
+    from tmm_course.compile_ahead import compile_for, specialize
+    from tmm_course.kernels.persistent_tma import one_block_kernel
+
+    x, block = torch.zeros(6, 12), torch.zeros(4, 8)  # the notebook's shapes: rows of 48 bytes
+    args = (*(TensorDescriptor.from_tensor(t, [4, 8]) for t in (x, block, x)), 4, 8)
+    for gpu in ("sm_75", "sm_80", "sm_90"):
+        compiled = compile_for(one_block_kernel, specialize(one_block_kernel, args, {}), gpu)
+        assert compiled.ok, (gpu, compiled.error)
+        assert ("cp.async.bulk.tensor" in compiled.ptx) == (gpu == "sm_90")
+
+
 def test_lesson_7s_exercise_comes_before_the_descriptor_kernel_it_could_be_copied_from():
     cells = json.loads((ROOT / "notebooks" / "07_persistent_tma.ipynb").read_text())["cells"]
     at = {c["id"]: i for i, c in enumerate(cells)}
