@@ -243,8 +243,8 @@ def test_lesson_8s_stored_sweep_bears_out_its_compiler_goals():
     below = [r for r in sweep["launches"] if r["in_flight"] < split_k.MIN_IN_FLIGHT]
     above = [r for r in sweep["launches"] if r["in_flight"] >= split_k.MIN_IN_FLIGHT]
     slow, fast = sum(speed(r) < factor for r in below), sum(speed(r) >= factor for r in above)
-    assert f"{slow} of the {len(below)} below" in _source(split_k)
-    assert f"{fast} of the {len(above)} above" in _source(split_k)
+    assert f"{slow} of the {len(below)} below" in inspect.getsource(split_k)
+    assert f"{fast} of the {len(above)} above" in inspect.getsource(split_k)
     count = len(sweep["launches"])
     assert f"then {count} launches raced together" in prose("08_racing_cublas.ipynb")
     for row in (below[0], above[0]):  # what the check computes here is what the run stored
@@ -278,12 +278,6 @@ def test_lesson_8_compares_the_device_time_with_torch_matmuls_host_time():
         "08_racing_cublas.ipynb"
     )
     assert 4 * device_us < row.host_us["torch.matmul"]
-
-
-def _source(module) -> str:
-    import inspect
-
-    return inspect.getsource(module)
 
 
 # ----------------------------------------------------------------------- the lesson kernels

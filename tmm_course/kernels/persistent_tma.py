@@ -62,13 +62,7 @@ def one_block(
     why_not = descriptors_unavailable()
     if why_not is not None:
         raise validate.KernelInputError(f"one_block cannot run here: {why_not}.")
-    row_bytes = x.stride(0) * x.element_size()
-    if x.dim() != 2 or x.stride(1) != 1 or row_bytes % 16:
-        raise validate.KernelInputError(
-            f"x has shape {tuple(x.shape)} and strides {tuple(x.stride())}: a descriptor needs a "
-            "2-D tensor with contiguous rows that start every 16 bytes. Fix: x.contiguous(), "
-            f"with a multiple of {16 // x.element_size()} columns for {x.dtype}."
-        )
+    aligned_rows(x=x)
     block = torch.empty(shape, dtype=x.dtype, device=x.device)
     y = torch.full_like(x, -1)
     descs = [TensorDescriptor.from_tensor(t, list(shape)) for t in (x, block, y)]
@@ -115,18 +109,19 @@ def descriptors_unavailable() -> str | None:
 DESCRIPTORS = (7, 5)  # the oldest GPU Triton compiles tensor descriptors for
 
 
-def aligned_problem(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor) -> None:
-    """Raise KernelInputError unless every tensor's rows are contiguous and start on 16-byte
-    boundaries, as the TMA unit needs."""
-    for name, x in (("a", a), ("b", b), ("out", out)):
-        row_bytes = x.stride(0) * x.element_size()
-        if x.stride(1) != 1 or row_bytes % 16 or x.data_ptr() % 16:
+def aligned_rows(**tensors: torch.Tensor) -> None:
+    """Raise KernelInputError unless each of ``tensors`` (by name) is 2-D with contiguous rows
+    that start on 16-byte boundaries, as a tensor descriptor (and the TMA unit) needs."""
+    for name, x in tensors.items():
+        row_bytes = x.stride(0) * x.element_size() if x.dim() == 2 else 0
+        if x.dim() != 2 or x.stride(1) != 1 or row_bytes % 16 or x.data_ptr() % 16:
             raise validate.KernelInputError(
-                f"{name} has strides {tuple(x.stride())} ({x.element_size()}-byte elements) and "
-                f"starts at an address {'' if x.data_ptr() % 16 == 0 else 'not '}divisible by "
-                "16; a tensor descriptor needs contiguous rows (stride 1 along them) that start "
-                "every 16 bytes. Fix: x = x.contiguous(), with K and N multiples of "
-                f"{16 // x.element_size()} for {x.dtype}."
+                f"{name} has shape {tuple(x.shape)}, strides {tuple(x.stride())} "
+                f"({x.element_size()}-byte elements) and starts at an address "
+                f"{'' if x.data_ptr() % 16 == 0 else 'not '}divisible by 16; a tensor "
+                "descriptor needs a 2-D tensor with contiguous rows (stride 1 along them) that "
+                f"start every 16 bytes. Fix: {name} = {name}.contiguous(), with a multiple of "
+                f"{16 // x.element_size()} columns for {x.dtype}."
             )
 
 
@@ -148,7 +143,7 @@ def persistent_matmul(
         raise validate.KernelInputError(f"persistent_matmul cannot run here: {why_not}.")
     check_operands(a, b, "tf32")
     out = output_for(a, b, out)
-    aligned_problem(a, b, out)
+    aligned_rows(a=a, b=b, out=out)
     (m, k), n = a.shape, b.shape[1]
     if m == 0 or n == 0:
         return out
