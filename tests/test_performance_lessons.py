@@ -9,6 +9,8 @@ import json
 import bug_bank
 import pytest
 import torch
+import triton
+import triton.language as tl
 from conftest import ROOT, on_interpreter
 
 import tmm_course
@@ -182,35 +184,95 @@ def test_lesson_7s_exercise_comes_before_the_descriptor_kernel_it_could_be_copie
     assert "persistent_matmul_kernel[" not in shown_before and "show(persistent" not in shown_before
 
 
-SPLIT_SOLUTION = {"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 64, "num_warps": 4, "num_stages": 4,
-                  "SPLIT_K": 4}  # fmt: skip
-REASONS = "the product has too few tiles for the SMs, so each slice of K gets its own program"
+def split_k_solution(**edits: str) -> dict:
+    """Lesson 8's solution cell, run (its own check left out), with ``edits`` (old -> new)
+    made to its source first: the names it defines."""
+    cells = json.loads((ROOT / "notebooks" / "08_racing_cublas.ipynb").read_text())["cells"]
+    source = next("".join(c["source"]) for c in cells if c.get("id") == "rc23")
+    source = source.split("\nassert ")[0]
+    for old, new in edits.items():
+        assert old in source
+        source = source.replace(old, new)
+    path = ROOT / "tests" / "__split_k_solution__.py"  # @triton.jit reads its source back
+    names: dict = {"__name__": "split_k_solution", "torch": torch, "triton": triton, "tl": tl}
+    import linecache
+
+    linecache.cache[str(path)] = (len(source), None, source.splitlines(True), str(path))
+    exec(compile(source, str(path), "exec"), names)
+    return names
 
 
-def test_split_k_check_judges_the_launch_by_the_compiler_and_names_the_knob():
+def test_split_k_check_passes_the_solution_and_judges_its_launches_by_the_compiler():
     from tmm_course.check import check_split_k
-    from tmm_course.perf import split_k
 
-    assert check_split_k(SPLIT_SOLUTION, REASONS).passed
-    assert check_split_k(split_k.LESSON_4, REASONS).codes == ["not_implemented"]
-    assert check_split_k(SPLIT_SOLUTION, "more").codes == ["not_implemented"]
-    unsplit = check_split_k({**SPLIT_SOLUTION, "BLOCK_M": 128, "BLOCK_N": 128, "SPLIT_K": 1},
-                            REASONS)  # fmt: skip
-    assert unsplit.codes == ["goal_missed"] and "SPLIT_K" in unsplit.primary.message
-    assert "16 tiles x 1 K-slices = 16 programs" in unsplit.primary.message
-    two_waves = check_split_k({**SPLIT_SOLUTION, "SPLIT_K": 8}, REASONS)
-    assert two_waves.codes == ["goal_missed"] and "one wave" in two_waves.primary.message
-    assert "512 programs for 396 places" in two_waves.primary.message  # 3 a SM: shared memory
-    uneven = check_split_k({**SPLIT_SOLUTION, "SPLIT_K": 3}, REASONS)
-    assert uneven.codes == ["goal_missed"] and "is not a multiple of 192" in uneven.primary.message
-    divided = check_split_k({**split_k.LESSON_4, "SPLIT_K": 4}, REASONS)  # 256 programs, 47 KB
-    assert divided.codes == ["goal_missed"] and "in flight" in divided.primary.message
-    assert "num_stages or BLOCK_K" in divided.primary.message
-    thin = check_split_k({**SPLIT_SOLUTION, "SPLIT_K": 64}, REASONS)
-    missed = [c.label for c in thin.cases if not c.passed]
-    assert thin.codes == ["goal_missed"] and any("steps per slice" in m for m in missed)
-    with pytest.raises(KeyError, match="GROUP_M"):
-        check_split_k({**SPLIT_SOLUTION, "GROUP_M": 8}, REASONS)
+    result = check_split_k(split_k_solution()["solution_split_k_matmul"])
+    assert result.passed, result.diagnoses
+    at_scale = [c.label for c in result.cases if not c.shape]
+    assert "a program for each of an H200's 132 SMs" in at_scale
+    assert any("in flight" in label for label in at_scale)
+
+
+@pytest.mark.parametrize(
+    ("edits", "split", "missed", "turn"),
+    [
+        ({}, 1, "64 tiles x 1 K-slices = 64 programs", "SPLIT_K"),  # K left whole
+        ({}, 16, "1024 programs for 396 places", "SPLIT_K (fewer slices)"),  # two waves
+        ({"num_stages=4": "num_stages=2"}, 4, "32 KB per program", "num_stages or BLOCK_K"),
+    ],
+)
+def test_split_k_check_names_the_knob_a_launch_at_scale_gets_wrong(edits, split, missed, turn):
+    from tmm_course.check import check_split_k
+
+    fn = split_k_solution(**edits)["solution_split_k_matmul"]
+    result = check_split_k(lambda a, b, c: fn(a, b, c, split_k=split))
+    assert result.codes == ["goal_missed"], result.diagnoses
+    assert missed in result.primary.message and turn in result.primary.message
+    assert all(c.passed for c in result.cases if c.shape)  # the values were right
+
+
+def test_split_k_check_wants_slices_deep_enough_to_pipeline():
+    from tmm_course.check import check_split_k
+
+    fn = split_k_solution()["solution_split_k_matmul"]
+    thin = check_split_k(lambda a, b, c: fn(a, b, c, split_k=64))
+    missed = {c.label: c.problem for c in thin.cases if not c.passed}
+    assert missed["at least 8 BLOCK_K steps per slice (the pipeline needs a run to fill)"] == (
+        "4 steps of 64 per slice of about 256"
+    )
+
+
+def test_split_k_check_wants_the_slices_added_and_stored_by_kernels_of_yours():
+    from tmm_course.check import check_split_k
+
+    names = split_k_solution()
+
+    def stored_by_torch(a, b, c):  # the slices added by a kernel, c filled by torch
+        m, k = a.shape
+        part = torch.zeros(m, b.shape[1], dtype=torch.float32, device=a.device)
+        grid = (triton.cdiv(m, 64), triton.cdiv(b.shape[1], 64), 2)
+        names["solution_split_k_kernel"][grid](
+            a,
+            b,
+            part,
+            m,
+            b.shape[1],
+            k,
+            a.stride(0),
+            a.stride(1),
+            b.stride(0),
+            b.stride(1),
+            BLOCK_M=64,
+            BLOCK_N=64,
+            BLOCK_K=64,
+            SPLIT_K=2,
+        )
+        c.copy_(part)
+
+    assert check_split_k(stored_by_torch).codes[0] == "no_triton_kernel"
+    from tmm_course.kernels.matmul import matmul
+
+    unsplit = check_split_k(lambda a, b, c: matmul(a, b, out=c, precision="ieee"))
+    assert unsplit.codes[0] == "course_kernel"
 
 
 def test_lesson_8s_stored_run_shows_the_solution_meets_its_clock_goal_and_the_slip_does_not():
@@ -218,9 +280,10 @@ def test_lesson_8s_stored_run_shows_the_solution_meets_its_clock_goal_and_the_sl
 
     run = stored.exercises_run()
     solution, wrong = run.lesson(8)["solution"], run.lesson(8)["wrong"]
-    assert solution["launch"] == SPLIT_SOLUTION
+    assert solution["launch"] == {} and wrong["launch"] == {"split_k": 1}
+    assert all(g["met"] for g in solution["compiler_goals"])
     assert solution["clock_goal"]["met"] and not wrong["clock_goal"]["met"]
-    assert wrong["launch"]["SPLIT_K"] == 1 and "SPLIT_K" in wrong["clock_goal"]["knob"]
+    assert "SPLIT_K" in wrong["clock_goal"]["knob"]
     reached = solution["ms"]["lesson 4"] / solution["ms"]["yours"]
     assert f"about {reached:.1f}" in split_k.CLOCK_FACTORS["H100"][1]
 

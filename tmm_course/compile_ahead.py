@@ -147,6 +147,15 @@ class Compiled:
     def gpu_name(self) -> str:
         return GPU_NAMES.get(self.gpu, self.gpu)
 
+    def figures(self) -> dict[str, Any]:
+        """The figures as plain data (the compiler's texts left out): what a worker sends."""
+        return {name: getattr(self, name) for name in FIGURES}
+
+    @classmethod
+    def of_figures(cls, data: Mapping[str, Any]) -> Compiled:
+        """The :class:`Compiled` whose :meth:`figures` are ``data``."""
+        return cls(**{name: data[name] for name in FIGURES if name in data})
+
     def summary(self) -> str:
         """One line for a learner: the verdict, and what the GPU would run."""
         if not self.ok:
@@ -159,6 +168,43 @@ class Compiled:
             + (f"; {held.summary()}" if held else "")
         )
 
+
+@dataclass(frozen=True)
+class Launched:
+    """One launch of a learner's kernel as the compiler saw it, not run: the kernel's name,
+    its grid, the integer ``tl.constexpr`` values and launch options it was given, and what it
+    compiled to for each GPU (:class:`~tmm_course.compile_ahead.Compiled`, by target)."""
+
+    kernel: str
+    grid: tuple[int, int, int]
+    constants: Mapping[str, int]
+    num_warps: int
+    num_stages: int
+    compiled: Mapping[str, Compiled]
+
+    @property
+    def programs(self) -> int:
+        return self.grid[0] * self.grid[1] * self.grid[2]
+
+    def data(self) -> dict[str, Any]:
+        """Plain data (what the grader's worker sends): :meth:`of_data` reads it back."""
+        return {"kernel": self.kernel, "grid": list(self.grid), "constants": dict(self.constants),
+                "num_warps": self.num_warps, "num_stages": self.num_stages,
+                "compiled": {t: c.figures() for t, c in self.compiled.items()}}  # fmt: skip
+
+    @classmethod
+    def of_data(cls, data: Mapping[str, Any]) -> Launched:
+        g = [int(x) for x in data["grid"]]
+        return cls(str(data["kernel"]), (g[0], g[1], g[2]),
+                   {str(k): int(v) for k, v in data["constants"].items()},
+                   int(data["num_warps"]), int(data["num_stages"]),
+                   {str(t): Compiled.of_figures(c)
+                    for t, c in data["compiled"].items()})  # fmt: skip
+
+
+# the fields of a Compiled that are figures (the rest are the compiler's texts)
+FIGURES = ("gpu", "ok", "error", "shared_bytes", "registers", "spilled_bytes", "matrix_unit",
+           "scratch_bytes", "num_warps")  # fmt: skip
 
 _UNIT_WORDS = {
     "wgmma": "Hopper's warp-group tensor-core instructions (wgmma)",

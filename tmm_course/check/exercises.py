@@ -20,7 +20,7 @@ import torch
 import tmm_course
 from tmm_course.backend import GPU
 from tmm_course.check import answers
-from tmm_course.check.compiled import requirement_case
+from tmm_course.check.compiled import at_scale_goals, requirement_case
 from tmm_course.check.engine import run_exercise
 from tmm_course.check.result import Case, CheckResult, Diagnosis
 from tmm_course.exercises import (
@@ -146,6 +146,39 @@ def check_grouped_tile(fn: Callable[..., object]) -> CheckResult:
     return run_exercise(grouped_tile.EXERCISE, fn)
 
 
+# a value case that failed so: nothing more is judged (no kernel ran, or it cannot compile)
+NOTHING_MORE = {"not_implemented", "crashed", "timed_out", "course_kernel", "no_triton_kernel",
+                "gpu_would_reject"}  # fmt: skip
+
+
+def _also(result: CheckResult, more: CheckResult) -> CheckResult:
+    """``result`` with ``more``'s cases after its own; its first diagnosis, when ``result``'s
+    values passed, first."""
+    result.cases += more.cases
+    if not more.passed:
+        if result.passed:
+            result.diagnoses = more.diagnoses + result.diagnoses
+        else:
+            result.diagnoses += more.diagnoses
+        result.passed = False
+    return result
+
+
+def _clocked(name: str, fn: Callable[..., object], lab, shape=None) -> CheckResult:
+    """On this GPU, ``fn(a, b, c)`` raced against lesson 4's kernel and ``torch.matmul``
+    (``lab``: :mod:`tmm_course.perf.faster` or :mod:`~tmm_course.perf.split_k`)."""
+    from tmm_course.perf import faster as clock
+
+    def filled(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        out = torch.empty(a.shape[0], b.shape[1], dtype=a.dtype, device=a.device)
+        fn(a, b, out)
+        return out
+
+    ms = clock.race(filled, shape=shape)
+    goal = lab.clock_goal(ms, torch.cuda.get_device_name(0))
+    return answers.result(name, [faster.as_goal(goal)])
+
+
 def check_descriptor_matmul(
     fn: Callable[[torch.Tensor, torch.Tensor, torch.Tensor], object],
 ) -> CheckResult:
@@ -158,14 +191,7 @@ def check_descriptor_matmul(
 
     exercise = descriptor_matmul.EXERCISE
     result = run_exercise(exercise, fn)
-    if set(result.codes) & {
-        "not_implemented",
-        "crashed",
-        "timed_out",
-        "course_kernel",
-        "no_triton_kernel",
-        "gpu_would_reject",
-    }:
+    if set(result.codes) & NOTHING_MORE:
         return result
     requirement = exercise.requires
     assert requirement is not None
@@ -177,18 +203,27 @@ def check_descriptor_matmul(
     if not reads.passed:
         result.passed = False
         result.diagnoses.insert(0, Diagnosis(reads.code or requirement.code, reads.problem))
+    if result.passed and tmm_course.BACKEND == GPU:  # square: w as N x K
+        result = _also(result, _clocked(exercise.name, fn, clock))
+    return result
+
+
+def check_split_k(fn: Callable[[torch.Tensor, torch.Tensor, torch.Tensor], object]) -> CheckResult:
+    """Lesson 8: ``fn(a, b, c)`` must store ``a @ b`` into ``c`` as lesson 4's ``my_matmul``
+    does (the same cases), through split-K kernels of its own. Its launches on a float16
+    512 x 512 x 16384 product, noted and not run, are compiled for an A100 and an H200 and
+    judged: no spills, ``wgmma``, a program for every SM of an H200 yet one wave, loads in
+    flight, slices deep enough to pipeline. On a GPU it is raced against lesson 4's kernel on
+    that product too."""
+    from tmm_course.perf import split_k as lab
+
+    exercise = split_k.EXERCISE
+    result = run_exercise(exercise, fn)
+    if set(result.codes) & NOTHING_MORE:
+        return result
+    result = _also(result, answers.result(exercise.name, at_scale_goals(exercise, fn)))
     if result.passed and tmm_course.BACKEND == GPU:
-
-        def filled(a: torch.Tensor, w: torch.Tensor) -> torch.Tensor:  # square: w as N x K
-            out = torch.empty(a.shape[0], w.shape[0], dtype=a.dtype, device=a.device)
-            fn(a, w, out)
-            return out
-
-        goal = faster.as_goal(clock.clock_goal(clock.race(filled), torch.cuda.get_device_name(0)))
-        clocked = answers.result(exercise.name, [goal])
-        result.cases += clocked.cases
-        result.diagnoses += clocked.diagnoses
-        result.passed = goal.met
+        result = _also(result, _clocked(exercise.name, fn, lab, (lab.M, lab.N, lab.K)))
     return result
 
 
@@ -211,12 +246,3 @@ def check_faster(launch: object, reasoning: object = "") -> CheckResult:
             for gpu, c in figures.compiled(knobs).items()
         ]  # fmt: skip
     return result
-
-
-def check_split_k(launch: object, reasoning: object = "") -> CheckResult:
-    """Lesson 8: ``launch``, the capstone grouped kernel's knobs (``BLOCK_M``, ``BLOCK_N``,
-    ``BLOCK_K``, ``num_warps``, ``num_stages``, ``SPLIT_K``) for a float16 512 x 512 x 16384
-    product, judged by the compiler for an A100 and an H200, by how many programs the launch
-    gives an H200's SMs and, on a GPU, by the clock against lesson 4's kernel.
-    ``reasoning``: your prediction in words, asked for before the compiler's figures."""
-    return answers.run_answer(split_k.EXERCISE, launch, reasoning, clock=tmm_course.BACKEND == GPU)

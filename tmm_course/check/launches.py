@@ -120,9 +120,34 @@ def _launch_classes() -> list[type]:
     return classes
 
 
+def grid_of(launch: Launch) -> tuple[int, int, int]:
+    """The launch's grid as three ints (a ``grid(meta)`` function called as Triton calls it,
+    on the launch's arguments by name); ``ValueError`` when it is not made of integers."""
+    import inspect
+
+    grid = launch.grid
+    if callable(grid):
+        fn = getattr(launch.jit, "fn", launch.jit)
+        signature = inspect.signature(fn)
+        names = set(signature.parameters)
+        bound = signature.bind_partial(
+            *launch.args, **{k: v for k, v in launch.kwargs.items() if k in names}
+        )
+        bound.apply_defaults()
+        grid = grid(dict(bound.arguments))
+    if not isinstance(grid, (tuple, list)):
+        grid = (grid,)
+    try:
+        sizes = [int(g) for g in grid] + [1] * (3 - len(grid))
+    except (TypeError, ValueError) as error:
+        raise ValueError(f"the launch grid {grid!r} is not made of integers") from error
+    return sizes[0], sizes[1], sizes[2]
+
+
 @contextlib.contextmanager
-def recording() -> Iterator[Launches]:
-    """Note every kernel launch inside the block (both backends)."""
+def recording(dry: bool = False) -> Iterator[Launches]:
+    """Note every kernel launch inside the block (both backends). ``dry``: note each launch
+    and skip it (nothing runs: what a launcher would launch on a problem too large to run)."""
     from tmm_course.capstone import plain_launches
 
     record = Launches()
@@ -133,6 +158,8 @@ def recording() -> Iterator[Launches]:
             if warmup:
                 return original(self, *args, grid=grid, warmup=warmup, **kwargs)
             launch = record.note(self, args, kwargs, grid)
+            if dry:
+                return None
             result = original(self, *args, grid=grid, warmup=warmup, **kwargs)
             record.done(launch)
             return result

@@ -69,7 +69,7 @@ from typing import Any
 import torch
 
 from tmm_course.check import launches
-from tmm_course.check.launches import Launch, from_the_course
+from tmm_course.check.launches import Launch, from_the_course, grid_of
 
 VERSION = 1
 # modules a kernel's source may name, rebuilt by name in the judge's process
@@ -172,22 +172,10 @@ class Recorder:
         }
 
     def _grid(self, launch: Launch) -> list[int]:
-        grid = launch.grid
-        if callable(grid):
-            fn = getattr(launch.jit, "fn", launch.jit)
-            signature = inspect.signature(fn)
-            names = set(signature.parameters)
-            bound = signature.bind_partial(
-                *launch.args, **{k: v for k, v in launch.kwargs.items() if k in names}
-            )
-            bound.apply_defaults()
-            grid = grid(dict(bound.arguments))
-        if not isinstance(grid, (tuple, list)):
-            grid = (grid,)
         try:
-            return [int(g) for g in grid] + [1] * (3 - len(grid))
-        except (TypeError, ValueError) as error:
-            raise Unrecordable(f"the launch grid {grid!r} is not made of integers") from error
+            return list(grid_of(launch))
+        except ValueError as error:
+            raise Unrecordable(str(error)) from error
 
     def _value(self, value: object) -> dict:
         if isinstance(value, torch.Tensor):

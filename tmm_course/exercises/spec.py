@@ -18,6 +18,8 @@ from dataclasses import dataclass, field, replace
 
 import torch
 
+from tmm_course.compile_ahead import Launched
+
 BLOCK = 64  # "aligned" means a multiple of this on every axis (blocks up to 64 fit)
 
 # (out, *inputs) -> (code, sentence) for a subtler fault once the values are right, or None
@@ -134,6 +136,8 @@ class Exercise:
     kernel: str | None = None
     # what the compiled kernels must show beyond their values (lesson 7: descriptor loads)
     requires: Requirement | None = None
+    # what they compile to on a problem too large to run here (lesson 8: split-K's figures)
+    at_scale: AtScale | None = None
 
     def arguments(self, inputs: Sequence[object], out: object) -> list[object]:
         """The learner's arguments for one case, in the order its function takes them."""
@@ -157,6 +161,24 @@ class Requirement:
     target: str  # the GPU it is compiled for ("sm_90")
     shows: Callable[[str, str], bool]
     fix: str  # the sentence that says what to change
+
+
+@dataclass(frozen=True)
+class AtScale:
+    """What the learner's kernels compile to on a problem too large for the interpreter,
+    judged by the compiler alone: the learner's function is called on :attr:`problem`'s
+    tensors with every launch noted and skipped (nothing runs), each kernel written in the
+    notebook is compiled ahead for :attr:`targets`, and :attr:`judge` reads their figures
+    (the launches in order; none when no kernel of the learner's was launched)."""
+
+    asks: str  # what the case list says: "compiled at 512x512x16384 float16"
+    problem: Callable[[], Case]  # the tensors it is called on (their values do not matter)
+    targets: tuple[str, ...]
+    judge: Callable[[Sequence[Launched]], list[Goal]]
+
+    def failed(self, said: str) -> list[Goal]:
+        """The one goal when the launches could not be read: ``said`` says why."""
+        return [Goal(self.asks, False, said[:300], "crashed", f"{self.asks}: {said}"[:400])]
 
 
 @dataclass(frozen=True)

@@ -13,14 +13,15 @@ steps, deep enough to pipeline); on a GPU the clock judges it too
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from functools import cache
 
 import torch
 
 from tmm_course.capstone.config import Config
 from tmm_course.capstone.launches import K_STEPS_A_SLICE
-from tmm_course.compile_ahead import Compiled, Occupancy, compile_for, specialize
+from tmm_course.compile_ahead import Compiled, Launched, Occupancy, compile_for, specialize
 from tmm_course.gpu import KNOWN
 from tmm_course.perf import faster
 from tmm_course.perf.faster import Goal, knob_values
@@ -29,6 +30,7 @@ from tmm_course.perf.knobs import BASELINE
 M, N, K = 512, 512, 16384  # float16: the problem the goals are stated for
 KNOB_NAMES = ("BLOCK_M", "BLOCK_N", "BLOCK_K", "num_warps", "num_stages", "SPLIT_K")
 H200_SMS = KNOWN["H200"].sms
+TARGETS = ("sm_80", "sm_90")  # an A100 and an H200
 MIN_K_STEPS = K_STEPS_A_SLICE  # per slice: the capstone's own rule for its tail's slices
 # loads in flight per SM (the ring of slabs every resident program holds, shared among the
 # SMs) a thin, deep product needs before it stops waiting on memory: where the stored sweep
@@ -57,30 +59,53 @@ def config_of(launch: Mapping[str, object]) -> Config:
                   values["num_stages"], split_k=values["SPLIT_K"])  # fmt: skip
 
 
+@dataclass(frozen=True)
+class Split:
+    """A split-K launch as the goals read it: its tile, launch options, the programs it
+    starts and the slices of K they share."""
+
+    block_m: int
+    block_n: int
+    block_k: int
+    num_warps: int
+    num_stages: int
+    programs: int
+    slices: int
+
+    @classmethod
+    def of_config(cls, config: Config) -> Split:
+        """The capstone grouped kernel's launch with ``config``: one program per (tile,
+        K-slice)."""
+        tiles = -(-M // config.block_m) * -(-N // config.block_n)
+        return cls(config.block_m, config.block_n, config.block_k, config.num_warps,
+                   config.num_stages, tiles * config.split_k, config.split_k)  # fmt: skip
+
+
 def programs(config: Config) -> int:
-    """Programs one launch starts: one per (tile, K-slice)."""
-    return -(-M // config.block_m) * -(-N // config.block_n) * config.split_k
+    """Programs one launch of the grouped kernel starts: one per (tile, K-slice)."""
+    return Split.of_config(config).programs
 
 
-def resident(config: Config, held: Occupancy) -> float:
+def resident(split: Split, held: Occupancy) -> float:
     """Programs each SM of an H200 holds at once: the launch's programs spread over the SMs,
     at most what the compiled occupancy allows."""
-    return min(held.programs, programs(config) / H200_SMS)
+    return min(held.programs, split.programs / H200_SMS)
 
 
-def in_flight(config: Config, h200: Compiled) -> float | None:
+def in_flight(split: Split | Config, h200: Compiled) -> float | None:
     """Bytes of loads in flight per SM of an H200: the shared memory of one program (its ring
     of ``num_stages`` slabs, compiled for sm_90) times the programs each SM holds at once
     (:func:`resident`); None when it does not compile."""
+    split = Split.of_config(split) if isinstance(split, Config) else split
     held = h200.occupancy if h200.ok else None
     if held is None or h200.shared_bytes is None:
         return None
-    return h200.shared_bytes * resident(config, held)
+    return h200.shared_bytes * resident(split, held)
 
 
-def k_steps(config: Config) -> int:
+def k_steps(split: Split) -> int:
     """BLOCK_K steps each program's slice of K takes."""
-    return -(-K // (config.block_k * config.split_k))
+    return -(-K // (split.block_k * split.slices))
 
 
 @cache
@@ -97,26 +122,26 @@ def compiled(config: Config) -> dict[str, Compiled]:
     kernel = kernels.grouped_matmul_kernel
     launch = specialize(kernel, arguments(a, b, out), given)
     return {gpu: compile_for(kernel, launch, gpu, config.num_warps, config.num_stages)
-            for gpu in ("sm_80", "sm_90")}  # fmt: skip
+            for gpu in TARGETS}  # fmt: skip
 
 
-def compiler_goals(config: Config, figures: Mapping[str, Compiled]) -> list[Goal]:
+def compiler_goals(split: Split | Config, figures: Mapping[str, Compiled]) -> list[Goal]:
     """The goals the compiler and the launch's arithmetic judge: compiled for an A100 and an
-    H200 without spills, ``wgmma`` on an H200, a program for every SM of an H200, and slices
-    of K deep enough to pipeline."""
+    H200 without spills, ``wgmma`` on an H200, a program for every SM of an H200 yet one wave,
+    enough loads in flight, and slices of K deep enough to pipeline."""
+    split = Split.of_config(split) if isinstance(split, Config) else split
     goals = []
-    per_thread = config.block_m * config.block_n // (32 * config.num_warps)
+    per_thread = split.block_m * split.block_n // (32 * split.num_warps)
     more_warps = "num_warps (more warps share the accumulator) or a smaller tile"
     for gpu, unit in (("sm_80", None), ("sm_90", "wgmma")):
         goals += faster.per_gpu_goals(gpu, figures[gpu], unit, per_thread, more_warps)
     h200 = figures["sm_90"]
-    count = programs(config)
-    tiles = count // config.split_k
+    count = split.programs
     filled = count >= H200_SMS
     goals.append(Goal(
         f"a program for each of an H200's {H200_SMS} SMs",
         filled,
-        f"{tiles} tiles x {config.split_k} K-slices = {count} programs",
+        f"{count // split.slices} tiles x {split.slices} K-slices = {count} programs",
         "" if filled else "SPLIT_K (more slices of K, each its own program) or a smaller tile",
     ))  # fmt: skip
     held = h200.occupancy if h200.ok else None
@@ -131,36 +156,64 @@ def compiler_goals(config: Config, figures: Mapping[str, Compiled]) -> list[Goal
             "" if one_wave else "SPLIT_K (fewer slices), or registers and shared memory "
             "(num_stages, the tile) so that more programs fit on an SM",
         ))  # fmt: skip
-    loads = in_flight(config, h200)
-    if loads is not None:
+    loads = in_flight(split, h200)
+    if loads is not None and held is not None:
         fed = loads >= MIN_IN_FLIGHT
-        per_sm = resident(config, held)
         goals.append(Goal(
             f"at least {MIN_IN_FLIGHT // 1024} KB of loads in flight per SM on sm_90 (shared "
             "memory per program x programs per SM): a thin, deep product waits on memory",
             fed,
-            f"{h200.shared_bytes / 1024:.0f} KB per program x {per_sm:.2f} programs per SM = "
-            f"{loads / 1024:.0f} KB",
+            f"{h200.shared_bytes / 1024:.0f} KB per program x {resident(split, held):.2f} "
+            f"programs per SM = {loads / 1024:.0f} KB",
             "" if fed else "num_stages or BLOCK_K (a deeper ring of slabs per program)",
         ))  # fmt: skip
-    step = config.block_k * config.split_k
-    even = K % step == 0
-    goals.append(Goal(
-        "slices of whole BLOCK_K steps (SPLIT_K x BLOCK_K divides K): no masked last step",
-        even,
-        f"K = {K} in {config.split_k} slices of {config.block_k}-deep steps"
-        + ("" if even else f": {K} is not a multiple of {step}"),
-        "" if even else "SPLIT_K (a power of two divides K here)",
-    ))  # fmt: skip
-    steps = k_steps(config)
+    steps = k_steps(split)
     deep = steps >= MIN_K_STEPS
     goals.append(Goal(
         f"at least {MIN_K_STEPS} BLOCK_K steps per slice (the pipeline needs a run to fill)",
         deep,
-        f"{steps} steps of {config.block_k} per slice of {K // config.split_k}",
+        f"{steps} steps of {split.block_k} per slice of about {-(-K // split.slices)}",
         "" if deep else "SPLIT_K (fewer, deeper slices)",
     ))  # fmt: skip
     return goals
+
+
+TILE_NAMES = ("BLOCK_M", "BLOCK_N", "BLOCK_K")
+
+
+def launch_goals(launched: Sequence[Launched]) -> list[Goal]:
+    """The goals of a learner's split-K on the float16 problem, from the launches their
+    function made there (noted, not run; each compiled for an A100 and an H200): the launch
+    with ``tl.dot`` is judged by :func:`compiler_goals`, its tile read from its
+    ``BLOCK_M``, ``BLOCK_N`` and ``BLOCK_K`` and its slices from its grid; every other
+    kernel of theirs must compile for both."""
+    dots = [x for x in launched
+            if any(c.matrix_unit in ("mma", "wgmma") for c in x.compiled.values())]  # fmt: skip
+    if not dots:
+        seen = ", ".join(x.kernel for x in launched) or "no kernel written in the notebook"
+        return [Goal("a kernel of yours multiplies tiles with tl.dot", False,
+                     f"launched: {seen}", "the kernel (its K loop must call tl.dot)")]  # fmt: skip
+    dot = max(dots, key=lambda x: x.programs)
+    goals = []
+    others = [x for x in launched if x is not dot]
+    if others:
+        refused = [f"{x.kernel} ({c.gpu}: {c.error})" for x in others
+                   for c in x.compiled.values() if not c.ok]  # fmt: skip
+        goals.append(Goal(f"your other kernels compile for {' and '.join(TARGETS)}",
+                          not refused, "; ".join(refused)[:300] or
+                          ", ".join(sorted({x.kernel for x in others})) + ": they do",
+                          "the kernel the compiler refused" if refused else ""))  # fmt: skip
+    missing = [name for name in TILE_NAMES if name not in dot.constants]
+    if missing:
+        return [*goals, Goal(
+            f"{dot.kernel} takes its tile as tl.constexpr BLOCK_M, BLOCK_N and BLOCK_K",
+            False, f"no {', '.join(missing)} among its constexprs",
+            "the kernel's signature (name its tile sizes as the skeleton does)")]  # fmt: skip
+    bm, bn, bk = (dot.constants[name] for name in TILE_NAMES)
+    tiles = -(-M // bm) * -(-N // bn)
+    split = Split(bm, bn, bk, dot.num_warps, dot.num_stages, dot.programs,
+                  max(1, dot.programs // tiles))  # fmt: skip
+    return goals + compiler_goals(split, dot.compiled)
 
 
 def launcher(config: Config) -> Callable[[torch.Tensor, torch.Tensor], torch.Tensor]:

@@ -5,9 +5,11 @@ lessons quote on a CPU, ``tmm_course/perf/data/exercises_run.json``):
         --code-version "$(git rev-parse --short HEAD)" --out exercises_mine.json
 
 - each lesson's reference solution (its notebook's solution cell, run as it is) and a plausible
-  attempt with one knob left wrong, raced against lesson 4's kernel and ``torch.matmul``
-  (:func:`tmm_course.perf.faster.race`), with the compiler's goals for each;
-- lesson 8's launches at every depth of ring and slicing (:data:`tmm_course.perf.split_k.SWEEP`),
+  attempt with one knob left wrong (lesson 8's: its solution with ``split_k=1``), raced
+  against lesson 4's kernel and ``torch.matmul`` (:func:`tmm_course.perf.faster.race`), with
+  the compiler's goals for each;
+- the capstone's split-K launches at every depth of ring and slicing
+  (:data:`tmm_course.perf.split_k.SWEEP`),
   raced together, each with its loads in flight per SM;
 - ``@triton.autotune``'s own record at float16 4096^3: the configuration it picked and its
   timing of every candidate, beside the same candidates raced interleaved;
@@ -19,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import functools
 import json
 import linecache
 import platform
@@ -33,9 +36,8 @@ from tmm_course.perf import faster
 
 LESSON_6_WRONG = {"BLOCK_M": 128, "BLOCK_N": 256, "BLOCK_K": 64, "num_warps": 4, "num_stages": 3}
 LESSON_7_WRONG = {"tile": (128, 256, 64), "num_warps": 4, "num_stages": 3}
-# lesson 6's solution on lesson 8's deep product, SPLIT_K left at 1
-LESSON_8_WRONG = {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64, "num_warps": 8, "num_stages": 3,
-                  "SPLIT_K": 1}  # fmt: skip
+# lesson 8's solution with K left whole: one slice
+LESSON_8_WRONG = {"split_k": 1}
 
 
 def solution_cells(notebook: Path) -> dict[str, object]:
@@ -109,10 +111,28 @@ def lesson_7(notebook: Path) -> dict:
 
 
 def lesson_8(notebook: Path) -> dict:
+    from tmm_course.check.compiled import launches_at_scale
+    from tmm_course.exercises import split_k as spec
     from tmm_course.perf import split_k
 
-    attempts = {"solution": solution_cells(notebook)["solution_my_split"], "wrong": LESSON_8_WRONG}
-    return _raced(8, attempts, split_k.config_of, split_k)
+    launcher = solution_cells(notebook)["solution_split_k_matmul"]
+    out = {}
+    for label, knobs in (("solution", {}), ("wrong", LESSON_8_WRONG)):
+        fn = functools.partial(launcher, **knobs)
+        goals = split_k.launch_goals(launches_at_scale(spec.EXERCISE, fn))
+
+        def filled(a: torch.Tensor, b: torch.Tensor, fn=fn) -> torch.Tensor:
+            c = torch.empty(a.shape[0], b.shape[1], dtype=a.dtype, device=a.device)
+            fn(a, b, c)
+            return c
+
+        ms = faster.race(filled, shape=(split_k.M, split_k.N, split_k.K))
+        name = torch.cuda.get_device_name(0)
+        clock = split_k.clock_goal(ms, name, faster.missed_knob(goals))
+        out[label] = {"launch": knobs, "ms": ms, "compiler_goals": _goals(goals),
+                      "clock_goal": asdict(clock)}  # fmt: skip
+        print("lesson 8", label, ms, clock, flush=True)
+    return out
 
 
 def split_k_sweep() -> dict:

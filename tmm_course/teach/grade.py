@@ -54,8 +54,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import tmm_course
+from tmm_course.check.exercises import NOTHING_MORE
+from tmm_course.compile_ahead import Launched
 from tmm_course.exercises import BY_NAME as SPECS
-from tmm_course.exercises.spec import Answer, generator
+from tmm_course.exercises.spec import Answer, Goal, generator
 from tmm_course.exercises.spec import Exercise as Spec
 from tmm_course.teach import (
     exercise_rules,
@@ -396,10 +398,50 @@ class Grader:
                 break
         for case in cases[len(results) :]:  # after a crash or an unfinished exercise
             results.append(judge.result(case, code="skipped", problem="not run"))
-        verdict, codes, detail = judge.verdict(spec, results, last)
+        goals = None
+        if spec.at_scale is not None and not {r.code for r in results} & NOTHING_MORE:
+            goals = self._at_scale(spec, recorder, replayer, deadline)
+        verdict, codes, detail = judge.verdict(spec, results, last, goals)
         if not loaded.get("ok"):
             detail = f"the cell raised {_brief(loaded)}; {detail}"
         return verdict, codes, detail
+
+    def _at_scale(self, spec: Spec, recorder: Worker, replayer, deadline: float) -> list[Goal]:
+        """The goals of ``spec.at_scale``, as the check judges them: the cell's launches on
+        its problem recorded (not run), the kernels compiled by the replay worker."""
+        at = spec.at_scale
+        trial = judge.Trial.of(spec, at.problem())
+        header, blobs = trial.request("record")
+        failed = lambda said: [
+            Goal(at.asks, False, said[:300], "crashed", f"{at.asks}: {said}"[:400])
+        ]
+        try:
+            reply, data = recorder.record(header, blobs, deadline)
+        except WorkerGone as gone:
+            if not gone.crashed:
+                raise
+            return failed(gone.detail)
+        if not reply.get("ok"):
+            return failed(f"the call raised {_brief(reply)}")
+        record = judge.read_record(data)
+        if isinstance(record, tuple):
+            return failed(record[1])
+        early = judge.judge_record(trial, record)
+        if early is not None:
+            return failed(early.problem)
+        try:
+            reply = replayer.launched(trial, record, deadline, at.targets)
+        except WorkerGone as gone:
+            if not gone.crashed:
+                raise
+            replayer.stop()
+            return failed(gone.detail)
+        if not reply.get("ok"):
+            return failed(f"compiling its kernels raised {_brief(reply)}")
+        try:
+            return at.judge([Launched.of_data(x) for x in reply.get("launched", [])])
+        except (KeyError, TypeError, ValueError) as error:
+            return failed(f"the compiled figures could not be read: {error}")
 
     def _answer(self, spec: Answer, sources: list[str], worker: Worker, deadline: float):
         """An answer that is data: the cell's values, read as JSON (never called), judged by
@@ -464,6 +506,14 @@ class Replayer(Worker):
         super().stop()
 
     def replay(self, trial: judge.Trial, record: dict, deadline: float):
+        return self._ask(trial, record, deadline, "replay")
+
+    def launched(self, trial: judge.Trial, record: dict, deadline: float, targets) -> dict:
+        """The record's launches on the trial's tensors, compiled for ``targets``, not run."""
+        reply, _ = self._ask(trial, record, deadline, "launched", {"targets": list(targets)})
+        return reply
+
+    def _ask(self, trial, record: dict, deadline: float, op: str, extra: dict | None = None):
         if self.warming is not None:
             self.warming.join()
             self.warming = None
@@ -478,9 +528,10 @@ class Replayer(Worker):
                 text = f"the kernels could not be defined: {_brief(reply)}"
                 return {"ok": False, "error_type": "gpu_would_reject", "error": text}, None
             self.defined.update(kernels)
-        header, blobs = trial.request("replay", [plan])
+        header, blobs = trial.request(op, [plan])
         header["plan"] = 0  # the plan is the first blob
-        return self.ask(header, blobs, deadline, trial.sizes())
+        header.update(extra or {})
+        return self.ask(header, blobs, deadline, trial.sizes() if op == "replay" else [])
 
 
 def _brief(reply: dict) -> str:

@@ -32,7 +32,7 @@ import torch
 
 from tmm_course.check.buffers import CANARY
 from tmm_course.check.result import Case as Result
-from tmm_course.exercises.spec import Answer, Case, Exercise
+from tmm_course.exercises.spec import Answer, Case, Exercise, Goal
 from tmm_course.source import parse
 from tmm_course.teach import triton_only
 
@@ -303,11 +303,33 @@ def _same(a: torch.Tensor, b: torch.Tensor) -> bool:
 
 
 def verdict(
-    exercise: Exercise, cases: list[Result], record: Mapping | None = None
+    exercise: Exercise,
+    cases: list[Result],
+    record: Mapping | None = None,
+    goals: list[Goal] | None = None,
 ) -> tuple[str, list[str], str]:
     """(verdict, codes, detail) of one exercise from its cases, ranked as the check ranks them
     (the first code is the primary diagnosis); lesson 9's, once every case passed, from the
-    kernel the last ``record`` launched."""
+    kernel the last ``record`` launched; with ``goals`` (an exercise's
+    :class:`~tmm_course.exercises.spec.AtScale`), those too, as the check adds them."""
+    found = _verdict(exercise, cases, record)
+    if goals is None:
+        return found
+    from tmm_course.check import answers
+
+    checked = answers.result(exercise.name, goals)
+    state, codes, detail = found
+    detail += f"; {sum(g.met for g in goals)}/{len(goals)} goals met at scale"
+    if checked.passed:
+        return state, codes, detail
+    if state == "pass":
+        return "fail", checked.codes, f"{detail}; {checked.primary.message}"[:500]
+    return state, list(dict.fromkeys([*codes, *checked.codes])), detail[:500]
+
+
+def _verdict(
+    exercise: Exercise, cases: list[Result], record: Mapping | None
+) -> tuple[str, list[str], str]:
     from tmm_course.check import engine
 
     if cases and all(c.passed for c in cases) and record is not None:

@@ -99,32 +99,13 @@ def _record(fn, header: dict, blobs: list[bytes]) -> bytes:
     return json.dumps(recorder.record()).encode()
 
 
-@contextlib.contextmanager
 def noting_only():
     """Inside the block every ``kernel[grid](...)`` is noted and not run: the judge replays
     what was noted, so running it here would only cost time (and a stray lane could crash
     this worker before the record is sent)."""
-    from triton.runtime.interpreter import InterpretedFunction
-    from triton.runtime.jit import JITFunction
-
-    from tmm_course.capstone import plain_launches
     from tmm_course.check import launches
 
-    seen = launches.Launches()
-    saved = [(cls, cls.run) for cls in (JITFunction, InterpretedFunction)]
-
-    def run(self, *args, grid, warmup, **kwargs):
-        if not warmup:
-            seen.note(self, args, kwargs, grid)
-
-    for cls, _ in saved:
-        cls.run = run
-    try:
-        with plain_launches():  # the capstone's quick launches skip kernel.run once warm
-            yield seen
-    finally:
-        for cls, original in saved:
-            cls.run = original
+    return launches.recording(dry=True)
 
 
 class Refused(RuntimeError):
@@ -141,6 +122,14 @@ class Checked:
 
     def __getitem__(self, grid):
         def launch(*args, **kwargs):
+            if self.replayer.noting is not None:  # an exercise's AtScale: compiled, not run
+                from tmm_course.check.compiled import launched
+                from tmm_course.teach import triton_only
+
+                targets, found = self.replayer.noting
+                with triton_only.strict():
+                    found.append(launched(self.kernel, self.name, args, kwargs, grid, targets))
+                return None
             self.check(args, kwargs)
             return self.kernel[grid](*args, **kwargs)
 
@@ -187,6 +176,8 @@ class Replayer:
         self.requires = None
         self.shown: dict = {}
         self.used: list = []
+        # while a record is read at scale: the GPUs to compile for, and the launches compiled
+        self.noting: tuple[list[str], list] | None = None
 
     def define(self, data: dict) -> None:
         from tmm_course.teach import triton_only
@@ -234,6 +225,21 @@ class Replayer:
             facts["output_loaded"] = trace.touched("load", output) > 0
             facts["unstored"] = int((~trace.cells("store", output)).sum())
         return facts, [s.cpu().numpy().tobytes() for s in storages]
+
+    def launched(self, header: dict, blobs: list[bytes]) -> dict:
+        """A record's launches on the case's tensors, each compiled ahead for
+        ``header["targets"]`` and not run (an exercise's
+        :class:`~tmm_course.exercises.spec.AtScale`): their figures, as plain data."""
+        from tmm_course.check.record import replay as run_plan
+
+        args, _ = _tensors(header, blobs)
+        views = dict(zip(header["tensors"], _only_tensors(args), strict=True))
+        self.noting = ([str(t) for t in header["targets"]], [])
+        try:
+            run_plan(json.loads(blobs[header["plan"]]), views, self.kernels)
+            return {"ok": True, "launched": [x.data() for x in self.noting[1]]}
+        finally:
+            self.noting = None
 
 
 def serve(read_fd: int, write_fd: int) -> None:
@@ -283,6 +289,9 @@ def serve(read_fd: int, write_fd: int) -> None:
             elif op == "replay":
                 assert replayer is not None, "no kernels defined"
                 reply, out = replayer.replay(header, blobs)
+            elif op == "launched":
+                assert replayer is not None, "no kernels defined"
+                reply = replayer.launched(header, blobs)
         except BaseException as error:  # the student's code: any failure is an answer
             if isinstance(error, SystemExit | KeyboardInterrupt) and op == "run":
                 reply = _error(RuntimeError(f"{type(error).__name__} raised"))
