@@ -3,6 +3,7 @@ every stored number the notebooks' prose quotes is the stored run's own."""
 
 from __future__ import annotations
 
+import functools
 import inspect
 import json
 
@@ -224,7 +225,7 @@ def test_split_k_check_names_the_knob_a_launch_at_scale_gets_wrong(edits, split,
     from tmm_course.check import check_split_k
 
     fn = split_k_solution(**edits)["solution_split_k_matmul"]
-    result = check_split_k(lambda a, b, c: fn(a, b, c, split_k=split))
+    result = check_split_k(lambda a, b, c: fn(a, b, c, SPLIT_K=split))
     assert result.codes == ["goal_missed"], result.diagnoses
     assert missed in result.primary.message and turn in result.primary.message
     assert all(c.passed for c in result.cases if c.shape)  # the values were right
@@ -234,7 +235,7 @@ def test_split_k_check_wants_slices_deep_enough_to_pipeline():
     from tmm_course.check import check_split_k
 
     fn = split_k_solution()["solution_split_k_matmul"]
-    thin = check_split_k(lambda a, b, c: fn(a, b, c, split_k=64))
+    thin = check_split_k(lambda a, b, c: fn(a, b, c, SPLIT_K=64))
     missed = {c.label: c.problem for c in thin.cases if not c.passed}
     assert missed["at least 8 BLOCK_K steps per slice (the pipeline needs a run to fill)"] == (
         "4 steps of 64 per slice of about 256"
@@ -280,7 +281,7 @@ def test_lesson_8s_stored_run_shows_the_solution_meets_its_clock_goal_and_the_sl
 
     run = stored.exercises_run()
     solution, wrong = run.lesson(8)["solution"], run.lesson(8)["wrong"]
-    assert solution["launch"] == {} and wrong["launch"] == {"split_k": 1}
+    assert solution["launch"] == {} and wrong["launch"] == {"SPLIT_K": 1}
     assert all(g["met"] for g in solution["compiler_goals"])
     assert solution["clock_goal"]["met"] and not wrong["clock_goal"]["met"]
     assert "SPLIT_K" in wrong["clock_goal"]["knob"]
@@ -291,31 +292,38 @@ def test_lesson_8s_stored_run_shows_the_solution_meets_its_clock_goal_and_the_sl
 def test_lesson_8s_stored_sweep_bears_out_its_compiler_goals():
     """Every launch of the stored sweep that meets every compiler goal reached the clock's
     factor on that GPU; the in-flight goal splits the sweep as its comment says."""
+    from tmm_course.check.compiled import launches_at_scale
+    from tmm_course.exercises import split_k as spec
     from tmm_course.perf import split_k
 
     run = stored.exercises_run()
     sweep = run.split_k_sweep
-    device = run.data["provenance"]["device"]
-    factor, _ = split_k.factor_for(device)
+    factor, _ = split_k.factor_for(run.data["provenance"]["device"])
 
     def speed(row: dict) -> float:
         return sweep["lesson 4"] / row["ms"]
 
-    met = [row for row in sweep["launches"] if row["compiler_goals_met"]]
+    rows = [row for row in sweep["launches"] if row["in_flight"] is not None]
+    met = [row for row in rows if row["compiler_goals_met"]]
     assert len(met) >= 10 and all(speed(row) >= factor for row in met)
-    below = [r for r in sweep["launches"] if r["in_flight"] < split_k.MIN_IN_FLIGHT]
-    above = [r for r in sweep["launches"] if r["in_flight"] >= split_k.MIN_IN_FLIGHT]
+    below = [r for r in rows if r["in_flight"] < split_k.MIN_IN_FLIGHT]
+    above = [r for r in rows if r["in_flight"] >= split_k.MIN_IN_FLIGHT]
     slow, fast = sum(speed(r) < factor for r in below), sum(speed(r) >= factor for r in above)
     assert f"{slow} of the {len(below)} below" in inspect.getsource(split_k)
     assert f"{fast} of the {len(above)} above" in inspect.getsource(split_k)
-    count = len(sweep["launches"])
-    assert f"then {count} launches raced together" in prose("08_racing_cublas.ipynb")
+    assert f"then {len(sweep['launches'])} launches raced together" in prose(
+        "08_racing_cublas.ipynb"
+    )
+    fn = split_k_solution()["solution_split_k_matmul"]
     for row in (below[0], above[0]):  # what the check computes here is what the run stored
-        config = split_k.config_of(row["launch"])
-        assert split_k.in_flight(config, split_k.compiled(config)["sm_90"]) == row["in_flight"]
+        launched = launches_at_scale(spec.EXERCISE, functools.partial(fn, **row["launch"]))
+        dot = split_k.dot_launch(launched)
+        assert dot is not None and dot.programs == row["programs"]
+        in_flight = split_k.in_flight(split_k.split_of(dot), dot.compiled["sm_90"])
+        assert in_flight == row["in_flight"]
 
 
-def test_lesson_8s_sweep_figure_names_its_fastest_launch_and_the_goal_it_misses():
+def test_lesson_8s_sweep_figure_names_its_fastest_launch():
     import matplotlib
 
     matplotlib.use("Agg")
@@ -324,12 +332,11 @@ def test_lesson_8s_sweep_figure_names_its_fastest_launch_and_the_goal_it_misses(
 
     run = stored.exercises_run()
     sweep = run.split_k_sweep
-    fastest = max(sweep["launches"], key=lambda row: sweep["lesson 4"] / row["ms"])
-    assert not fastest["compiler_goals_met"]  # drawn as a miss: the note says which goal
-    config = split_k.config_of(fastest["launch"])
-    assert split_k.programs(config) < split_k.H200_SMS  # "a program for each SM" is missed
+    rows = [row for row in sweep["launches"] if row["in_flight"] is not None]
+    fastest = max(rows, key=lambda row: sweep["lesson 4"] / row["ms"])
     legend = performance.in_flight_figure(sweep, run.where).axes[0].get_legend()
-    named = f"fastest: {config},\n{split_k.programs(config)} programs for 132 SMs"
+    named = (f"fastest: {split_k.knobs_label(fastest['launch'])},\n"
+             f"{fastest['programs']} programs for 132 SMs")  # fmt: skip
     assert named in [t.get_text() for t in legend.get_texts()]
 
 

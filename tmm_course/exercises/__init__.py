@@ -1,8 +1,7 @@
 """The course's exercises, one module each: what the learner's function is called with, the
 cases it is judged on (drawn from a ``torch.Generator``), the float64 reference and its
 tolerance, the known mistakes and the sentence each gets, and the notebook cells it lives in;
-or, for an answer that is data (lesson 6's and lesson 8's knobs), the judge that
-reads it.
+or, for an answer that is data (lesson 6's knobs), the judge that reads it.
 The learner's check (:mod:`tmm_course.check`) and the batch grader (:mod:`tmm_course.teach`)
 both judge from these; the types are in :mod:`~tmm_course.exercises.spec`.
 

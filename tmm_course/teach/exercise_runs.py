@@ -5,11 +5,11 @@ lessons quote on a CPU, ``tmm_course/perf/data/exercises_run.json``):
         --code-version "$(git rev-parse --short HEAD)" --out exercises_mine.json
 
 - each lesson's reference solution (its notebook's solution cell, run as it is) and a plausible
-  attempt with one knob left wrong (lesson 8's: its solution with ``split_k=1``), raced
+  attempt with one knob left wrong (lesson 8's: its solution with ``SPLIT_K=1``), raced
   against lesson 4's kernel and ``torch.matmul`` (:func:`tmm_course.perf.faster.race`), with
   the compiler's goals for each;
-- the capstone's split-K launches at every depth of ring and slicing
-  (:data:`tmm_course.perf.split_k.SWEEP`),
+- lesson 8's solution at every depth of ring and slicing
+  (:data:`tmm_course.perf.split_k.KNOB_SETS`),
   raced together, each with its loads in flight per SM;
 - ``@triton.autotune``'s own record at float16 4096^3: the configuration it picked and its
   timing of every candidate, beside the same candidates raced interleaved;
@@ -37,7 +37,7 @@ from tmm_course.perf import faster
 LESSON_6_WRONG = {"BLOCK_M": 128, "BLOCK_N": 256, "BLOCK_K": 64, "num_warps": 4, "num_stages": 3}
 LESSON_7_WRONG = {"tile": (128, 256, 64), "num_warps": 4, "num_stages": 3}
 # lesson 8's solution with K left whole: one slice
-LESSON_8_WRONG = {"split_k": 1}
+LESSON_8_WRONG = {"SPLIT_K": 1}
 
 
 def solution_cells(notebook: Path) -> dict[str, object]:
@@ -120,28 +120,32 @@ def lesson_8(notebook: Path) -> dict:
     for label, knobs in (("solution", {}), ("wrong", LESSON_8_WRONG)):
         fn = functools.partial(launcher, **knobs)
         goals = split_k.launch_goals(launches_at_scale(spec.EXERCISE, fn))
-
-        def filled(a: torch.Tensor, b: torch.Tensor, fn=fn) -> torch.Tensor:
-            c = torch.empty(a.shape[0], b.shape[1], dtype=a.dtype, device=a.device)
-            fn(a, b, c)
-            return c
-
-        ms = faster.race(filled, shape=(split_k.M, split_k.N, split_k.K))
-        name = torch.cuda.get_device_name(0)
-        clock = split_k.clock_goal(ms, name, faster.missed_knob(goals))
+        ms = split_k.race(fn)
+        clock = split_k.clock_goal(ms, torch.cuda.get_device_name(0), faster.missed_knob(goals))
         out[label] = {"launch": knobs, "ms": ms, "compiler_goals": _goals(goals),
                       "clock_goal": asdict(clock)}  # fmt: skip
         print("lesson 8", label, ms, clock, flush=True)
     return out
 
 
-def split_k_sweep() -> dict:
-    """Lesson 8's launches at every depth of ring and slicing, raced
-    (:func:`tmm_course.perf.split_k.sweep`)."""
+def split_k_sweep(notebook: Path) -> dict:
+    """Lesson 8's solution at every depth of ring and slicing, raced
+    (:func:`tmm_course.perf.split_k.sweep`), each launch with its loads in flight per SM and
+    whether it meets every compiler goal, from its own launches at scale
+    (:func:`tmm_course.check.compiled.launches_at_scale`)."""
+    from tmm_course.check.compiled import launches_at_scale
+    from tmm_course.exercises import split_k as spec
     from tmm_course.perf import split_k
 
-    record = split_k.sweep()
+    launcher = solution_cells(notebook)["solution_split_k_matmul"]
+    record = split_k.sweep(launcher)
     for row in record["launches"]:
+        launched = launches_at_scale(spec.EXERCISE, functools.partial(launcher, **row["launch"]))
+        dot = split_k.dot_launch(launched)
+        split = split_k.split_of(dot) if dot else None
+        row["programs"] = dot.programs if dot else None
+        row["in_flight"] = split_k.in_flight(split, dot.compiled["sm_90"]) if split else None
+        row["compiler_goals_met"] = all(g.met for g in split_k.launch_goals(launched))
         print("split-K sweep", row, flush=True)
     return record
 
@@ -225,7 +229,7 @@ def main(argv: list[str] | None = None) -> int:
         "lesson_6": lambda: lesson_6(args.notebooks / "06_making_it_fast.ipynb"),
         "lesson_7": lambda: lesson_7(args.notebooks / "07_persistent_tma.ipynb"),
         "lesson_8": lambda: lesson_8(args.notebooks / "08_racing_cublas.ipynb"),
-        "split_k_sweep": split_k_sweep,
+        "split_k_sweep": lambda: split_k_sweep(args.notebooks / "08_racing_cublas.ipynb"),
         "autotune": autotune_record,
         "proton": lambda: proton_profile(args.notebooks / "06_making_it_fast.ipynb"),
     }

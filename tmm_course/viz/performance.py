@@ -240,9 +240,10 @@ def in_flight_figure(sweep: dict, where: str) -> Figure:
     from tmm_course.perf import split_k
 
     speed = lambda row: sweep["lesson 4"] / row["ms"]
-    fastest = max(sweep["launches"], key=speed)
+    rows = [row for row in sweep["launches"] if row["in_flight"] is not None]
+    fastest = max(rows, key=speed)
     points = [(row["in_flight"] / 1024, speed(row), row["compiler_goals_met"])
-              for row in sweep["launches"] if row is not fastest]  # fmt: skip
+              for row in rows if row is not fastest]  # fmt: skip
     goal_kb, (factor, _) = split_k.MIN_IN_FLIGHT / 1024, split_k.factor_for(where)
     fig, (ax,) = new_figure(6.4, 4.0)
     for met, marker, label in ((True, "o", "meets every compiler goal"),
@@ -252,12 +253,11 @@ def in_flight_figure(sweep: dict, where: str) -> Figure:
         color = BLUE if met else VERMILLION
         ax.scatter(xs, ys, s=28, marker=marker, label=label, edgecolors=color,
                    facecolors=color if met else "none")  # fmt: skip
-    config = split_k.config_of(fastest["launch"])
     color = BLUE if fastest["compiler_goals_met"] else VERMILLION
     ax.scatter([fastest["in_flight"] / 1024], [speed(fastest)], s=90, marker="*",
                edgecolors=color, facecolors=color if fastest["compiler_goals_met"] else "none",
-               label=f"fastest: {config},\n{split_k.programs(config)} programs for "
-               f"{split_k.H200_SMS} SMs")  # fmt: skip
+               label=f"fastest: {split_k.knobs_label(fastest['launch'])},\n"
+               f"{fastest['programs']} programs for {split_k.H200_SMS} SMs")  # fmt: skip
     ax.axvline(goal_kb, color="black", ls="--", lw=1, label=f"goal: {goal_kb:.0f} KB per SM")
     ax.axhline(factor, color="grey", ls=":", lw=1.5, label=f"clock goal: {factor:.1f}x")
     ax.set_xscale("log", base=2)
