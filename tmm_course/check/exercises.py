@@ -164,17 +164,10 @@ def _also(result: CheckResult, more: CheckResult) -> CheckResult:
     return result
 
 
-def _clocked(name: str, fn: Callable[..., object], lab, shape=None) -> CheckResult:
-    """On this GPU, ``fn(a, b, c)`` raced against lesson 4's kernel and ``torch.matmul``
-    (``lab``: :mod:`tmm_course.perf.faster` or :mod:`~tmm_course.perf.split_k`)."""
-    from tmm_course.perf import faster as clock
-
-    def filled(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-        out = torch.empty(a.shape[0], b.shape[1], dtype=a.dtype, device=a.device)
-        fn(a, b, out)
-        return out
-
-    ms = clock.race(filled, shape=shape)
+def _clocked(name: str, ms: dict[str, float], lab) -> CheckResult:
+    """The clock's goal on this GPU from ``ms`` (a race against lesson 4's kernel and
+    ``torch.matmul``; ``lab``: :mod:`tmm_course.perf.faster` or
+    :mod:`~tmm_course.perf.split_k`)."""
     goal = lab.clock_goal(ms, torch.cuda.get_device_name(0))
     return answers.result(name, [faster.as_goal(goal)])
 
@@ -204,7 +197,7 @@ def check_descriptor_matmul(
         result.passed = False
         result.diagnoses.insert(0, Diagnosis(reads.code or requirement.code, reads.problem))
     if result.passed and tmm_course.BACKEND == GPU:  # square: w as N x K
-        result = _also(result, _clocked(exercise.name, fn, clock))
+        result = _also(result, _clocked(exercise.name, clock.race(clock.filled(fn)), clock))
     return result
 
 
@@ -223,7 +216,7 @@ def check_split_k(fn: Callable[[torch.Tensor, torch.Tensor, torch.Tensor], objec
         return result
     result = _also(result, answers.result(exercise.name, at_scale_goals(exercise, fn)))
     if result.passed and tmm_course.BACKEND == GPU:
-        result = _also(result, _clocked(exercise.name, fn, lab, (lab.M, lab.N, lab.K)))
+        result = _also(result, _clocked(exercise.name, lab.race(fn), lab))
     return result
 
 

@@ -9,7 +9,7 @@ ahead for a T4, an A100 and an H200 (:mod:`tmm_course.compile_ahead`) and each g
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
 
@@ -22,6 +22,7 @@ from tmm_course.perf.knobs import BASELINE, Knobs
 SIZE = 4096  # float16 SIZE^3: the problem the goals are stated for
 KNOB_NAMES = ("BLOCK_M", "BLOCK_N", "BLOCK_K", "num_warps", "num_stages", "GROUP_M")
 MIN_INTENSITY = 2 * tile_intensity(BASELINE.block_m, BASELINE.block_n, element_bytes=2)
+Product = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
 MIN_PROGRAMS = 2  # per SM on sm_90: one program's loads and stores overlap another's math
 
 # the factor over lesson 4's kernel a launch must reach on each GPU, with where it comes from:
@@ -191,6 +192,18 @@ def factor_for(gpu_name: str, factors: Factors = CLOCK_FACTORS,
         if short in gpu_name:
             return factor
     return other
+
+
+def filled(fn: Callable[..., object], **knobs: object) -> Product:
+    """``(a, b) -> a @ b`` through a learner's ``fn(a, b, c, **knobs)``, ``c`` made per call
+    (as lesson 4's launcher makes its output)."""
+
+    def run(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        c = torch.empty(a.shape[0], b.shape[1], dtype=a.dtype, device=a.device)
+        fn(a, b, c, **knobs)
+        return c
+
+    return run
 
 
 def race(

@@ -198,17 +198,18 @@ KNOB_SETS = tuple(
 )  # fmt: skip
 
 
-def filled(
-    fn: Callable[..., object], **knobs: object
-) -> Callable[[torch.Tensor, torch.Tensor], torch.Tensor]:
-    """``(a, b) -> a @ b`` through a learner's ``fn(a, b, c, **knobs)``, ``c`` made per call."""
+def knobs_label(knobs: Mapping[str, int]) -> str:
+    """``64x64x128 w4 s5 split-K 2``: a launch's knobs, as the sweep's figure names them."""
+    k = knobs
+    return (f"{k['BLOCK_M']}x{k['BLOCK_N']}x{k['BLOCK_K']} w{k['num_warps']} "
+            f"s{k['num_stages']} split-K {k['SPLIT_K']}")  # fmt: skip
 
-    def run(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-        c = torch.empty(a.shape[0], b.shape[1], dtype=a.dtype, device=a.device)
-        fn(a, b, c, **knobs)
-        return c
 
-    return run
+def race(fn: Callable[..., object], rounds: int = 5, **knobs: object) -> dict[str, float]:
+    """Median milliseconds per call (host time included) of a learner's ``fn(a, b, c,
+    **knobs)``, lesson 4's ``matmul()`` and ``torch.matmul`` on the float16 problem,
+    interleaved, on this GPU (:func:`tmm_course.perf.faster.race`)."""
+    return faster.race(faster.filled(fn, **knobs), rounds=rounds, shape=(M, N, K))
 
 
 def sweep(fn: Callable[..., object], knob_sets: Sequence[Mapping[str, int]] = KNOB_SETS,
@@ -227,7 +228,7 @@ def sweep(fn: Callable[..., object], knob_sets: Sequence[Mapping[str, int]] = KN
     runs = {"lesson 4": lambda: lesson_4(a, b), "torch.matmul": lambda: torch.matmul(a, b)}
     failed = []
     for i, knobs in enumerate(knob_sets):
-        run = functools.partial(filled(fn, **knobs), a, b)
+        run = functools.partial(faster.filled(fn, **knobs), a, b)
         try:
             wrong = float((run().float() - exact).abs().max())
         except Exception as error:  # a launch the GPU refuses: noted, not raced
