@@ -216,7 +216,7 @@ def test_split_k_check_passes_the_solution_and_judges_its_launches_by_the_compil
 @pytest.mark.parametrize(
     ("edits", "split", "missed", "turn"),
     [
-        ({}, 1, "64 tiles x 1 K-slices = 64 programs", "SPLIT_K"),  # K left whole
+        ({}, 1, "64 tiles x 1 K-slices", "SPLIT_K (a grid of tiles x slices"),  # K left whole
         ({}, 16, "1024 programs for 396 places", "SPLIT_K (fewer slices)"),  # two waves
         ({"num_stages=4": "num_stages=2"}, 4, "32 KB per program", "num_stages or BLOCK_K"),
     ],
@@ -229,6 +229,31 @@ def test_split_k_check_names_the_knob_a_launch_at_scale_gets_wrong(edits, split,
     assert result.codes == ["goal_missed"], result.diagnoses
     assert missed in result.primary.message and turn in result.primary.message
     assert all(c.passed for c in result.cases if c.shape)  # the values were right
+
+
+def test_split_k_check_wants_k_sliced_not_just_smaller_tiles():
+    from tmm_course.check import check_split_k
+
+    fn = split_k_solution()["solution_split_k_matmul"]  # SPLIT_K=1 is lesson 4's kernel
+    narrow = check_split_k(lambda a, b, c: fn(a, b, c, BLOCK_N=16, BLOCK_K=128, SPLIT_K=1))
+    assert narrow.codes == ["goal_missed"]
+    assert "K cut into slices" in narrow.primary.message
+    assert "256 tiles x 1 K-slices" in narrow.primary.message
+
+
+@pytest.mark.parametrize(
+    ("edit", "code", "said"),
+    [
+        ({", acc, mask=inside)": ", acc)"}, "out_of_bounds_write", "outside"),  # unmasked add
+        ({"torch.zeros(M, N": "torch.empty(M, N"}, "uninitialised_buffer", "torch.zeros"),
+        ({"tl.atomic_add(": "tl.store("}, "wrong_values", "tl.store where tl.atomic_add"),
+    ],
+)
+def test_split_k_check_names_the_slips_of_adding_slices(edit, code, said):
+    from tmm_course.check import check_split_k
+
+    result = check_split_k(split_k_solution(**edit)["solution_split_k_matmul"])
+    assert result.codes[0] == code and said in result.primary.message, result.diagnoses
 
 
 def test_split_k_check_wants_slices_deep_enough_to_pipeline():

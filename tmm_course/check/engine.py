@@ -39,6 +39,7 @@ PRIORITY = (
     "timed_out",
     "gpu_would_reject",
     "no_triton_kernel",
+    "uninitialised_buffer",
     "course_kernel",
     "host_copy",
     "no_descriptor",
@@ -338,7 +339,39 @@ def _run_trial(
     _compile_verdict(case, compiler, launched)
     if case.passed:
         return _replayed(trial, recorder, names)
+    if case.code in (None, "wrong_values"):  # wrong values, no cause named yet
+        _name_empty_buffer(trial, recorder, names)
     return False
+
+
+def _name_empty_buffer(trial: Trial, recorder: record.Recorder, names: Sequence[str]) -> None:
+    """Wrong values from kernels that add into (or read) a buffer the launcher made with
+    ``torch.empty``: replayed with that buffer full of NaN, cells that were numbers turn NaN."""
+    if recorder.problem is not None:
+        return
+    data = recorder.record()
+    empty = [b for b in data["buffers"] if b["fill"].get("kind") == "poison"]
+    if not empty:
+        return
+    fresh = _copy_of(trial)
+    if fresh.initial is not None:
+        fresh.guard.out.copy_(fresh.initial)
+    tensors = [x for x in fresh.inputs if isinstance(x, torch.Tensor)]
+    views = dict(zip(names, [*tensors, fresh.guard.out], strict=True))
+    stack, _, _ = watch(views)
+    try:
+        with stack, time_limit.time_limit(tmm_course.BACKEND == INTERPRETER):
+            record.replay(data, views, recorder.kernels)
+    except Exception:  # the first run's diagnosis stands
+        return
+    before, after = trial.guard.out, fresh.guard.out
+    turned = int((after.isnan() & ~before.isnan()).sum())
+    if turned:
+        case = trial.case
+        case.code = "uninitialised_buffer"
+        case.problem = case.cause = UNINITIALISED.format(
+            bad=turned, cells=after.numel(), output=names[-1], count=len(empty)
+        )
 
 
 def _course_inside(case: Case, recorder: record.Recorder) -> None:
@@ -406,7 +439,22 @@ def _replayed(trial: Trial, recorder: record.Recorder, names: Sequence[str]) -> 
         bad = int((~_isclose(out, fresh.expected, fresh.atol)).sum())
         case.code = "no_triton_kernel"
         case.problem = case.cause = REPLAYED.format(bad=bad, cells=out.numel(), output=output)
+        empty = [b for b in data["buffers"] if b["fill"].get("kind") == "poison"]
+        if empty and bool(out.isnan().any()):  # NaN from a buffer refilled with NaN
+            case.code = "uninitialised_buffer"
+            case.problem = case.cause = UNINITIALISED.format(
+                bad=int(out.isnan().sum()), cells=out.numel(), output=output, count=len(empty)
+            )
     return False
+
+
+UNINITIALISED = (
+    "{bad} of {cells} cells of {output} turned NaN when the check launched your kernels "
+    "again with the {count} buffer(s) your launcher made with torch.empty (or the like) "
+    "filled with NaN: torch.empty hands out memory as it was, zeros only by chance. A kernel "
+    "added into such a buffer (tl.atomic_add) or read it before writing it: make it with "
+    "torch.zeros, or store into it first."
+)
 
 
 def _copy_of(trial: Trial) -> Trial:

@@ -3,7 +3,8 @@
 A compiled kernel that strays past its tensors reads junk or faults on the GPU; the interpreter
 instead dereferences the raw address in this Python process, where a wild pointer kills the
 notebook's kernel. While :func:`only_these_tensors` is active, each active lane of
-``tl.load``/``tl.store`` is classified:
+``tl.load``/``tl.store`` (and of an atomic, ``tl.atomic_add`` say, judged as a store) is
+classified:
 
 - inside an element of one of the check's views: performed, and recorded;
 - inside a check tensor's storage but not one of its view's elements (the padding around an
@@ -36,6 +37,10 @@ from tmm_course.check.launches import Launch, Launches
 # Triton versions (3.6: cache_modifier, eviction_policy; 3.9: cache_policy) and pass through
 LOAD_PARAMETERS = ("self", "ptrs", "mask", "other")
 STORE_PARAMETERS = ("self", "ptrs", "value", "mask")
+# an atomic read-modify-write (tl.atomic_add and its kin) writes: it is judged as a store;
+# tl.atomic_cas has no mask, every lane active
+ATOMIC_PARAMETERS = ("self", "rmwOp", "ptr", "val", "mask")
+CAS_PARAMETERS = ("self", "ptr", "cmp", "val")
 PICTURE_MARGIN = 8  # cells drawn around a view for lanes that strayed outside it
 
 
@@ -212,6 +217,18 @@ def unsupported_reason() -> str | None:
     return None
 
 
+def _hooks(builder: type, hooks: Mapping[str, tuple[str, ...]]) -> bool:
+    """Whether every method of ``hooks`` exists on ``builder`` and takes the parameters the
+    guard reads first (a Triton whose atomics differ runs them unguarded)."""
+    for name, expected in hooks.items():
+        method = getattr(builder, name, None)
+        if method is None:
+            return False
+        if tuple(inspect.signature(method).parameters)[: len(expected)] != expected:
+            return False
+    return True
+
+
 class _Judge:
     """Classifies lanes against the regions and records what they did."""
 
@@ -322,11 +339,30 @@ def only_these_tensors(
         keep = judge.judge(self, "store", ptrs, mask, itemsize(ptrs))
         return store(self, ptrs, value, like(mask, keep), *rest, **hints)
 
+    def guarded_atomic(self, op, ptrs, value, mask, *rest, **hints):
+        keep = judge.judge(self, "store", ptrs, mask, itemsize(ptrs))
+        return atomic(self, op, ptrs, value, like(mask, keep), *rest, **hints)
+
+    def guarded_cas(self, ptrs, compare, value, *rest, **hints):
+        every = np.ones(np.shape(ptrs.data), dtype=bool)
+        keep = judge.judge(self, "store", ptrs, every, itemsize(ptrs))
+        if not keep.all():  # no mask to switch a lane off with: stop it
+            stray = np.broadcast_to(ptrs.data, every.shape)[~keep]
+            raise OutOfBoundsAccess("store", int(stray.ravel()[0]), int(stray.size))
+        return cas(self, ptrs, compare, value, *rest, **hints)
+
+    atomic, cas = builder.create_atomic_rmw, builder.create_atomic_cas
+    atomics = _hooks(builder, {"create_atomic_rmw": ATOMIC_PARAMETERS,
+                               "create_atomic_cas": CAS_PARAMETERS})  # fmt: skip
     builder.create_masked_load, builder.create_masked_store = guarded_load, guarded_store
+    if atomics:
+        builder.create_atomic_rmw, builder.create_atomic_cas = guarded_atomic, guarded_cas
     try:
         yield trace
     finally:
         builder.create_masked_load, builder.create_masked_store = load, store
+        if atomics:
+            builder.create_atomic_rmw, builder.create_atomic_cas = atomic, cas
         if launches is not None:
             launches.listeners.remove(judge.add_launch)
 

@@ -26,6 +26,9 @@ MESSAGES = {
     "every loop's bounds, and that its counter advances.",
     "host_copy": "The launcher copied a strided input on the host (.contiguous()) for a kernel "
     "that reads the copy: the exercise is to read it in place, through its strides.",
+    "uninitialised_buffer": "A buffer the launcher made with torch.empty (or the like) was "
+    "read, or added into, before a kernel wrote it: its memory holds whatever was there. Make "
+    "it with torch.zeros, or store into it first.",
     "no_triton_kernel": "No Triton kernel was launched: the output was filled some other way "
     "(torch, say), or not at all. The exercise is to write a Triton kernel and launch it.",
     "no_descriptor": "The values are right, but compiled for an H200 the kernel loads through "

@@ -9,15 +9,70 @@ on a GPU the check races it against lesson 4's kernel too."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
+from dataclasses import replace
 
 import torch
 
 from tmm_course.compile_ahead import Launched
 from tmm_course.exercises import matmul, products
 from tmm_course.exercises.faster import as_goal
-from tmm_course.exercises.spec import AtScale, Case, Cells, Exercise, Goal, Output, label
+from tmm_course.exercises.spec import (
+    AtScale,
+    Case,
+    Cells,
+    Exercise,
+    Goal,
+    Mistake,
+    Output,
+    Resize,
+    label,
+    same,
+)
 from tmm_course.perf import split_k
+
+SPLIT_GUESSES = (2, 3, 4, 8, 16)  # the SPLIT_K a slice mistake is tried with
+ONE_SLICE = (
+    "c holds one K-slice's share of a @ b, not the sum of all of them: each slice's partial "
+    "replaced the others' (tl.store where tl.atomic_add adds into the buffer), so only the "
+    "last to arrive is left."
+)
+
+
+def slice_mistakes(case: Case) -> list[Mistake]:
+    """What c holds when only the last slice's partial survives, for each ``BLOCK_K`` and
+    ``SPLIT_K`` a learner may have chosen (slices of whole ``BLOCK_K`` steps; on the
+    interpreter the slices run in order, the last one last)."""
+    a, b = (x.double() for x in case.tensors[:2])
+    k = a.shape[1]
+    seen, wrong = set(), []
+    for block in products.BLOCK_K_GUESSES:
+        for split in SPLIT_GUESSES:
+            steps = math.ceil(math.ceil(k / block) / split)  # BLOCK_K steps in one slice
+            start = (split - 1) * steps * block  # where the last slice begins
+            if start in seen or not start > 0:
+                continue
+            seen.add(start)
+            value = a[:, start:] @ b[start:] if start < k else a[:, :0] @ b[:0]
+            wrong.append(Mistake("wrong_values", value, ONE_SLICE))
+    return wrong
+
+
+def case_of(drawn: Case) -> Case:
+    """Lesson 4's case with split-K's own mistakes first (a redraw keeps them)."""
+    redraw = drawn.redraw
+    return replace(
+        drawn,
+        mistakes=slice_mistakes(drawn) + drawn.mistakes,
+        redraw=None if redraw is None else lambda gen: case_of(redraw(gen)),
+    )
+
+
+def cases(gen: torch.Generator, backend: str, resize: Resize = same) -> list[Case]:
+    """Lesson 4's cases (:func:`tmm_course.exercises.matmul.cases`), each with
+    :func:`slice_mistakes`."""
+    return [case_of(c) for c in matmul.cases(gen, backend, resize)]
 
 
 def problem() -> Case:
@@ -47,7 +102,7 @@ EXERCISE = Exercise(
     function="split_k_matmul",
     signature="split_k_matmul(a, b, c)",
     tensors=("a", "b", "c"),
-    cases=matmul.cases,
+    cases=cases,
     cells=Cells("08_racing_cublas", "rc22", "rc23", "rc24"),
     messages=products.MESSAGES,
     at_scale=AT_SCALE,

@@ -80,8 +80,8 @@ def k_steps(split: Split) -> int:
 
 def compiler_goals(split: Split, figures: Mapping[str, Compiled]) -> list[Goal]:
     """The goals the compiler and the launch's arithmetic judge: compiled for an A100 and an
-    H200 without spills, ``wgmma`` on an H200, a program for every SM of an H200 yet one wave,
-    enough loads in flight, and slices of K deep enough to pipeline."""
+    H200 without spills, ``wgmma`` on an H200, K cut into slices, a program for every SM of
+    an H200 yet one wave, enough loads in flight, and slices of K deep enough to pipeline."""
     goals = []
     per_thread = split.block_m * split.block_n // (32 * split.num_warps)
     more_warps = "num_warps (more warps share the accumulator) or a smaller tile"
@@ -89,12 +89,19 @@ def compiler_goals(split: Split, figures: Mapping[str, Compiled]) -> list[Goal]:
         goals += faster.per_gpu_goals(gpu, figures[gpu], unit, per_thread, more_warps)
     h200 = figures["sm_90"]
     count = split.programs
+    sliced = split.slices >= 2
+    goals.append(Goal(
+        "K cut into slices: more than one program per tile (split-K)",
+        sliced,
+        f"{count // split.slices} tiles x {split.slices} K-slices",
+        "" if sliced else "SPLIT_K (a grid of tiles x slices, each slice its own program)",
+    ))  # fmt: skip
     filled = count >= H200_SMS
     goals.append(Goal(
         f"a program for each of an H200's {H200_SMS} SMs",
         filled,
         f"{count // split.slices} tiles x {split.slices} K-slices = {count} programs",
-        "" if filled else "SPLIT_K (more slices of K, each its own program) or a smaller tile",
+        "" if filled else "SPLIT_K (more slices of K, each its own program)",
     ))  # fmt: skip
     held = h200.occupancy if h200.ok else None
     if held is not None and held.programs:  # one wave: every program runs at once
