@@ -336,7 +336,7 @@ def test_lesson_8s_stored_sweep_bears_out_its_compiler_goals():
     slow, fast = sum(speed(r) < factor for r in below), sum(speed(r) >= factor for r in above)
     assert f"{slow} of the {len(below)} below" in inspect.getsource(split_k)
     assert f"{fast} of the {len(above)} above" in inspect.getsource(split_k)
-    assert f"then {len(sweep['launches'])} launches raced together" in prose(
+    assert f"then {len(sweep['launches'])} launches of the solution raced together" in prose(
         "08_racing_cublas.ipynb"
     )
     fn = split_k_solution()["solution_split_k_matmul"]
@@ -738,6 +738,9 @@ def test_the_stored_clock_passes_the_solutions_and_fails_the_wrong_knob():
             assert goal.met is met and attempts[label]["clock_goal"]["met"] is met
     goals = [faster.Goal(**g) for g in run.lesson(6)["wrong"]["compiler_goals"]]
     assert "num_warps" in faster.missed_knob(goals)
+    for lesson, quoted in ((6, faster.CLOCK_FACTORS["H100"][1]), (7, inspect.getsource(faster))):
+        ms = run.lesson(lesson)["solution"]["ms"]
+        assert f"lesson {lesson}'s solution at {ms['lesson 4'] / ms['yours']:.2f}" in quoted
     record = run.autotune
     assert record["picked"] == "128x256x64 w8 s3"  # lesson 6's words: "On the H100 it picked"
     assert "On the H100 it picked 128x256x64, 8 warps, 3 stages" in prose("06_making_it_fast.ipynb")
