@@ -247,6 +247,14 @@ def test_split_k_check_wants_k_sliced_not_just_smaller_tiles():
         ({", acc, mask=inside)": ", acc)"}, "out_of_bounds_write", "outside"),  # unmasked add
         ({"torch.zeros(M, N": "torch.empty(M, N"}, "uninitialised_buffer", "torch.zeros"),
         ({"tl.atomic_add(": "tl.store("}, "wrong_values", "tl.store where tl.atomic_add"),
+        (
+            {
+                "tl.cdiv(tl.cdiv(K, BLOCK_K), SPLIT_K)": "tl.cdiv(K, BLOCK_K)",  # no slice offset
+                "tl.program_id(2) * steps * BLOCK_K": "0",
+            },
+            "wrong_values",
+            "4 times a @ b",
+        ),
     ],
 )
 def test_split_k_check_names_the_slips_of_adding_slices(edit, code, said):
@@ -336,7 +344,7 @@ def test_lesson_8s_stored_sweep_bears_out_its_compiler_goals():
     slow, fast = sum(speed(r) < factor for r in below), sum(speed(r) >= factor for r in above)
     assert f"{slow} of the {len(below)} below" in inspect.getsource(split_k)
     assert f"{fast} of the {len(above)} above" in inspect.getsource(split_k)
-    assert f"then {len(sweep['launches'])} launches of the solution raced together" in prose(
+    assert f"then the solution at {len(sweep['launches'])} sets of knobs raced" in prose(
         "08_racing_cublas.ipynb"
     )
     fn = split_k_solution()["solution_split_k_matmul"]

@@ -41,8 +41,9 @@ MESSAGES = {
     "out_of_bounds_read": "The kernel loaded lanes outside its inputs' elements (the check did "
     "not perform them; the case list says where): a load mask is missing, or an offset or "
     "stride is wrong.",
-    "out_of_bounds_write": "The kernel stored lanes outside the output's elements (the case "
-    "list says where): a store mask is missing, or an offset or stride is wrong.",
+    "out_of_bounds_write": "The kernel stored (or added, with a tl.atomic_*) lanes outside "
+    "the output's elements or outside every tensor it was given (the case list says where): a "
+    "store or atomic mask is missing, or an offset or stride is wrong.",
     "unwritten": "Some cells were never stored (they still hold the poison the check wrote): "
     "the grid may be too small, or the store mask too strict.",
     "reads_c_when_beta_zero": "C was read although beta == 0: with beta = 0, BLAS never reads C "

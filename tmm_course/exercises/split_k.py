@@ -40,13 +40,23 @@ ONE_SLICE = (
 )
 
 
+EVERY_SLICE_ALL_OF_K = (
+    "c holds {} times a @ b: every slice walked all of K. A slice starts at its own share of K "
+    "(program_id(2) times the steps in a slice, times BLOCK_K): add that start to the K offsets."
+)
+
+
 def slice_mistakes(case: Case) -> list[Mistake]:
-    """What c holds when only the last slice's partial survives, for each ``BLOCK_K`` and
-    ``SPLIT_K`` a learner may have chosen (slices of whole ``BLOCK_K`` steps; on the
-    interpreter the slices run in order, the last one last)."""
+    """What c holds when every slice walks all of ``K`` (``SPLIT_K`` times the product), or
+    when only the last slice's partial survives, for each ``BLOCK_K`` and ``SPLIT_K`` a learner
+    may have chosen (slices of whole ``BLOCK_K`` steps; on the interpreter the slices run in
+    order, the last one last)."""
     a, b = (x.double() for x in case.tensors[:2])
     k = a.shape[1]
     seen, wrong = set(), []
+    exact = a @ b
+    for split in SPLIT_GUESSES:  # every slice walked all of K
+        wrong.append(Mistake("wrong_values", split * exact, EVERY_SLICE_ALL_OF_K.format(split)))
     for block in products.BLOCK_K_GUESSES:
         for split in SPLIT_GUESSES:
             steps = math.ceil(math.ceil(k / block) / split)  # BLOCK_K steps in one slice
