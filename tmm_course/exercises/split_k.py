@@ -70,7 +70,8 @@ def slice_mistakes(case: Case) -> list[Mistake]:
 
 
 def case_of(drawn: Case) -> Case:
-    """Lesson 4's case with split-K's own mistakes first (a redraw keeps them)."""
+    """``drawn`` (a case of :mod:`~tmm_course.exercises.matmul`) with split-K's own mistakes
+    first (a redraw keeps them)."""
     redraw = drawn.redraw
     return replace(
         drawn,

@@ -197,7 +197,7 @@ def factor_for(gpu_name: str, factors: Factors = CLOCK_FACTORS,
 
 def filled(fn: Callable[..., object], **knobs: object) -> Product:
     """``(a, b) -> a @ b`` through a learner's ``fn(a, b, c, **knobs)``, ``c`` made per call
-    (as lesson 4's launcher makes its output)."""
+    (as the course's ``matmul()`` makes its output)."""
 
     def run(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
         c = torch.empty(a.shape[0], b.shape[1], dtype=a.dtype, device=a.device)
