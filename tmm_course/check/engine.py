@@ -340,14 +340,20 @@ def _run_trial(
     if case.passed:
         return _replayed(trial, recorder, names)
     if case.code in (None, "wrong_values"):  # wrong values, no cause named yet
-        _name_empty_buffer(trial, recorder, names)
+        _name_empty_buffer(trial, recorder, names, trace)
     return False
 
 
-def _name_empty_buffer(trial: Trial, recorder: record.Recorder, names: Sequence[str]) -> None:
-    """Wrong values from kernels that add into (or read) a buffer the launcher made with
-    ``torch.empty``: replayed with that buffer full of NaN, cells that were numbers turn NaN."""
-    if recorder.problem is not None:
+def _name_empty_buffer(
+    trial: Trial, recorder: record.Recorder, names: Sequence[str], trace: Trace | None
+) -> None:
+    """Wrong values from kernels that store or add (``tl.atomic_add``) into a buffer the
+    launcher made with ``torch.empty``, reading what it held: replayed with that buffer full
+    of NaN, cells that were numbers turn NaN. (A buffer a kernel only reads holds what the
+    host put there: the answer, when it is right; that is a copied answer, not this.)"""
+    if recorder.problem is not None or trace is None:
+        return
+    if not any(access.kind == "store" for access in trace.scratch):
         return
     data = recorder.record()
     empty = [b for b in data["buffers"] if b["fill"].get("kind") == "poison"]
@@ -439,12 +445,6 @@ def _replayed(trial: Trial, recorder: record.Recorder, names: Sequence[str]) -> 
         bad = int((~_isclose(out, fresh.expected, fresh.atol)).sum())
         case.code = "no_triton_kernel"
         case.problem = case.cause = REPLAYED.format(bad=bad, cells=out.numel(), output=output)
-        empty = [b for b in data["buffers"] if b["fill"].get("kind") == "poison"]
-        if empty and bool(out.isnan().any()):  # NaN from a buffer refilled with NaN
-            case.code = "uninitialised_buffer"
-            case.problem = case.cause = UNINITIALISED.format(
-                bad=int(out.isnan().sum()), cells=out.numel(), output=output, count=len(empty)
-            )
     return False
 
 
