@@ -65,7 +65,7 @@ def launched(kernel, name: str, args: Sequence, kwargs: dict, grid: Sequence[int
     spec = specialize(kernel, args, kwargs)
     constants = {k: v for k, v in spec.constexprs.items() if type(v) is int}
     compiled = {t: compile_for(kernel, spec, t, warps, stages) for t in targets}
-    g = [int(x) for x in grid] + [1] * (3 - len(grid))
+    g = [int(x) for x in grid]  # three sizes: grid_of's, or a record's
     return Launched(name, (g[0], g[1], g[2]), constants, warps, stages, compiled)
 
 

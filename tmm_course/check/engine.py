@@ -360,14 +360,8 @@ def _name_empty_buffer(
     if not empty:
         return
     fresh = _copy_of(trial)
-    if fresh.initial is not None:
-        fresh.guard.out.copy_(fresh.initial)
-    tensors = [x for x in fresh.inputs if isinstance(x, torch.Tensor)]
-    views = dict(zip(names, [*tensors, fresh.guard.out], strict=True))
-    stack, _, _ = watch(views)
     try:
-        with stack, time_limit.time_limit(tmm_course.BACKEND == INTERPRETER):
-            record.replay(data, views, recorder.kernels)
+        _launch_again(fresh, data, recorder, names)
     except Exception:  # the first run's diagnosis stands
         return
     before, after = trial.guard.out, fresh.guard.out
@@ -398,6 +392,22 @@ REPLAYED = (
 )
 
 
+def _launch_again(
+    fresh: Trial, data: dict, recorder: record.Recorder, names: Sequence[str]
+) -> tuple[dict[str, torch.Tensor], Trace | None]:
+    """The recorded launches (``data``) again on ``fresh``'s tensors, every buffer the
+    launcher allocated made anew (:func:`tmm_course.check.record.replay`), under the memory
+    guard and the time limit: the views they were given and the guard's trace."""
+    if fresh.initial is not None:
+        fresh.guard.out.copy_(fresh.initial)
+    tensors = [x for x in fresh.inputs if isinstance(x, torch.Tensor)]
+    views = dict(zip(names, [*tensors, fresh.guard.out], strict=True))
+    stack, _, trace = watch(views)
+    with stack, time_limit.time_limit(tmm_course.BACKEND == INTERPRETER):
+        record.replay(data, views, recorder.kernels)
+    return views, trace
+
+
 def _replayed(trial: Trial, recorder: record.Recorder, names: Sequence[str]) -> bool:
     """Launch the recorded kernels again on fresh inputs the check owns, every buffer the
     launcher allocated poisoned (a constant or a copy of an input kept): the case passes only
@@ -409,16 +419,9 @@ def _replayed(trial: Trial, recorder: record.Recorder, names: Sequence[str]) -> 
         return False
     data = recorder.record()
     fresh = trial.fresh() if trial.fresh is not None else _copy_of(trial)
-    inputs = list(fresh.inputs)
-    if fresh.initial is not None:
-        fresh.guard.out.copy_(fresh.initial)
-    tensors = [x for x in inputs if isinstance(x, torch.Tensor)]
-    views = dict(zip(names, [*tensors, fresh.guard.out], strict=True))
-    stack, _, trace = watch(views)
     output = names[-1]
     try:
-        with stack, time_limit.time_limit(tmm_course.BACKEND == INTERPRETER):
-            record.replay(data, views, recorder.kernels)
+        views, trace = _launch_again(fresh, data, recorder, names)
     except time_limit.CaseTimedOut as stop:
         case.passed, case.code = False, "timed_out"
         case.problem = _timed_out(stop, " when the check replayed your kernels")

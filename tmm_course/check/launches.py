@@ -155,8 +155,8 @@ def recording(dry: bool = False) -> Iterator[Launches]:
 
     def wrap_run(original):
         def run(self, *args, grid, warmup, **kwargs):
-            if warmup:
-                return original(self, *args, grid=grid, warmup=warmup, **kwargs)
+            if warmup:  # a compile only: dry, as nothing else runs, it is skipped too
+                return None if dry else original(self, *args, grid=grid, warmup=warmup, **kwargs)
             launch = record.note(self, args, kwargs, grid)
             if dry:
                 return None

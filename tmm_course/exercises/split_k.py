@@ -38,8 +38,6 @@ ONE_SLICE = (
     "replaced the others' (tl.store where tl.atomic_add adds into the buffer), so only the "
     "last to arrive is left."
 )
-
-
 EVERY_SLICE_ALL_OF_K = (
     "c holds {} times a @ b: every slice walked all of K. A slice starts at its own share of K "
     "(program_id(2) times the steps in a slice, times BLOCK_K): add that start to the K offsets."
