@@ -93,17 +93,3 @@ def test_the_check_and_the_grader_agree(entry):
     assert (verdict == "pass") == checked.passed, (verdict, codes, checked.codes)
     if not checked.passed:
         assert codes[:1] == checked.codes[:1], (codes, checked.codes)
-
-
-def test_an_answer_s_reasoning_is_quoted_for_the_instructor_and_not_judged():
-    import json
-
-    from tmm_course.exercises import faster
-
-    launch = {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64, "num_warps": 8, "num_stages": 3}
-    said = "a wider tile loads each byte for twice the FLOPs, and eight warps keep it in registers"
-    verdict, _, detail = judge.judge_answer(faster.EXERCISE, json.dumps([launch, said]).encode())
-    assert verdict == "pass" and detail.endswith(f'my_reasoning: "{said}"')
-    banana = " ".join(["banana"] * 12)  # written, so judged as written: the instructor reads it
-    verdict, _, detail = judge.judge_answer(faster.EXERCISE, json.dumps([launch, banana]).encode())
-    assert verdict == "pass" and detail.endswith(f'my_reasoning: "{banana}"')

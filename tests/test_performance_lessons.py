@@ -26,7 +26,7 @@ from tmm_course.kernels.making_fast import grouped_tile as course_grouped_tile
 from tmm_course.kernels.making_fast import ordered_matmul
 from tmm_course.kernels.persistent_tma import persistent_matmul, persistent_owners
 from tmm_course.numerics import error, tolerance
-from tmm_course.perf import bench, knobs, lessons, pipeline, results, stored, waves
+from tmm_course.perf import bench, faster, knobs, lessons, pipeline, results, stored, waves
 
 RUN = stored.lessons_run()
 
@@ -185,22 +185,27 @@ def test_lesson_7s_exercise_comes_before_the_descriptor_kernel_it_could_be_copie
     assert "persistent_matmul_kernel[" not in shown_before and "show(persistent" not in shown_before
 
 
-def split_k_solution(**edits: str) -> dict:
-    """Lesson 8's solution cell, run (its own check left out), with ``edits`` (old -> new)
+def solution(notebook: str, cell: str, **edits: str) -> dict:
+    """A lesson's solution cell, run (its own check left out), with ``edits`` (old -> new)
     made to its source first: the names it defines."""
-    cells = json.loads((ROOT / "notebooks" / "08_racing_cublas.ipynb").read_text())["cells"]
-    source = next("".join(c["source"]) for c in cells if c.get("id") == "rc23")
+    cells = json.loads((ROOT / "notebooks" / notebook).read_text())["cells"]
+    source = next("".join(c["source"]) for c in cells if c.get("id") == cell)
     source = source.split("\nassert ")[0]
     for old, new in edits.items():
         assert old in source
         source = source.replace(old, new)
-    path = ROOT / "tests" / "__split_k_solution__.py"  # @triton.jit reads its source back
-    names: dict = {"__name__": "split_k_solution", "torch": torch, "triton": triton, "tl": tl}
+    path = ROOT / "tests" / f"__{cell}_solution__.py"  # @triton.jit reads its source back
+    names: dict = {"__name__": f"{cell}_solution", "torch": torch, "triton": triton, "tl": tl}
     import linecache
 
     linecache.cache[str(path)] = (len(source), None, source.splitlines(True), str(path))
     exec(compile(source, str(path), "exec"), names)
     return names
+
+
+def split_k_solution(**edits: str) -> dict:
+    """Lesson 8's solution cell, run, with ``edits``: the names it defines."""
+    return solution("08_racing_cublas.ipynb", "rc23", **edits)
 
 
 def test_split_k_check_passes_the_solution_and_judges_its_launches_by_the_compiler():
@@ -228,14 +233,14 @@ def test_split_k_check_names_the_knob_a_launch_at_scale_gets_wrong(edits, split,
     assert missed in result.primary.message and turn in result.primary.message
 
 
-def at_scale(fn) -> object:
-    """The check's verdict on ``fn``'s launches at 512x512x16384 alone (its values judged
-    elsewhere: the solution's, by the test above)."""
-    from tmm_course.check import answers
+def at_scale(fn, exercise: str = "split_k") -> object:
+    """The check's verdict on ``fn``'s launches at scale alone (512x512x16384 for split-K;
+    its values judged elsewhere: the solution's, by the test above)."""
     from tmm_course.check.compiled import at_scale_goals
-    from tmm_course.exercises import split_k
+    from tmm_course.check.result import from_goals
+    from tmm_course.exercises import BY_NAME
 
-    return answers.result("split_k", at_scale_goals(split_k.EXERCISE, fn))
+    return from_goals(exercise, at_scale_goals(BY_NAME[exercise], fn))
 
 
 def test_split_k_check_wants_k_sliced_not_just_smaller_tiles():
@@ -354,7 +359,7 @@ def test_lesson_8s_stored_sweep_bears_out_its_compiler_goals():
     fn = split_k_solution()["solution_split_k_matmul"]
     for row in (below[0], above[0]):  # what the check computes here is what the run stored
         launched = launches_at_scale(spec.EXERCISE, functools.partial(fn, **row["launch"]))
-        dot = split_k.dot_launch(launched)
+        dot = faster.dot_launch(launched)
         assert dot is not None and dot.programs == row["programs"]
         in_flight = split_k.in_flight(split_k.split_of(dot), dot.compiled["sm_90"])
         assert in_flight == row["in_flight"]
@@ -723,19 +728,37 @@ def test_lesson_8_says_what_rows_that_start_mid_line_cost():
     assert "cost `matmul_fast` (not cuBLAS) about a fifth" in text
 
 
-def test_making_it_faster_is_judged_by_the_compiler_and_names_the_knob():
+def test_lesson_6s_check_passes_the_solution_and_judges_it_at_4096_by_the_compiler():
     from tmm_course.check import check_faster
-    from tmm_course.perf import faster
 
-    why = "lesson 4's small tile reuses little; a wider tile on more warps does more per byte"
-    assert check_faster(faster.lesson_4_launch(), why).codes == ["not_implemented"]
-    wide = {"BLOCK_M": 128, "BLOCK_N": 256, "BLOCK_K": 64, "num_warps": 4, "num_stages": 3}
-    assert check_faster(wide, "").codes == ["not_implemented"]  # reasoning before the reveal
-    four_warps = check_faster(wide, why)
-    assert not four_warps.passed and "num_warps" in four_warps.primary.message
-    assert "spilled" in four_warps.primary.message
-    right = {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64, "num_warps": 8, "num_stages": 3}
-    assert check_faster(right, why).passed
+    result = check_faster(solution("06_making_it_fast.ipynb", "mf24")["solution_fast_matmul"])
+    assert result.passed, result.diagnoses
+    at_scale = [c.label for c in result.cases if not c.shape]
+    assert "at least 2 programs per SM on sm_90" in at_scale
+    assert "fits a T4's 64 KB of shared memory (sm_75)" in at_scale
+
+
+@pytest.mark.parametrize(
+    ("knobs", "missed", "turn"),
+    [  # lesson 4's knobs; a wide tile on 4 warps; a 4-deep ring
+        ({"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 32, "num_warps": 4}, "a 64x64 tile does 32.0",
+         "BLOCK_M and BLOCK_N"),
+        ({"BLOCK_N": 256, "num_warps": 4}, "bytes spilled", "num_warps"),
+        ({"num_stages": 4}, "limited by shared memory", "num_stages or BLOCK_K"),
+    ],
+)  # fmt: skip
+def test_lesson_6s_check_names_the_knob_a_launch_at_scale_gets_wrong(knobs, missed, turn):
+    fn = solution("06_making_it_fast.ipynb", "mf24")["solution_fast_matmul"]
+    result = at_scale(lambda a, b, c: fn(a, b, c, **knobs), "faster")
+    assert result.codes == ["goal_missed"], result.diagnoses
+    assert missed in result.primary.message and turn in result.primary.message
+
+
+def test_lesson_6s_check_wants_a_kernel_of_yours_with_tl_dot():
+    from tmm_course.kernels.matmul import matmul
+
+    course = at_scale(lambda a, b, c: c.copy_(matmul(a, b)), "faster")
+    assert not course.passed and "tl.dot" in course.primary.message
 
 
 def test_the_stored_clock_passes_the_solutions_and_fails_the_wrong_knob():

@@ -10,11 +10,10 @@ kernel did the work (:mod:`~tmm_course.check.work`), a time limit per case
 (:mod:`~tmm_course.check.time_limit`) and what a GPU's compiler makes of every learner kernel
 (:mod:`~tmm_course.check.gpu_rules`).
 
-Answers that are data (lesson 6's knobs) are judged by :mod:`~tmm_course.check.answers`, what
-compiled kernels must show (lesson 7's descriptor loads, lesson 8's figures on a problem too
-large to run) by :mod:`~tmm_course.check.compiled`; lesson 4's variant exercise, a linear
-layer, and lesson 9's "find the bug" have modules of their own (:mod:`~tmm_course.check.linear`,
-:mod:`~tmm_course.check.fixes`).
+What compiled kernels must show (lesson 7's descriptor loads, lessons 6 and 8's figures on a
+problem too large to run) is judged by :mod:`~tmm_course.check.compiled`; lesson 4's variant
+exercise, a linear layer, and lesson 9's "find the bug" have modules of their own
+(:mod:`~tmm_course.check.linear`, :mod:`~tmm_course.check.fixes`).
 ``from tmm_course.check import check_matmul`` is what a lesson imports."""
 
 from tmm_course.check.exercises import (

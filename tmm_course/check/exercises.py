@@ -19,10 +19,9 @@ import torch
 
 import tmm_course
 from tmm_course.backend import GPU
-from tmm_course.check import answers
 from tmm_course.check.compiled import at_scale_goals, requirement_case
 from tmm_course.check.engine import run_exercise
-from tmm_course.check.result import Case, CheckResult, Diagnosis
+from tmm_course.check.result import Case, CheckResult, Diagnosis, from_goals
 from tmm_course.exercises import (
     descriptor_matmul,
     faster,
@@ -169,7 +168,7 @@ def _clocked(name: str, ms: dict[str, float], lab) -> CheckResult:
     ``torch.matmul``; ``lab``: :mod:`tmm_course.perf.faster` or
     :mod:`~tmm_course.perf.split_k`)."""
     goal = lab.clock_goal(ms, torch.cuda.get_device_name(0))
-    return answers.result(name, [faster.as_goal(goal)])
+    return from_goals(name, [faster.as_goal(goal)])
 
 
 def check_descriptor_matmul(
@@ -201,6 +200,30 @@ def check_descriptor_matmul(
     return result
 
 
+def _at_scale(exercise, fn: Callable[..., object], race: Callable[[], dict], lab) -> CheckResult:
+    """``fn``'s values on the exercise's cases, then, unless nothing more can be judged, the
+    goals of its launches at scale (:func:`~tmm_course.check.compiled.at_scale_goals`) and, on
+    a GPU once those pass, the clock (``race()`` timed, judged by ``lab.clock_goal``)."""
+    result = run_exercise(exercise, fn)
+    if set(result.codes) & NOTHING_MORE:
+        return result
+    result = _also(result, from_goals(exercise.name, at_scale_goals(exercise, fn)))
+    if result.passed and tmm_course.BACKEND == GPU:
+        result = _also(result, _clocked(exercise.name, race(), lab))
+    return result
+
+
+def check_faster(fn: Callable[[torch.Tensor, torch.Tensor, torch.Tensor], object]) -> CheckResult:
+    """Lesson 6: ``fn(a, b, c)`` must store ``a @ b`` into ``c`` as lesson 4's ``my_matmul``
+    does (the same cases), through a kernel of its own. Its launches on a float16 ``4096^3``
+    product, noted and not run, are compiled for a T4, an A100 and an H200 and judged: FLOPs
+    per byte, no spills, ``mma``/``wgmma``, two programs per SM on an H200, a T4's shared
+    memory. On a GPU it is raced against lesson 4's kernel at that size too."""
+    from tmm_course.perf import faster as lab
+
+    return _at_scale(faster.EXERCISE, fn, lambda: lab.race(lab.filled(fn)), lab)
+
+
 def check_split_k(fn: Callable[[torch.Tensor, torch.Tensor, torch.Tensor], object]) -> CheckResult:
     """Lesson 8: ``fn(a, b, c)`` must store ``a @ b`` into ``c`` as lesson 4's ``my_matmul``
     does (the same cases), through split-K kernels of its own. Its launches on a float16
@@ -210,32 +233,4 @@ def check_split_k(fn: Callable[[torch.Tensor, torch.Tensor, torch.Tensor], objec
     that product too."""
     from tmm_course.perf import split_k as lab
 
-    exercise = split_k.EXERCISE
-    result = run_exercise(exercise, fn)
-    if set(result.codes) & NOTHING_MORE:
-        return result
-    result = _also(result, answers.result(exercise.name, at_scale_goals(exercise, fn)))
-    if result.passed and tmm_course.BACKEND == GPU:
-        result = _also(result, _clocked(exercise.name, lab.race(fn), lab))
-    return result
-
-
-def check_faster(launch: object, reasoning: object = "") -> CheckResult:
-    """Lesson 6: ``launch``, the knobs of lesson 4's kernel (``BLOCK_M``, ``BLOCK_N``,
-    ``BLOCK_K``, ``num_warps``, ``num_stages``, ``GROUP_M``), judged by the compiler for a T4,
-    an A100 and an H200 and, on a GPU, by the clock against lesson 4's own launch.
-    ``reasoning``: your prediction in words, asked for before the compiler's figures."""
-    from tmm_course.perf import faster as figures
-
-    result = answers.run_answer(faster.EXERCISE, launch, reasoning, clock=tmm_course.BACKEND == GPU)
-    if result.codes != ["not_implemented"]:
-        knobs = figures.knobs_of(answers.as_data(launch))  # type: ignore[arg-type]
-        result.compiled = [
-            {"kernel": "lesson 4's kernel", "launch": knobs.label, "gpu": gpu, "ok": c.ok,
-             "error": c.error, "shared_kb": None if c.shared_bytes is None else
-             round(c.shared_bytes / 1024, 1), "registers": c.registers,
-             "spilled_bytes": c.spilled_bytes, "matrix_unit": c.matrix_unit,
-             "programs_per_sm": c.occupancy.programs if c.occupancy else None}
-            for gpu, c in figures.compiled(knobs).items()
-        ]  # fmt: skip
-    return result
+    return _at_scale(split_k.EXERCISE, fn, lambda: lab.race(fn), lab)

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from tmm_course.check.memory_guard import Trace
+    from tmm_course.exercises.spec import Goal
 
 RESULT_MIMETYPE = "application/vnd.tmm-course.check+json"
 
@@ -248,3 +249,18 @@ class CheckResult:
             f"{html.escape(self.exercise)}<ul>{found}</ul>{self._picture_html()}"
             f"<table>{rows}</table>{self._compiled_html()}</div>"
         )
+
+
+def from_goals(name: str, goals: list[Goal]) -> CheckResult:
+    """The verdict from goals (an exercise's figures at scale, the clock's): the first missed
+    goal that is not merely unanswered names the cause (else the first unanswered one)."""
+    cases = [Case(g.asks, (), passed=g.met, problem=g.seen, code=None if g.met else g.code)
+             for g in goals]  # fmt: skip
+    missed = [g for g in goals if not g.met]
+    first = next((g for g in missed if g.code != "not_implemented"), missed[0] if missed else None)
+    diagnoses = []
+    if first is not None:
+        diagnoses.append(
+            Diagnosis(first.code, first.fix or f"{first.asks}: not yet ({first.seen}).")
+        )
+    return CheckResult(name, not missed, cases, diagnoses)

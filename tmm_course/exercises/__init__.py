@@ -1,7 +1,6 @@
 """The course's exercises, one module each: what the learner's function is called with, the
 cases it is judged on (drawn from a ``torch.Generator``), the float64 reference and its
-tolerance, the known mistakes and the sentence each gets, and the notebook cells it lives in;
-or, for an answer that is data (lesson 6's knobs), the judge that reads it.
+tolerance, the known mistakes and the sentence each gets, and the notebook cells it lives in.
 The learner's check (:mod:`tmm_course.check`) and the batch grader (:mod:`tmm_course.teach`)
 both judge from these; the types are in :mod:`~tmm_course.exercises.spec`.
 
@@ -27,9 +26,9 @@ from tmm_course.exercises import (
     transpose,
     vector_add,
 )
-from tmm_course.exercises.spec import Answer, Exercise
+from tmm_course.exercises.spec import Exercise
 
-EXERCISES: list[Exercise | Answer] = [
+EXERCISES: list[Exercise] = [
     vector_add.EXERCISE,
     fill_column_major.EXERCISE,
     outer_product.EXERCISE,
@@ -46,7 +45,7 @@ EXERCISES: list[Exercise | Answer] = [
     split_k.EXERCISE,
     *fixes.EXERCISES,
 ]
-BY_NAME: dict[str, Exercise | Answer] = {e.name: e for e in EXERCISES}
-BY_CELL: dict[str, Exercise | Answer] = {e.cells.exercise: e for e in EXERCISES if e.cells}
+BY_NAME: dict[str, Exercise] = {e.name: e for e in EXERCISES}
+BY_CELL: dict[str, Exercise] = {e.cells.exercise: e for e in EXERCISES if e.cells}
 
-__all__ = ["BY_CELL", "BY_NAME", "EXERCISES", "Answer", "Exercise"]
+__all__ = ["BY_CELL", "BY_NAME", "EXERCISES", "Exercise"]

@@ -1,76 +1,57 @@
-"""Lesson 6: make lesson 4's kernel faster by choosing its knobs (``my_launch``: tile, warps,
-stages, launch order), after saying why (``my_reasoning``). Judged by the compiler for a T4,
-an A100 and an H200 (:func:`tmm_course.perf.faster.compiler_goals`: reuse, spills, the tensor
-cores, programs per SM) and, with ``clock``, by this GPU's clock against lesson 4's launch."""
+"""Lesson 6: lesson 4's kernel made faster by the learner. ``fast_matmul(a, b, c)`` stores
+``a @ b`` into ``c`` as lesson 4's ``my_matmul`` does (the same cases: any shapes and strides,
+float16 and float32, a float32 accumulator), through a kernel of theirs launched with the tile,
+warps and stages they chose. Beyond the values, its launches on a float16 ``4096^3`` product
+are noted, not run, compiled for a T4, an A100 and an H200, and judged by
+:func:`tmm_course.perf.faster.launch_goals` (reuse, spills, the tensor cores, programs per
+SM); on a GPU the check races it against lesson 4's kernel too."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from types import ModuleType
+from collections.abc import Sequence
 
-from tmm_course.exercises.spec import Answer, Cells, Goal
+import torch
+
+from tmm_course.compile_ahead import Launched
+from tmm_course.exercises import matmul, products
+from tmm_course.exercises.spec import AtScale, Case, Cells, Exercise, Goal, Output, label
 from tmm_course.perf import faster
-
-REASONING_WORDS = 12  # a sentence or two: what limits lesson 4's launch, what yours changes
 
 
 def as_goal(goal: faster.Goal) -> Goal:
-    """A goal of the performance lab's as an answer's goal: a miss names the knob to turn."""
+    """A goal of a performance lab's as an exercise's goal: a miss names the knob to turn."""
     fix = f"{goal.asks}: not yet ({goal.seen})." + (f" Turn {goal.knob}." if goal.knob else "")
     return Goal(goal.asks, goal.met, goal.seen, "goal_missed", "" if goal.met else fix)
 
 
-def before_the_figures(untouched: bool, variable: str, reasoning: object,
-                       asks: str) -> list[Goal] | None:  # fmt: skip
-    """The one goal an answer of knobs gets before the compiler's figures are shown: its
-    knobs still lesson 4's, or ``reasoning`` (saying ``asks``) under :data:`REASONING_WORDS`
-    words; None when neither."""
-    if untouched:
-        return [Goal("your launch", False, "still lesson 4's own knobs", "not_implemented",
-                     f"Change {variable}'s knobs (it still holds lesson 4's), write "
-                     "my_reasoning, then run the check.")]  # fmt: skip
-    if not (isinstance(reasoning, str) and len(reasoning.split()) >= REASONING_WORDS):
-        words = len(reasoning.split()) if isinstance(reasoning, str) else 0
-        seen = f"{words} words, at least {REASONING_WORDS} asked" if words else "not written yet"
-        return [Goal("your reasoning", False, seen, "not_implemented",
-                     f"First say in my_reasoning (at least {REASONING_WORDS} words) {asks}; the "
-                     "check shows the compiler's figures after that, and the grader's report "
-                     "quotes it for your instructor.")]  # fmt: skip
-    return None
+def problem() -> Case:
+    """The float16 ``4096^3`` product the compiler judges (its values unused)."""
+    s = faster.SIZE
+    a, b = (torch.zeros(s, s, dtype=torch.float16) for _ in range(2))
+    return Case(label((s, s, s), "float16"), (s, s, s), (a, b), Output((s, s), torch.float16),
+                torch.zeros(0))  # fmt: skip
 
 
-def judged(lab: ModuleType, knobs: object, untouched: bool, variable: str, reasoning: object,
-           asks: str, clock: bool) -> list[Goal]:  # fmt: skip
-    """The goals a launch's ``knobs`` meet in a performance lab (:mod:`tmm_course.perf.faster`
-    or :mod:`~tmm_course.perf.split_k`: its ``compiled``, ``compiler_goals``, ``race`` and
-    ``clock_goal``), after :func:`before_the_figures`; with ``clock``, on this GPU's clock
-    too."""
-    first = before_the_figures(untouched, variable, reasoning, asks)
-    if first:
-        return first
-    goals = lab.compiler_goals(knobs, lab.compiled(knobs))
-    if clock:
-        import torch
-
-        name = torch.cuda.get_device_name(0)
-        goals.append(lab.clock_goal(lab.race(knobs), name, faster.missed_knob(goals)))
-    return [as_goal(g) for g in goals]
+def judge(launched: Sequence[Launched]) -> list[Goal]:
+    """The goals the launches on :func:`problem` meet, each miss naming what to change."""
+    return [as_goal(g) for g in faster.launch_goals(launched)]
 
 
-def judge(launch: Mapping[str, object], reasoning: object = "", clock: bool = False) -> list[Goal]:
-    """The goals ``launch`` (knob name -> value) meets; nothing is compiled until
-    ``reasoning`` (at least :data:`REASONING_WORDS` words) says what the knobs change."""
-    knobs = faster.knobs_of(launch)
-    return judged(faster, knobs, knobs == faster.BASELINE, "my_launch", reasoning,
-                  "what limits lesson 4's launch and what each knob you turned changes",
-                  clock)  # fmt: skip
+AT_SCALE = AtScale(
+    asks=f"compiled at {faster.SIZE}^3 float16 for a T4, an A100 and an H200",
+    problem=problem,
+    targets=faster.TARGETS,
+    judge=judge,
+)
 
-
-EXERCISE = Answer(
+EXERCISE = Exercise(
     name="faster",
     lesson=6,
-    names=("my_launch", "my_reasoning"),
-    judge=judge,
-    quoted="my_reasoning",
+    function="fast_matmul",
+    signature="fast_matmul(a, b, c)",
+    tensors=("a", "b", "c"),
+    cases=matmul.cases,
     cells=Cells("06_making_it_fast", "mf23", "mf24", "mf25"),
+    messages=products.MESSAGES,
+    at_scale=AT_SCALE,
 )

@@ -183,35 +183,15 @@ class AtScale:
 
 @dataclass(frozen=True)
 class Goal:
-    """One thing an answer is judged on: what it asks, whether it is met, what was seen and,
-    when missed, the diagnosis code and the sentence that says what to change."""
+    """One thing a launch is judged on beyond its values (its figures at scale, the clock):
+    what it asks, whether it is met, what was seen and, when missed, the diagnosis code and
+    the sentence that says what to change."""
 
     asks: str
     met: bool
     seen: str = ""
     code: str = "wrong_values"
     fix: str = ""
-
-
-@dataclass(frozen=True)
-class Answer:
-    """An exercise whose answer is plain data the exercise cell defines (a launch's knobs,
-    a sentence of reasoning), judged on what the course computes from it: the compiler's
-    figures for those knobs, on a GPU the clock.
-
-    ``judge(*values, clock=False)`` takes the values of :attr:`names` in order and returns the
-    goals (``clock``: race on this machine's GPU too); it raises ``TypeError``, ``KeyError`` or
-    ``ValueError`` with a sentence for a value of the wrong kind. The learner's check passes
-    the notebook's values; the grader reads them from its worker as JSON and passes those."""
-
-    name: str
-    lesson: int
-    names: tuple[str, ...]  # the variables the exercise cell defines
-    judge: Callable[..., list[Goal]]
-    cells: Cells | None = None
-    # the one of ``names`` the grader's report quotes for the instructor to read (the learner's
-    # reasoning), judged by the check only as written or not
-    quoted: str | None = None
 
 
 Resize = Callable[[tuple[int, ...]], tuple[int, ...]]

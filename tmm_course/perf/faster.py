@@ -1,26 +1,28 @@
 """Lesson 6's exercise: make lesson 4's kernel faster, and prove it twice.
 
-The learner picks the knobs of lesson 4's kernel (:class:`~tmm_course.perf.knobs.Knobs`: tile,
-warps, stages, launch order). On any machine the compiler judges them: the kernel is compiled
-ahead for a T4, an A100 and an H200 (:mod:`tmm_course.compile_ahead`) and each goal of
-:func:`compiler_goals` is read off what the compiler made. On a GPU the clock judges them too:
-:func:`race` runs the learner's launch, lesson 4's and ``torch.matmul`` interleaved, and
-:func:`clock_goal` asks for a stated factor over lesson 4's kernel on that GPU."""
+The learner writes ``fast_matmul(a, b, c)``: a tiled matmul kernel of their own and its launch
+(tile, warps, stages). On any machine the compiler judges it: the launches their function makes
+on a float16 ``SIZE^3`` product are noted, not run, each compiled ahead for a T4, an A100 and an
+H200 (:mod:`tmm_course.compile_ahead`), and :func:`launch_goals` reads the goals of
+:func:`compiler_goals` off what the compiler made of the launch that calls ``tl.dot``. On a GPU
+the clock judges it too: :func:`race` runs the learner's launcher, lesson 4's and
+``torch.matmul`` interleaved, and :func:`clock_goal` asks for a stated factor over lesson 4's
+kernel on that GPU."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from functools import cache
 
 import torch
 
-from tmm_course.compile_ahead import GPUS, Compiled, compile_for, specialize
+from tmm_course.compile_ahead import GPUS, Compiled, Launched
 from tmm_course.perf.intensity import tile_intensity
 from tmm_course.perf.knobs import BASELINE, Knobs
 
 SIZE = 4096  # float16 SIZE^3: the problem the goals are stated for
-KNOB_NAMES = ("BLOCK_M", "BLOCK_N", "BLOCK_K", "num_warps", "num_stages", "GROUP_M")
+TARGETS = GPUS  # a T4, an A100 and an H200
+TILE_NAMES = ("BLOCK_M", "BLOCK_N", "BLOCK_K")  # the constexprs a launch's tile is read from
 MIN_INTENSITY = 2 * tile_intensity(BASELINE.block_m, BASELINE.block_n, element_bytes=2)
 Product = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
 MIN_PROGRAMS = 2  # per SM on sm_90: one program's loads and stores overlap another's math
@@ -36,73 +38,6 @@ CLOCK_FACTORS: dict[str, tuple[float, str]] = {
     "T4": (1.05, "no stored T4 run: a stated margin over noise"),
 }
 OTHER_GPU = (1.1, "no stored run for this GPU: a stated margin over noise")
-
-
-def knob_values(launch: object, defaults: Mapping[str, object], ints: Sequence[str]) -> dict:
-    """``defaults`` updated by a learner's dict of knobs, each of ``ints`` a positive int, the
-    tile and ``num_warps`` powers of two, ``BLOCK_K`` at least 16; a clear error for a key or
-    value that is not one."""
-    if not isinstance(launch, Mapping):
-        raise TypeError(f"expected a dict of knobs such as {dict(defaults)}, got "
-                        f"{type(launch).__name__}")  # fmt: skip
-    unknown = [k for k in launch if k not in defaults]
-    if unknown:
-        raise KeyError(f"no knob named {', '.join(map(repr, unknown))}; the knobs are "
-                       f"{', '.join(defaults)}")  # fmt: skip
-    values = {**defaults, **launch}
-    for name in ints:
-        value = values[name]
-        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-            raise ValueError(f"{name}={value!r}: expected a positive int")
-    for name in ("BLOCK_M", "BLOCK_N", "BLOCK_K", "num_warps"):
-        if values[name] & (values[name] - 1):
-            raise ValueError(f"{name}={values[name]}: expected a power of two")
-    if values["BLOCK_K"] < 16:
-        raise ValueError(f"BLOCK_K={values['BLOCK_K']}: tl.dot needs at least 16 for float16")
-    return values
-
-
-def knobs_of(launch: Mapping[str, object]) -> Knobs:
-    """The :class:`Knobs` of a learner's ``{"BLOCK_M": ..., "num_warps": ..., ...}``; a clear
-    error for a key or value that is not one."""
-    values = knob_values(launch, lesson_4_launch(), KNOB_NAMES[:5])
-    group = values["GROUP_M"]
-    if group is not None and (not isinstance(group, int) or isinstance(group, bool) or group < 1):
-        raise ValueError(f"GROUP_M={group!r}: expected None (lesson 4's 2-D grid) or an int >= 1")
-    return Knobs(values["BLOCK_M"], values["BLOCK_N"], values["BLOCK_K"], values["num_warps"],
-                 values["num_stages"], group)  # fmt: skip
-
-
-def lesson_4_launch() -> dict[str, object]:
-    """Lesson 4's own knobs, as the exercise's dict."""
-    b = BASELINE
-    return {"BLOCK_M": b.block_m, "BLOCK_N": b.block_n, "BLOCK_K": b.block_k,
-            "num_warps": b.num_warps, "num_stages": b.num_stages, "GROUP_M": b.group_m}  # fmt: skip
-
-
-@cache
-def compiled(knobs: Knobs) -> dict[str, Compiled]:
-    """Lesson 4's kernel (in grouped order if ``group_m``) with these knobs, float16
-    ``SIZE^3``, compiled for every GPU the course names."""
-    from tmm_course.kernels.making_fast import ordered_matmul_kernel
-    from tmm_course.kernels.matmul import matmul_kernel
-
-    a = torch.empty(16, 16, dtype=torch.float16)  # only its dtype and alignment matter
-    s = SIZE
-    blocks = {"BLOCK_M": knobs.block_m, "BLOCK_N": knobs.block_n, "BLOCK_K": knobs.block_k}
-    args = (a, a, a, s, s, s, s, 1, s, 1, s, 1)
-    if knobs.group_m is None:
-        kernel, constexprs = matmul_kernel, {"PRECISION": None, **blocks}
-    else:
-        kernel = ordered_matmul_kernel
-        constexprs = {"PRECISION": None, "GROUP_M": knobs.group_m, **blocks}
-    launch = specialize(kernel, args, constexprs)
-    return {
-        gpu: compile_for(
-            kernel, launch, gpu, num_warps=knobs.num_warps, num_stages=knobs.num_stages
-        )
-        for gpu in GPUS
-    }
 
 
 @dataclass(frozen=True)
@@ -181,6 +116,61 @@ def compiler_goals(knobs: Knobs, figures: Mapping[str, Compiled]) -> list[Goal]:
         "" if fits else "num_stages or BLOCK_K",
     ))  # fmt: skip
     return goals
+
+
+def dot_launch(launched: Sequence[Launched]) -> Launched | None:
+    """The launch that multiplies tiles (``tl.dot`` on tensor cores, the one with most
+    programs if several), or None."""
+    dots = [x for x in launched
+            if any(c.matrix_unit in ("mma", "wgmma") for c in x.compiled.values())]  # fmt: skip
+    return max(dots, key=lambda x: x.programs) if dots else None
+
+
+def read_launches(
+    launched: Sequence[Launched], targets: Sequence[str]
+) -> tuple[Launched | None, list[Goal]]:
+    """The launch with ``tl.dot`` a learner's function made at scale (:func:`dot_launch`),
+    with the goals every launch answers first: a kernel calls ``tl.dot``, every other kernel
+    of theirs compiles for ``targets``, and the dot kernel takes its tile as ``BLOCK_M``,
+    ``BLOCK_N`` and ``BLOCK_K`` (None for the launch when a missed one leaves nothing to
+    read)."""
+    dot = dot_launch(launched)
+    if dot is None:
+        seen = ", ".join(x.kernel for x in launched) or "no kernel written in the notebook"
+        missed = Goal("a kernel of yours multiplies tiles with tl.dot", False,
+                      f"launched: {seen}", "the kernel (its K loop must call tl.dot)")  # fmt: skip
+        return None, [missed]
+    goals = []
+    others = [x for x in launched if x is not dot]
+    if others:
+        refused = [f"{x.kernel} ({c.gpu}: {c.error})" for x in others
+                   for c in x.compiled.values() if not c.ok]  # fmt: skip
+        goals.append(Goal(f"your other kernels compile for {' and '.join(targets)}",
+                          not refused, "; ".join(refused)[:300] or
+                          ", ".join(sorted({x.kernel for x in others})) + ": they do",
+                          "the kernel the compiler refused" if refused else ""))  # fmt: skip
+    missing = [name for name in TILE_NAMES if name not in dot.constants]
+    if missing:
+        return None, [*goals, Goal(
+            f"{dot.kernel} takes its tile as tl.constexpr BLOCK_M, BLOCK_N and BLOCK_K",
+            False, f"no {', '.join(missing)} among its constexprs",
+            "the kernel's signature (name its tile sizes as the skeleton does)")]  # fmt: skip
+    return dot, goals
+
+
+def knobs_of(dot: Launched) -> Knobs:
+    """The knobs of a launch that has its tile constexprs (:func:`read_launches`)."""
+    bm, bn, bk = (dot.constants[name] for name in TILE_NAMES)
+    return Knobs(bm, bn, bk, dot.num_warps, dot.num_stages, dot.constants.get("GROUP_M"))
+
+
+def launch_goals(launched: Sequence[Launched]) -> list[Goal]:
+    """The goals of a learner's fast matmul on float16 ``SIZE^3``, from the launches their
+    function made there (noted, not run; each compiled for a T4, an A100 and an H200): the
+    launch with ``tl.dot`` is judged by :func:`compiler_goals`, its tile read from its
+    ``BLOCK_M``, ``BLOCK_N`` and ``BLOCK_K``."""
+    dot, goals = read_launches(launched, TARGETS)
+    return goals if dot is None else goals + compiler_goals(knobs_of(dot), dot.compiled)
 
 
 Factors = Mapping[str, tuple[float, str]]

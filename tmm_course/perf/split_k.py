@@ -138,53 +138,21 @@ def compiler_goals(split: Split, figures: Mapping[str, Compiled]) -> list[Goal]:
     return goals
 
 
-TILE_NAMES = ("BLOCK_M", "BLOCK_N", "BLOCK_K")
-
-
 def launch_goals(launched: Sequence[Launched]) -> list[Goal]:
     """The goals of a learner's split-K on the float16 problem, from the launches their
     function made there (noted, not run; each compiled for an A100 and an H200): the launch
-    with ``tl.dot`` is judged by :func:`compiler_goals`, its tile read from its
-    ``BLOCK_M``, ``BLOCK_N`` and ``BLOCK_K`` and its slices from its grid; every other
-    kernel of theirs must compile for both."""
-    dot = dot_launch(launched)
-    if dot is None:
-        seen = ", ".join(x.kernel for x in launched) or "no kernel written in the notebook"
-        return [Goal("a kernel of yours multiplies tiles with tl.dot", False,
-                     f"launched: {seen}", "the kernel (its K loop must call tl.dot)")]  # fmt: skip
-    goals = []
-    others = [x for x in launched if x is not dot]
-    if others:
-        refused = [f"{x.kernel} ({c.gpu}: {c.error})" for x in others
-                   for c in x.compiled.values() if not c.ok]  # fmt: skip
-        goals.append(Goal(f"your other kernels compile for {' and '.join(TARGETS)}",
-                          not refused, "; ".join(refused)[:300] or
-                          ", ".join(sorted({x.kernel for x in others})) + ": they do",
-                          "the kernel the compiler refused" if refused else ""))  # fmt: skip
-    split = split_of(dot)
-    if split is None:
-        missing = [name for name in TILE_NAMES if name not in dot.constants]
-        return [*goals, Goal(
-            f"{dot.kernel} takes its tile as tl.constexpr BLOCK_M, BLOCK_N and BLOCK_K",
-            False, f"no {', '.join(missing)} among its constexprs",
-            "the kernel's signature (name its tile sizes as the skeleton does)")]  # fmt: skip
-    return goals + compiler_goals(split, dot.compiled)
+    with ``tl.dot`` is judged by :func:`compiler_goals`, its tile read from its ``BLOCK_M``,
+    ``BLOCK_N`` and ``BLOCK_K`` and its slices from its grid; every other kernel of theirs
+    must compile for both (:func:`tmm_course.perf.faster.read_launches`)."""
+    dot, goals = faster.read_launches(launched, TARGETS)
+    return goals if dot is None else goals + compiler_goals(split_of(dot), dot.compiled)
 
 
-def dot_launch(launched: Sequence[Launched]) -> Launched | None:
-    """The launch that multiplies tiles (``tl.dot`` on tensor cores, the one with most
-    programs if several), or None."""
-    dots = [x for x in launched
-            if any(c.matrix_unit in ("mma", "wgmma") for c in x.compiled.values())]  # fmt: skip
-    return max(dots, key=lambda x: x.programs) if dots else None
-
-
-def split_of(dot: Launched) -> Split | None:
-    """The :class:`Split` of a launch on the problem: its tile from its ``BLOCK_M``,
-    ``BLOCK_N`` and ``BLOCK_K``, its slices from its grid (None without those constexprs)."""
-    if any(name not in dot.constants for name in TILE_NAMES):
-        return None
-    bm, bn, bk = (dot.constants[name] for name in TILE_NAMES)
+def split_of(dot: Launched) -> Split:
+    """The :class:`Split` of a launch on the problem that has its tile constexprs
+    (:func:`tmm_course.perf.faster.read_launches`): its slices from its grid."""
+    knobs = faster.knobs_of(dot)
+    bm, bn, bk = knobs.block_m, knobs.block_n, knobs.block_k
     tiles = -(-M // bm) * -(-N // bn)
     return Split(bm, bn, bk, dot.num_warps, dot.num_stages, dot.programs,
                  max(1, dot.programs // tiles))  # fmt: skip

@@ -5,7 +5,8 @@ lessons quote on a CPU, ``tmm_course/perf/data/exercises_run.json``):
         --code-version "$(git rev-parse --short HEAD)" --out exercises_mine.json
 
 - each lesson's reference solution (its notebook's solution cell, run as it is) and a plausible
-  attempt with one knob left wrong (lesson 8's: its solution with ``SPLIT_K=1``), raced
+  attempt with one knob left wrong (lesson 6's: its solution with a 128x256 tile on 4 warps;
+  lesson 8's: its solution with ``SPLIT_K=1``), raced
   against lesson 4's kernel and ``torch.matmul`` (:func:`tmm_course.perf.faster.race`), with
   the compiler's goals for each;
 - lesson 8's solution at every depth of ring and slicing
@@ -34,7 +35,8 @@ import torch
 
 from tmm_course.perf import faster
 
-LESSON_6_WRONG = {"BLOCK_M": 128, "BLOCK_N": 256, "BLOCK_K": 64, "num_warps": 4, "num_stages": 3}
+# lesson 6's solution with a 128x256 tile left on 4 warps: its accumulator spills
+LESSON_6_WRONG = {"BLOCK_N": 256, "num_warps": 4}
 LESSON_7_WRONG = {"tile": (128, 256, 64), "num_warps": 4, "num_stages": 3}
 # lesson 8's solution with K left whole: one slice
 LESSON_8_WRONG = {"SPLIT_K": 1}
@@ -70,24 +72,31 @@ def _goals(goals: list[faster.Goal]) -> list[dict]:
     return [asdict(g) for g in goals]
 
 
-def _raced(lesson: int, attempts: dict, read, lab) -> dict:
-    """Each attempt's knobs read (``read``), judged by the compiler's goals and raced, by the
-    lesson's lab (:mod:`tmm_course.perf.faster` or :mod:`~tmm_course.perf.split_k`)."""
+def _judged(lesson: int, launcher, attempts: dict, spec, lab, race) -> dict:
+    """The solution's ``launcher`` with each attempt's knobs: the compiler's goals of its
+    launches at scale (``spec``, an exercise with an ``AtScale``; ``lab``: its performance
+    lab), and ``race(fn)`` timed and judged by the lab's clock goal."""
+    from tmm_course.check.compiled import launches_at_scale
+
     out = {}
-    for label, launch in attempts.items():
-        knobs = read(launch)
-        goals = lab.compiler_goals(knobs, lab.compiled(knobs))
-        ms = lab.race(knobs)
-        clock = lab.clock_goal(ms, torch.cuda.get_device_name(0))
-        out[label] = {"launch": launch, "ms": ms, "compiler_goals": _goals(goals),
+    for label, knobs in attempts.items():
+        fn = functools.partial(launcher, **knobs)
+        goals = lab.launch_goals(launches_at_scale(spec, fn))
+        ms = race(fn)
+        clock = lab.clock_goal(ms, torch.cuda.get_device_name(0), faster.missed_knob(goals))
+        out[label] = {"launch": knobs, "ms": ms, "compiler_goals": _goals(goals),
                       "clock_goal": asdict(clock)}  # fmt: skip
         print(f"lesson {lesson}", label, ms, clock, flush=True)
     return out
 
 
 def lesson_6(notebook: Path) -> dict:
-    attempts = {"solution": solution_cells(notebook)["solution_my_launch"], "wrong": LESSON_6_WRONG}
-    return _raced(6, attempts, faster.knobs_of, faster)
+    from tmm_course.exercises import faster as spec
+
+    launcher = solution_cells(notebook)["solution_fast_matmul"]
+    race = lambda fn: faster.race(faster.filled(fn))
+    attempts = {"solution": {}, "wrong": LESSON_6_WRONG}
+    return _judged(6, launcher, attempts, spec.EXERCISE, faster, race)
 
 
 def lesson_7(notebook: Path) -> dict:
@@ -111,21 +120,12 @@ def lesson_7(notebook: Path) -> dict:
 
 
 def lesson_8(notebook: Path) -> dict:
-    from tmm_course.check.compiled import launches_at_scale
     from tmm_course.exercises import split_k as spec
     from tmm_course.perf import split_k
 
     launcher = solution_cells(notebook)["solution_split_k_matmul"]
-    out = {}
-    for label, knobs in (("solution", {}), ("wrong", LESSON_8_WRONG)):
-        fn = functools.partial(launcher, **knobs)
-        goals = split_k.launch_goals(launches_at_scale(spec.EXERCISE, fn))
-        ms = split_k.race(fn)
-        clock = split_k.clock_goal(ms, torch.cuda.get_device_name(0), faster.missed_knob(goals))
-        out[label] = {"launch": knobs, "ms": ms, "compiler_goals": _goals(goals),
-                      "clock_goal": asdict(clock)}  # fmt: skip
-        print("lesson 8", label, ms, clock, flush=True)
-    return out
+    attempts = {"solution": {}, "wrong": LESSON_8_WRONG}
+    return _judged(8, launcher, attempts, spec.EXERCISE, split_k, split_k.race)
 
 
 def split_k_sweep(notebook: Path) -> dict:
@@ -141,7 +141,7 @@ def split_k_sweep(notebook: Path) -> dict:
     record = split_k.sweep(launcher)
     for row in record["launches"]:
         launched = launches_at_scale(spec.EXERCISE, functools.partial(launcher, **row["launch"]))
-        dot = split_k.dot_launch(launched)
+        dot = faster.dot_launch(launched)
         split = split_k.split_of(dot) if dot else None
         row["programs"] = dot.programs if dot else None
         row["in_flight"] = split_k.in_flight(split, dot.compiled["sm_90"]) if split else None
@@ -185,12 +185,11 @@ def proton_profile(notebook: Path, size: int = 4096) -> dict:
     (:func:`tmm_course.perf.profiler.profile`)."""
     from tmm_course.perf import profiler
 
-    names = solution_cells(notebook)
-    knobs = faster.knobs_of(names["solution_my_launch"])
+    yours = faster.filled(solution_cells(notebook)["solution_fast_matmul"])
     generator = torch.Generator(device="cuda").manual_seed(0)
     a = torch.randn(size, size, device="cuda", dtype=torch.float16, generator=generator)
     b = torch.randn(size, size, device="cuda", dtype=torch.float16, generator=generator)
-    runs = {"lesson 4": faster.BASELINE.launcher(), "yours": knobs.launcher(),
+    runs = {"lesson 4": faster.BASELINE.launcher(), "yours": yours,
             "torch.matmul": torch.matmul}  # fmt: skip
     _, raw = profiler.profile(runs, a, b, calls=10)
     return {"problem": f"{size}^3 float16, 10 calls each",

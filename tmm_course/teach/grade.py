@@ -57,8 +57,8 @@ import tmm_course
 from tmm_course.check.exercises import NOTHING_MORE
 from tmm_course.compile_ahead import Launched
 from tmm_course.exercises import BY_NAME as SPECS
-from tmm_course.exercises.spec import Answer, Goal, generator
 from tmm_course.exercises.spec import Exercise as Spec
+from tmm_course.exercises.spec import Goal, generator
 from tmm_course.teach import (
     exercise_rules,
     graded_notebook,
@@ -329,21 +329,16 @@ class Grader:
         carried = graded_notebook.carried(self.reference, sources, exercise, self.setup)
         recorder = Worker(self, self._number(exercise.name))
         try:
-            if isinstance(spec, Answer):
-                verdict, codes, detail = self._answer(spec, [*carried, source], recorder, deadline)
-            else:
-                replayer.warm()
-                verdict, codes, detail = self._measure(
-                    spec, [*carried, source], recorder, replayer, deadline
-                )
+            replayer.warm()
+            verdict, codes, detail = self._measure(
+                spec, [*carried, source], recorder, replayer, deadline
+            )
         except WorkerGone as gone:
             verdict, codes, detail = gone.verdict, [], gone.detail
             replayer.stop()  # a replay that ran past its time: the next exercise gets a fresh one
         finally:
             recorder.stop()
-        # advice on a launcher's source; an answer that is data has no launcher to advise on
-        advice = [] if isinstance(spec, Answer) else exercise_rules.advice(
-            source, [self.setup], carried, [spec.function])  # fmt: skip
+        advice = exercise_rules.advice(source, [self.setup], carried, [spec.function])
         if advice and verdict != "pass":
             detail = f"{detail} (advice: {'; '.join(advice)})"
         return self.row(name, exercise.name, verdict, " ".join(codes), detail)
@@ -411,7 +406,7 @@ class Grader:
         its problem recorded (not run), the kernels compiled by the replay worker."""
         at = spec.at_scale
         trial = judge.Trial.of(spec, at.problem())
-        header, blobs = trial.request("record")
+        header, blobs = trial.request("record", values=False)  # noted, never run
         failed = at.failed
         try:
             reply, data = recorder.record(header, blobs, deadline)
@@ -440,23 +435,6 @@ class Grader:
             return at.judge([Launched.of_data(x) for x in reply.get("launched", [])])
         except (KeyError, TypeError, ValueError) as error:
             return failed(f"the compiled figures could not be read: {error}")
-
-    def _answer(self, spec: Answer, sources: list[str], worker: Worker, deadline: float):
-        """An answer that is data: the cell's values, read as JSON (never called), judged by
-        the exercise's own judge here, as the learner's check judges them."""
-        if time.monotonic() >= deadline:
-            raise WorkerGone("timeout", "no time left in this submission's limit")
-        worker.start(deadline)
-        loaded = {"ok": True}
-        for source in sources:
-            loaded = worker.run(source, deadline)
-        reply, data = worker.record({"op": "values", "names": list(spec.names)}, [], deadline)
-        raised = "" if loaded.get("ok") else f"the cell raised {_brief(loaded)}; "
-        if not reply.get("ok"):
-            if reply.get("error_type") == "NameError":
-                return "missing", [], f"{raised}{reply.get('error', '')}"[:500]
-            return "fail", ["crashed"], f"{raised}the values are not plain data: {_brief(reply)}"
-        return judge.judge_answer(spec, data, raised)
 
     def _replay(self, trial: judge.Trial, record: dict, replayer: Replayer, deadline: float):
         """One case's verdict: its record's kernels replayed on the trial's case."""
@@ -526,7 +504,7 @@ class Replayer(Worker):
                 text = f"the kernels could not be defined: {_brief(reply)}"
                 return {"ok": False, "error_type": "gpu_would_reject", "error": text}, None
             self.defined.update(kernels)
-        header, blobs = trial.request(op, [plan])
+        header, blobs = trial.request(op, [plan], values=op != "launched")
         header["plan"] = 0  # the plan is the first blob
         header.update(extra or {})
         return self.ask(header, blobs, deadline, trial.sizes() if op == "replay" else [])

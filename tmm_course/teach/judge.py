@@ -32,7 +32,7 @@ import torch
 
 from tmm_course.check.buffers import CANARY
 from tmm_course.check.result import Case as Result
-from tmm_course.exercises.spec import Answer, Case, Exercise, Goal
+from tmm_course.exercises.spec import Case, Exercise, Goal
 from tmm_course.source import parse
 from tmm_course.teach import triton_only
 
@@ -112,19 +112,24 @@ class Trial:
         poison = out.view().clone() if case.initial is None else None
         return cls(exercise, case, [framed(t) for t in case.tensors] + [out], poison)
 
-    def request(self, op: str, extra_blobs: Sequence[bytes] = ()) -> tuple[dict, list[bytes]]:
+    def request(self, op: str, extra_blobs: Sequence[bytes] = (),
+                values: bool = True) -> tuple[dict, list[bytes]]:  # fmt: skip
         """The frame that hands this case to a worker: every tensor's storage (after
-        ``extra_blobs``), the scalars, and the order the function takes them in."""
+        ``extra_blobs``; with ``values`` False its size alone, for a call whose launches never
+        run), the scalars, and the order the function takes them in."""
         args: list[dict] = []
         tensors = iter(range(len(self.buffers)))
         for value in [*self.case.inputs, None]:
             if isinstance(value, torch.Tensor) or value is None:
                 index = next(tensors)
                 args.append(spec(self.buffers[index], len(extra_blobs) + index))
+                if not values:
+                    args[-1]["numel"] = self.buffers[index].storage.numel()
             else:
                 args.append({"kind": "scalar", "value": value})
         order = self.exercise.arguments(list(range(len(args) - 1)), len(args) - 1)
-        blobs = [*extra_blobs, *(b.storage.numpy().tobytes() for b in self.buffers)]
+        blobs = [*extra_blobs, *(b.storage.numpy().tobytes() if values else b""
+                                 for b in self.buffers)]  # fmt: skip
         header = {"op": op, "exercise": self.exercise.name, "name": self.exercise.function,
                   "args": args, "order": order, "tensors": list(self.exercise.tensors)}  # fmt: skip
         return header, blobs
@@ -315,9 +320,9 @@ def verdict(
     found = _verdict(exercise, cases, record)
     if goals is None:
         return found
-    from tmm_course.check import answers
+    from tmm_course.check.result import from_goals
 
-    checked = answers.result(exercise.name, goals)
+    checked = from_goals(exercise.name, goals)
     state, codes, detail = found
     detail += f"; {sum(g.met for g in goals)}/{len(goals)} goals met at scale"
     if checked.passed:
@@ -358,37 +363,6 @@ def _verdict(
     if first is not None and first.problem:
         detail += f" First failure: {first.label}: {first.problem}"
     return "fail", checked.codes, detail
-
-
-QUOTED_CHARS = 240  # of an answer's quoted value (its reasoning) in the report's detail
-
-
-def judge_answer(spec: Answer, data: bytes, raised: str = "") -> tuple[str, list[str], str]:
-    """(verdict, codes, detail) of an answer that is data, from the JSON its worker sent: the
-    exercise's own judge (the one the learner's check runs), on a CPU its compiler goals only."""
-    from tmm_course.check import answers
-
-    try:
-        values = json.loads(data.decode("utf-8"))
-        if not (isinstance(values, list) and len(values) == len(spec.names)):
-            raise ValueError(f"expected {len(spec.names)} values")
-        goals = spec.judge(*values, clock=False)
-    except (ValueError, TypeError, KeyError, UnicodeDecodeError, RecursionError) as error:
-        return "fail", ["crashed"], f"{raised}the answer is not of the kind asked: {error}"[:500]
-    checked = answers.result(spec.name, goals)
-    met = sum(g.met for g in goals)
-    detail = f"{raised}{met}/{len(goals)} goals met"
-    said = dict(zip(spec.names, values, strict=True)).get(spec.quoted or "")
-    quote = ""
-    if isinstance(said, str) and said.strip():  # for the instructor: the check does not judge it
-        quote = f'; {spec.quoted}: "{" ".join(said.split())[:QUOTED_CHARS]}"'
-    if checked.passed:
-        return "pass", [], detail + quote
-    message = f"{detail}; {checked.primary.message}"[: 500 - len(quote)] + quote
-    if checked.codes == ["not_implemented"] and not met:
-        return "not_implemented", ["not_implemented"], message
-    codes = list(dict.fromkeys([*checked.codes, *(g.code for g in goals if not g.met)]))
-    return "fail", codes, message
 
 
 @cache

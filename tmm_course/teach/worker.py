@@ -46,9 +46,12 @@ def _tensors(header: dict, blobs: list[bytes]):
             args.append(spec["value"])
             continue
         dtype = getattr(torch, spec["dtype"])
-        storage = torch.frombuffer(bytearray(blobs[spec["blob"]]), dtype=dtype).to(
-            tmm_course.DEVICE
-        )
+        if "numel" in spec:  # its shape alone: zeros for a call whose launches never run
+            storage = torch.zeros(int(spec["numel"]), dtype=dtype, device=tmm_course.DEVICE)
+        else:
+            storage = torch.frombuffer(bytearray(blobs[spec["blob"]]), dtype=dtype).to(
+                tmm_course.DEVICE
+            )
         storages.append(storage)
         args.append(torch.as_strided(storage, spec["size"], spec["stride"], spec["offset"]))
     return args, storages
@@ -58,21 +61,6 @@ def _only_tensors(args: list) -> list:
     import torch
 
     return [a for a in args if isinstance(a, torch.Tensor)]
-
-
-VALUE_BYTES = 64 * 1024  # the most an answer's values may take as JSON
-
-
-def _values(namespace: dict, names: list[str]) -> bytes:
-    """The values of ``names`` (an answer that is data), as JSON; what is not plain data, or
-    is larger than :data:`VALUE_BYTES`, is an error."""
-    missing = [name for name in names if name not in namespace]
-    if missing:
-        raise NameError(f"the cell defines no {', '.join(missing)}")
-    data = json.dumps([namespace[name] for name in names], allow_nan=False).encode()
-    if len(data) > VALUE_BYTES:
-        raise ValueError(f"the values take {len(data)} bytes as JSON (at most {VALUE_BYTES})")
-    return data
 
 
 def _error(error: BaseException) -> dict:
@@ -273,9 +261,6 @@ def serve(read_fd: int, write_fd: int) -> None:
                 else:
                     out = [_record(fn, header, blobs)]
                     reply = {"ok": True, "size": len(out[0])}
-            elif op == "values":  # an answer that is data: read, never called
-                out = [_values(namespace, list(header["names"]))]
-                reply = {"ok": True, "size": len(out[0])}
             elif op == "prepare":  # a replay worker's imports, before it is needed
                 import tmm_course
                 from tmm_course import compile_ahead  # noqa: F401
@@ -299,7 +284,7 @@ def serve(read_fd: int, write_fd: int) -> None:
                 reply = _error(error)
             out = []
         sys.stdout.flush()
-        if op in ("record", "values") and out:  # any size: its size first, then the data
+        if op == "record" and out:  # any size: its size first, then the data
             wire.send(write_fd, reply)
             wire.send(write_fd, {}, out)
         else:
