@@ -32,7 +32,7 @@ MIN_K_STEPS = K_STEPS_A_SLICE  # per slice: the capstone's own rule for its tail
 # loads in flight per SM (the ring of slabs every resident program holds, shared among the
 # SMs) a thin, deep product needs before it stops waiting on memory: where the stored sweep of
 # lesson 8's solution (exercises_run.json, "split_k_sweep", on an H100: 132 SMs like an
-# H200's) splits its launches, 36 of the 42 below it under 2.5 times lesson 4's speed,
+# H200's) splits its launches, 35 of the 42 below it under 2.5 times lesson 4's speed,
 # 40 of the 41 above it over
 MIN_IN_FLIGHT = 64 * 1024
 # the factor over lesson 4's kernel a launch must reach on each GPU, and where it comes from

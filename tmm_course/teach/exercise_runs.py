@@ -215,7 +215,9 @@ def main(argv: list[str] | None = None) -> int:
             "device": torch.cuda.get_device_name(0),
             "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
             "code_version": args.code_version,
-            "command": "python -m tmm_course.teach.exercise_runs " + " ".join(argv or sys.argv[1:]),
+            # the command as documented: the output file by its name, not this machine's path
+            "command": "python -m tmm_course.teach.exercise_runs "
+            + " ".join(args.out.name if a == str(args.out) else a for a in argv or sys.argv[1:]),
             "versions": {
                 "python": platform.python_version(),
                 "torch": torch.__version__,
