@@ -35,8 +35,8 @@ import torch
 
 from tmm_course.perf import faster
 
-# lesson 6's solution with a 128x256 tile left on 4 warps: its accumulator spills
-LESSON_6_WRONG = {"BLOCK_N": 256, "num_warps": 4}
+# lesson 6's solution (128x256 tiles) on 4 warps: its accumulator spills
+LESSON_6_WRONG = {"num_warps": 4}
 LESSON_7_WRONG = {"tile": (128, 256, 64), "num_warps": 4, "num_stages": 3}
 # lesson 8's solution with K left whole: one slice
 LESSON_8_WRONG = {"SPLIT_K": 1}
