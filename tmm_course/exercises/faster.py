@@ -24,12 +24,17 @@ def as_goal(goal: faster.Goal) -> Goal:
     return Goal(goal.asks, goal.met, goal.seen, "goal_missed", "" if goal.met else fix)
 
 
-def problem() -> Case:
-    """The float16 ``4096^3`` product the compiler judges (its values unused)."""
-    s = faster.SIZE
-    a, b = (torch.zeros(s, s, dtype=torch.float16) for _ in range(2))
-    return Case(label((s, s, s), "float16"), (s, s, s), (a, b), Output((s, s), torch.float16),
+def float16_product(m: int, n: int, k: int) -> Case:
+    """A float16 ``m x n x k`` product a compiler judges at scale (its values unused)."""
+    a = torch.zeros(m, k, dtype=torch.float16)
+    b = torch.zeros(k, n, dtype=torch.float16)
+    return Case(label((m, n, k), "float16"), (m, n, k), (a, b), Output((m, n), torch.float16),
                 torch.zeros(0))  # fmt: skip
+
+
+def problem() -> Case:
+    """The float16 ``4096^3`` product the compiler judges."""
+    return float16_product(faster.SIZE, faster.SIZE, faster.SIZE)
 
 
 def judge(launched: Sequence[Launched]) -> list[Goal]:

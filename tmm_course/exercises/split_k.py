@@ -17,7 +17,7 @@ import torch
 
 from tmm_course.compile_ahead import Launched
 from tmm_course.exercises import matmul, products
-from tmm_course.exercises.faster import as_goal
+from tmm_course.exercises.faster import as_goal, float16_product
 from tmm_course.exercises.spec import (
     AtScale,
     Case,
@@ -25,9 +25,7 @@ from tmm_course.exercises.spec import (
     Exercise,
     Goal,
     Mistake,
-    Output,
     Resize,
-    label,
     same,
 )
 from tmm_course.perf import split_k
@@ -85,12 +83,8 @@ def cases(gen: torch.Generator, backend: str, resize: Resize = same) -> list[Cas
 
 
 def problem() -> Case:
-    """The float16 ``512 x 512 x 16384`` product the compiler judges (its values unused)."""
-    m, n, k = split_k.M, split_k.N, split_k.K
-    a = torch.zeros(m, k, dtype=torch.float16)
-    b = torch.zeros(k, n, dtype=torch.float16)
-    return Case(label((m, n, k), "float16"), (m, n, k), (a, b), Output((m, n), torch.float16),
-                torch.zeros(0))  # fmt: skip
+    """The float16 ``512 x 512 x 16384`` product the compiler judges."""
+    return float16_product(split_k.M, split_k.N, split_k.K)
 
 
 def judge(launched: Sequence[Launched]) -> list[Goal]:
