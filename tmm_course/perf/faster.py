@@ -27,6 +27,11 @@ TILE_NAMES = ("BLOCK_M", "BLOCK_N", "BLOCK_K")  # the constexprs a launch's tile
 # torch.matmul on the H200, lesson 6's section 3): what a float16 tile must reach per byte
 WIDEST = (128, 256)
 MIN_INTENSITY = tile_intensity(*WIDEST, element_bytes=2)
+# the slabs of A and B each program's ring holds (the shared memory the compiler gives it for
+# sm_90, whose ring has num_stages buffers): loads in flight while tl.dot works. The stored
+# stage sweep of 128x128x64 on 8 warps gained up to 128 KB (0.78 of torch.matmul at 96 KB,
+# 0.83 at 128 KB and at 160 KB)
+MIN_RING = 128 * 1024
 Product = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
 
 # the factor over lesson 4's kernel a launch must reach on each GPU, with where it comes from:
@@ -81,7 +86,8 @@ def per_gpu_goals(
 
 def compiler_goals(knobs: Knobs, figures: Mapping[str, Compiled]) -> list[Goal]:
     """The goals the compiler judges: reuse (the sweep's fastest tile class), no spills, the
-    tensor cores (the occupancy that follows said beside the H200's), and fitting a T4."""
+    tensor cores (the occupancy that follows said beside the H200's), a ring deep enough on an
+    H200 and fitting a T4."""
     goals = []
     intensity = tile_intensity(knobs.block_m, knobs.block_n, element_bytes=2)
     goals.append(Goal(
@@ -99,6 +105,17 @@ def compiler_goals(knobs: Knobs, figures: Mapping[str, Compiled]) -> list[Goal]:
     h200 = figures["sm_90"]
     if h200.ok and h200.occupancy is not None:  # what the registers and the ring allow
         goals[-1] = replace(goals[-1], seen=f"{goals[-1].seen}; {h200.occupancy.summary()}")
+    if h200.ok:
+        ring = h200.shared_bytes or 0
+        deep = ring >= MIN_RING
+        goals.append(Goal(
+            f"a ring of at least {MIN_RING // 1024} KB of slabs per program on sm_90 (loads in "
+            "flight while tl.dot works)",
+            deep,
+            f"{ring / 1024:.0f} KB: {knobs.num_stages} stages of {knobs.block_k}-deep slabs",
+            "" if deep else "num_stages or BLOCK_K (a deeper ring, which must still fit an "
+            "A100 and a T4)",
+        ))  # fmt: skip
     t4 = figures["sm_75"]
     from tmm_course.gpu import KNOWN
 
@@ -215,6 +232,68 @@ def race(
          "torch.matmul": lambda: torch.matmul(a, b)},
         rounds=rounds,
     )  # fmt: skip
+
+
+def knobs_label(knobs: Mapping[str, int]) -> str:
+    """``128x256x64 w8 s3``: a launch's knobs, as the sweeps name them."""
+    k = knobs
+    return f"{k['BLOCK_M']}x{k['BLOCK_N']}x{k['BLOCK_K']} w{k['num_warps']} s{k['num_stages']}"
+
+
+# the knobs the stored sweep of lesson 6's solution races at float16 SIZE^3: the tile classes
+# of its tile goal (128x256, 256x128) and the one below it (128x128), every depth of ring
+# that compiles for an H200
+KNOB_SETS = tuple(
+    [{"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "num_warps": 8, "num_stages": stages}
+     for bm, bn in ((128, 256), (256, 128))
+     for bk, depths in ((32, (2, 3, 4, 5, 6, 7)), (64, (2, 3, 4)), (128, (2,)))
+     for stages in depths]
+    + [{"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": bk, "num_warps": 8, "num_stages": stages}
+       for bk, depths in ((32, (2, 3, 4, 5, 6)), (64, (2, 3, 4, 5, 6)), (128, (2, 3)))
+       for stages in depths]
+)  # fmt: skip
+
+
+def sweep(
+    fn: Callable[..., object],
+    knob_sets: Sequence[Mapping[str, int]] = KNOB_SETS,
+    shape: tuple[int, int, int] = (SIZE, SIZE, SIZE),
+    rounds: int = 3,
+) -> dict[str, object]:
+    """``fn(a, b, c, **knobs)`` at every one of ``knob_sets``, raced with lesson 4's kernel and
+    ``torch.matmul`` on float16 ``shape`` (M x N x K), interleaved, on this GPU: for each, its
+    knobs and median milliseconds per call (host time included). A launch that raises, or
+    stores wrong values, is left out with its error."""
+    import functools
+
+    from tmm_course.timing import interleaved
+
+    m, n, k = shape
+    generator = torch.Generator(device="cuda").manual_seed(0)
+    a = torch.randn(m, k, device="cuda", dtype=torch.float16, generator=generator)
+    b = torch.randn(k, n, device="cuda", dtype=torch.float16, generator=generator)
+    exact = a.float() @ b.float()
+    lesson_4 = BASELINE.launcher()
+    runs = {"lesson 4": lambda: lesson_4(a, b), "torch.matmul": lambda: torch.matmul(a, b)}
+    failed = []
+    for i, knobs in enumerate(knob_sets):
+        run = functools.partial(filled(fn, **knobs), a, b)
+        try:
+            wrong = float((run().float() - exact).abs().max() / exact.abs().max())
+        except Exception as error:  # a launch the GPU refuses: noted, not raced
+            failed.append(
+                {"launch": dict(knobs), "error": f"{type(error).__name__}: {error}"[:300]}
+            )
+            continue
+        if wrong > 1e-2:
+            failed.append({"launch": dict(knobs), "error": f"wrong values: off by {wrong:.3g}"})
+            continue
+        runs[str(i)] = run
+    ms = interleaved(runs, rounds=rounds)
+    launches = [{"launch": dict(knobs), "ms": ms[str(i)]}
+                for i, knobs in enumerate(knob_sets) if str(i) in ms]  # fmt: skip
+    return {"problem": f"{m}x{n}x{k} float16", "lesson 4": ms["lesson 4"],
+            "torch.matmul": ms["torch.matmul"], "launches": launches, "failed": failed}  # fmt: skip
 
 
 def missed_knob(goals: list[Goal]) -> str:

@@ -12,18 +12,14 @@ the clock judges it too (:func:`clock_goal`) against lesson 4's kernel on the sa
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-
-import torch
 
 from tmm_course.capstone.launches import K_STEPS_A_SLICE
 from tmm_course.compile_ahead import Compiled, Launched, Occupancy
 from tmm_course.gpu import KNOWN
 from tmm_course.perf import faster
 from tmm_course.perf.faster import Goal
-from tmm_course.perf.knobs import BASELINE
 
 M, N, K = 512, 512, 16384  # float16: the problem the goals are stated for
 H200_SMS = KNOWN["H200"].sms
@@ -190,37 +186,9 @@ def race(fn: Callable[..., object], rounds: int = 5, **knobs: object) -> dict[st
 
 def sweep(fn: Callable[..., object], knob_sets: Sequence[Mapping[str, int]] = KNOB_SETS,
           rounds: int = 3) -> dict[str, object]:  # fmt: skip
-    """``fn(a, b, c, **knobs)`` at every one of ``knob_sets``, raced with lesson 4's kernel and
-    ``torch.matmul`` on the float16 problem, interleaved, on this GPU: for each, its knobs and
-    median milliseconds per call (host time included). A launch that raises, or stores wrong
-    values, is left out with its error."""
-    from tmm_course.timing import interleaved
-
-    generator = torch.Generator(device="cuda").manual_seed(0)
-    a = torch.randn(M, K, device="cuda", dtype=torch.float16, generator=generator)
-    b = torch.randn(K, N, device="cuda", dtype=torch.float16, generator=generator)
-    exact = a.float() @ b.float()
-    lesson_4 = BASELINE.launcher()
-    runs = {"lesson 4": lambda: lesson_4(a, b), "torch.matmul": lambda: torch.matmul(a, b)}
-    failed = []
-    for i, knobs in enumerate(knob_sets):
-        run = functools.partial(faster.filled(fn, **knobs), a, b)
-        try:
-            wrong = float((run().float() - exact).abs().max())
-        except Exception as error:  # a launch the GPU refuses: noted, not raced
-            failed.append(
-                {"launch": dict(knobs), "error": f"{type(error).__name__}: {error}"[:300]}
-            )
-            continue
-        if wrong > 1.0:
-            failed.append({"launch": dict(knobs), "error": f"wrong values: off by {wrong:.3g}"})
-            continue
-        runs[str(i)] = run
-    ms = interleaved(runs, rounds=rounds)
-    launches = [{"launch": dict(knobs), "ms": ms[str(i)]}
-                for i, knobs in enumerate(knob_sets) if str(i) in ms]  # fmt: skip
-    return {"problem": f"{M}x{N}x{K} float16", "lesson 4": ms["lesson 4"],
-            "torch.matmul": ms["torch.matmul"], "launches": launches, "failed": failed}  # fmt: skip
+    """``fn(a, b, c, **knobs)`` at every one of ``knob_sets`` on the float16 problem
+    (:func:`tmm_course.perf.faster.sweep`)."""
+    return faster.sweep(fn, knob_sets, (M, N, K), rounds)
 
 
 def factor_for(gpu_name: str) -> tuple[float, str]:

@@ -88,6 +88,13 @@ class ExercisesRun:
         return self.data[f"lesson_{number}"]
 
     @property
+    def faster_sweep(self) -> dict:
+        """problem, lesson 4 and torch.matmul's ms, and ``launches``: each with its knobs,
+        ``ms``, ``ring`` (shared bytes per program on sm_90) and ``missed`` (the compiler goals
+        it misses)."""
+        return self.data["faster_sweep"]
+
+    @property
     def split_k_sweep(self) -> dict:
         """problem, lesson 4 and torch.matmul's ms, and ``launches``: each with its knobs,
         ``ms``, ``in_flight`` (bytes per SM) and ``compiler_goals_met``."""

@@ -9,6 +9,9 @@ lessons quote on a CPU, ``tmm_course/perf/data/exercises_run.json``):
   lesson 8's: its solution with ``SPLIT_K=1``), raced
   against lesson 4's kernel and ``torch.matmul`` (:func:`tmm_course.perf.faster.race`), with
   the compiler's goals for each;
+- lesson 6's solution at every depth of ring its tile classes compile to
+  (:data:`tmm_course.perf.faster.KNOB_SETS`), raced together, each with its ring of slabs and
+  the compiler goals it misses;
 - lesson 8's solution at every depth of ring and slicing
   (:data:`tmm_course.perf.split_k.KNOB_SETS`),
   raced together, each with its loads in flight per SM;
@@ -128,6 +131,24 @@ def lesson_8(notebook: Path) -> dict:
     return _judged(8, launcher, attempts, spec.EXERCISE, split_k, split_k.race)
 
 
+def faster_sweep(notebook: Path) -> dict:
+    """Lesson 6's solution at many tiles and depths of ring, raced
+    (:func:`tmm_course.perf.faster.sweep`), each launch with the shared memory its program holds
+    on an H200 (its ring) and the compiler goals it misses, from its own launches at scale."""
+    from tmm_course.check.compiled import launches_at_scale
+    from tmm_course.exercises import faster as spec
+
+    launcher = solution_cells(notebook)["solution_fast_matmul"]
+    record = faster.sweep(launcher)
+    for row in record["launches"]:
+        launched = launches_at_scale(spec.EXERCISE, functools.partial(launcher, **row["launch"]))
+        dot = faster.dot_launch(launched)
+        row["ring"] = dot.compiled["sm_90"].shared_bytes if dot else None
+        row["missed"] = [g.asks for g in faster.launch_goals(launched) if not g.met]
+        print("lesson 6 sweep", row, flush=True)
+    return record
+
+
 def split_k_sweep(notebook: Path) -> dict:
     """Lesson 8's solution at every depth of ring and slicing, raced
     (:func:`tmm_course.perf.split_k.sweep`), each launch with its loads in flight per SM and
@@ -203,8 +224,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--notebooks", type=Path, default=Path("notebooks"))
     parser.add_argument("--code-version", default="unknown")
     parser.add_argument("--out", type=Path, default=Path("exercises_mine.json"))
-    parser.add_argument("--parts", nargs="+", default=["lesson_6", "lesson_7", "lesson_8",
-                        "split_k_sweep", "autotune", "proton"],
+    parser.add_argument("--parts", nargs="+", default=["lesson_6", "faster_sweep", "lesson_7",
+                        "lesson_8", "split_k_sweep", "autotune", "proton"],
                         help="what to measure (default: all)")  # fmt: skip
     args = parser.parse_args(argv)
     if not torch.cuda.is_available():
@@ -228,6 +249,7 @@ def main(argv: list[str] | None = None) -> int:
     }
     parts = {
         "lesson_6": lambda: lesson_6(args.notebooks / "06_making_it_fast.ipynb"),
+        "faster_sweep": lambda: faster_sweep(args.notebooks / "06_making_it_fast.ipynb"),
         "lesson_7": lambda: lesson_7(args.notebooks / "07_persistent_tma.ipynb"),
         "lesson_8": lambda: lesson_8(args.notebooks / "08_racing_cublas.ipynb"),
         "split_k_sweep": lambda: split_k_sweep(args.notebooks / "08_racing_cublas.ipynb"),
