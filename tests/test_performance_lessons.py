@@ -745,13 +745,54 @@ def test_lesson_6s_check_passes_the_solution_and_judges_it_at_4096_by_the_compil
     # test_the_stored_clock_passes_the_solutions_and_fails_the_wrong_knob)
     [({"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 32, "num_warps": 4}, "a 64x64 tile does 32.0",
       "BLOCK_M and BLOCK_N"),
-     ({"BLOCK_N": 128}, "a 128x128 tile does 64.0", "BLOCK_M and BLOCK_N")],
+     ({"BLOCK_N": 128}, "a 128x128 tile does 64.0", "BLOCK_M and BLOCK_N"),
+     ({"num_stages": 3}, "144 KB = 3 slabs of 48 KB", "num_stages (a deeper ring"),
+     # 4 slabs of 48 KB on sm_80: more than an A100 holds
+     ({"num_stages": 5}, "Required: 196608", "BLOCK_K or num_stages (shared memory)")],
 )  # fmt: skip
 def test_lesson_6s_check_names_the_knob_a_launch_at_scale_gets_wrong(knobs, missed, turn):
     fn = solution("06_making_it_fast.ipynb", "mf24")["solution_fast_matmul"]
     result = at_scale(lambda a, b, c: fn(a, b, c, **knobs), "faster")
     assert result.codes == ["goal_missed"], result.diagnoses
     assert missed in result.primary.message and turn in result.primary.message
+
+
+def test_lesson_6s_stored_sweep_bears_out_its_ring_goal():
+    """The stored sweep of lesson 6's solution splits where the ring goal does, as its comment
+    says, and the ring the check computes here is the one the run stored."""
+    from tmm_course.check.compiled import launches_at_scale
+    from tmm_course.exercises import faster as spec
+
+    sweep = stored.exercises_run().faster_sweep
+
+    def slabs(row: dict) -> int:
+        k = row["launch"]
+        return row["ring"] // ((k["BLOCK_M"] + k["BLOCK_N"]) * k["BLOCK_K"] * 2)
+
+    def speed(row: dict) -> float:
+        return sweep["torch.matmul"] / row["ms"]
+
+    wide = [r for r in sweep["launches"] if (r["launch"]["BLOCK_M"], r["launch"]["BLOCK_N"]) ==
+            (128, 256)]  # fmt: skip
+    deep = [speed(r) for r in wide if slabs(r) >= faster.MIN_SLABS]
+    shallow = [speed(r) for r in wide if slabs(r) < faster.MIN_SLABS]
+    assert len(deep) >= 4 and len(shallow) >= 4 and max(shallow) < min(deep)
+    said = " ".join(
+        line.strip().lstrip("#").strip() for line in inspect.getsource(faster).splitlines()
+    )
+    assert f"reached {min(deep):.2f} to {max(deep):.2f} of torch.matmul" in said
+    assert f"those with 2 or 3 at most {max(shallow):.2f}" in said
+    ring_missed = [r for r in wide if any("slabs per program" in m for m in r["missed"])]
+    assert ring_missed == [r for r in wide if slabs(r) < faster.MIN_SLABS]
+    by_knobs = {(r["launch"]["BLOCK_K"], r["launch"]["num_stages"]): r for r in wide}
+    thin, thick = by_knobs[(32, 4)], by_knobs[(64, 4)]  # "96 KB of 32-deep slabs as fast as
+    assert (thin["ring"], thick["ring"]) == (96 * 1024, 192 * 1024)  # 192 KB of 64-deep ones"
+    assert abs(speed(thin) / speed(thick) - 1) < 0.03
+    fn = solution("06_making_it_fast.ipynb", "mf24")["solution_fast_matmul"]
+    dot = faster.dot_launch(
+        launches_at_scale(spec.EXERCISE, functools.partial(fn, **thin["launch"]))
+    )
+    assert dot is not None and dot.compiled["sm_90"].shared_bytes == thin["ring"]
 
 
 def test_lesson_6s_check_wants_a_kernel_of_yours_with_tl_dot():

@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 import torch
 
 import tmm_course
+from tmm_course.check.gpu_rules import fits
 from tmm_course.check.launches import grid_of, recording
 from tmm_course.check.result import Case
 from tmm_course.compile_ahead import Launched, compile_for, specialize
@@ -60,11 +61,12 @@ def requirement_case(requirement: Requirement, call: Callable[[], object]) -> Ca
 def launched(kernel, name: str, args: Sequence, kwargs: dict, grid: Sequence[int],
              targets: Sequence[str]) -> Launched:  # fmt: skip
     """One launch ``kernel[grid](*args, **kwargs)`` compiled ahead for each of ``targets``,
-    not run (the check's and the grader's worker's one way to read a launch)."""
+    not run (the check's and the grader's worker's one way to read a launch); refused where its
+    shared memory does not fit the GPU, as Triton's launcher would refuse it."""
     warps, stages = int(kwargs.get("num_warps", 4)), int(kwargs.get("num_stages", 3))
     spec = specialize(kernel, args, kwargs)
     constants = {k: v for k, v in spec.constexprs.items() if type(v) is int}
-    compiled = {t: compile_for(kernel, spec, t, warps, stages) for t in targets}
+    compiled = {t: fits(compile_for(kernel, spec, t, warps, stages)) for t in targets}
     g = [int(x) for x in grid]  # three sizes: grid_of's, or a record's
     return Launched(name, (g[0], g[1], g[2]), constants, warps, stages, compiled)
 
