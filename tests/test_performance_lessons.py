@@ -795,6 +795,22 @@ def test_lesson_6s_stored_sweep_bears_out_its_ring_goal():
     assert dot is not None and dot.compiled["sm_90"].shared_bytes == thin["ring"]
 
 
+def test_lesson_6s_check_fails_torch_s_answer_copied_by_a_kernel_even_if_big_calls_are_honest():
+    import bug_bank
+
+    from tmm_course.check import check_faster
+
+    fn = solution("06_making_it_fast.ipynb", "mf24")["solution_fast_matmul"]
+
+    def torch_below_scale(a, b, c):  # the fast launch at 4096^3 only, torch's answer otherwise
+        if a.shape[0] >= 4096:
+            return fn(a, b, c)
+        return bug_bank._move((a.float() @ b.float()).to(c.dtype), c)
+
+    result = check_faster(torch_below_scale)
+    assert not result.passed and result.codes[0] == "no_triton_kernel", result.diagnoses
+
+
 def test_lesson_6s_check_wants_a_kernel_of_yours_with_tl_dot():
     from tmm_course.kernels.matmul import matmul
 
