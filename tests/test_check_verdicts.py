@@ -75,6 +75,21 @@ def test_shared_memory_past_the_gpus_limit_is_a_refusal():
     assert not fits.ok and "Hardware limit: 65536" in fits.error
 
 
+def test_a_refusal_by_several_gpus_quotes_each_gpu_s_own_limit():
+    from tmm_course.compile_ahead import Compiled
+
+    compiled = {gpu: rules.fits(Compiled(gpu, True, shared_bytes=200 * 1024, registers=64))
+                for gpu in ("sm_75", "sm_80", "sm_90")}  # fmt: skip
+    said = rules.KernelReport("k", "float16", compiled).refusal()
+    assert said is not None and "sm_90" not in said  # the H100/H200 holds 200 KB
+    for gpu, limit in (("sm_75", 65536), ("sm_80", 166912)):
+        name = compiled[gpu].gpu_name
+        assert (
+            f"for {name}: out of resource: shared memory, Required: 204800, Hardware limit: {limit}"
+            in said
+        )
+
+
 # --- who did the work --------------------------------------------------------------------------
 @pytest.mark.parametrize(
     ("launcher", "code", "says"),

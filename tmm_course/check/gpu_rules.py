@@ -87,15 +87,19 @@ class KernelReport:
         refused = self.refused
         if not refused:
             return None
-        first = refused[0]
-        if len(refused) == len(self.compiled) and len({c.error for c in refused}) == 1:
-            where = "every GPU the course names (T4, A100, H100/H200)"
-        else:
-            where = " and ".join(c.gpu_name for c in refused)
-        return (
-            f"the GPU compiler refuses {self.kernel} ({self.launch}) for {where}; it says: "
-            f"{first.error}"
-        )
+        said = {c.error for c in refused}
+        if len(said) == 1:  # one sentence for every GPU that refused
+            where = (
+                "every GPU the course names (T4, A100, H100/H200)"
+                if len(refused) == len(self.compiled)
+                else " and ".join(c.gpu_name for c in refused)
+            )
+            return (
+                f"the GPU compiler refuses {self.kernel} ({self.launch}) for {where}; it says: "
+                f"{refused[0].error}"
+            )
+        each = "; ".join(f"for {c.gpu_name}: {c.error}" for c in refused)  # each its own limit
+        return f"the GPU compiler refuses {self.kernel} ({self.launch}) {each}"
 
     def rows(self) -> list[dict[str, object]]:
         """One row per GPU, as plain data (for the HTML and the grader)."""
