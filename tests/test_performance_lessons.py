@@ -736,6 +736,17 @@ def test_lesson_6s_check_passes_the_solution_and_judges_it_at_4096_by_the_compil
     at_scale = [c.label for c in result.cases if not c.shape]
     assert "no spills on sm_90" in at_scale and "tl.dot on wgmma on sm_90" in at_scale
     assert "fits a T4's 64 KB of shared memory (sm_75)" in at_scale
+    seen = {c.label: c.problem for c in result.cases if not c.shape}
+    ring = next(label for label in seen if "slabs per program on sm_90" in label)
+    # the solution's comment: "4 stages of 48 KB slabs: 192 KB on an H200, ... 64 KB on a T4"
+    assert seen[ring].startswith("192 KB = 4 slabs of 48 KB")
+    assert seen["fits a T4's 64 KB of shared memory (sm_75)"] == "64 KB"
+    from tmm_course.check.compiled import launches_at_scale
+    from tmm_course.exercises import faster as spec
+
+    fn = solution("06_making_it_fast.ipynb", "mf24")["solution_fast_matmul"]
+    dot = faster.dot_launch(launches_at_scale(spec.EXERCISE, fn))
+    assert dot is not None and dot.compiled["sm_80"].shared_bytes == 144 * 1024  # "3 slabs"
 
 
 @pytest.mark.parametrize(
