@@ -150,6 +150,56 @@ def test_a_pointer_kernel_computes_the_values_and_fails_the_descriptor_check():
     assert all(c.passed for c in result.cases[:-1])  # right values: only the reading is wrong
 
 
+@triton.jit
+def _half_described_kernel(a_desc, w_ptr, c_desc, c_ptr, M, N, K, swn, swk, scm, scn,
+                           W_BY_POINTERS: tl.constexpr, C_BY_POINTERS: tl.constexpr):  # fmt: skip
+    """a through a descriptor; w loaded, or c stored, through masked pointers when asked."""
+    row, col = tl.program_id(0) * 32, tl.program_id(1) * 32
+    rn, rk = col + tl.arange(0, 32), tl.arange(0, 16)
+    acc = tl.zeros((32, 32), dtype=tl.float32)
+    for k in range(0, tl.cdiv(K, 16)):
+        if W_BY_POINTERS:  # w's [32, 16] tile as it lies, through its strides
+            inside = (rn[:, None] < N) & (k * 16 + rk[None, :] < K)
+            w = tl.load(w_ptr + rn[:, None] * swn + (k * 16 + rk[None, :]) * swk, mask=inside,
+                        other=0.0)  # fmt: skip
+        else:
+            w = w_ptr.load([col, k * 16])
+        acc = tl.dot(a_desc.load([row, k * 16]), tl.trans(w), acc)
+    if C_BY_POINTERS:
+        rm = row + tl.arange(0, 32)
+        inside = (rm[:, None] < M) & (rn[None, :] < N)
+        tl.store(c_ptr + rm[:, None] * scm + rn[None, :] * scn, acc.to(c_ptr.dtype.element_ty),
+                 mask=inside)  # fmt: skip
+    else:
+        c_desc.store([row, col], acc.to(c_desc.dtype))
+
+
+def _half_described(w_by_pointers: bool, c_by_pointers: bool):
+    from triton.tools.tensor_descriptor import TensorDescriptor
+
+    def launch(a, w, c):
+        (m, k), n = a.shape, w.shape[0]
+        w_arg = w if w_by_pointers else TensorDescriptor.from_tensor(w, [32, 16])
+        _half_described_kernel[(triton.cdiv(m, 32), triton.cdiv(n, 32))](
+            TensorDescriptor.from_tensor(a, [32, 16]), w_arg,
+            TensorDescriptor.from_tensor(c, [32, 32]), c, m, n, k, *w.stride(), *c.stride(),
+            W_BY_POINTERS=w_by_pointers, C_BY_POINTERS=c_by_pointers,
+        )  # fmt: skip
+
+    return launch
+
+
+@on_interpreter
+@pytest.mark.parametrize(("w_by_pointers", "c_by_pointers"), [(True, False), (False, True)])
+def test_a_kernel_half_through_descriptors_fails_on_right_values(w_by_pointers, c_by_pointers):
+    result = check_descriptor_matmul(_half_described(w_by_pointers, c_by_pointers))
+    assert not result.passed and result.codes == ["no_descriptor"], result.diagnoses
+    assert all(c.passed for c in result.cases[:-1])  # right values: only the access is wrong
+    assert "_half_described_kernel: a kernel loads or stores through pointers" in (
+        result.cases[-1].problem
+    )
+
+
 @on_interpreter
 def test_lesson_7s_block_demo_shows_what_it_says_a_descriptor_does_at_an_edge():
     from tmm_course.kernels.persistent_tma import one_block

@@ -33,7 +33,8 @@ def shown(requirement: Requirement, kernel, args: tuple, kwargs: dict) -> tuple[
 
 
 def requirement_case(requirement: Requirement, call: Callable[[], object]) -> Case:
-    """The case that says whether the kernels ``call()`` launches show ``requirement``."""
+    """The case that says whether every kernel of the learner's that ``call()`` launches shows
+    ``requirement``."""
     case = Case(requirement.asks, ())
     try:
         with recording() as seen:
@@ -46,15 +47,16 @@ def requirement_case(requirement: Requirement, call: Callable[[], object]) -> Ca
         case.code = "course_kernel"
         case.problem = "no kernel written in the notebook was launched (the course's do not count)"
         return case
-    for launch in mine:
+    for launch in mine:  # every kernel of theirs must show it
         met, refused = shown(requirement, launch.jit, launch.args, launch.kwargs)
         if refused:
             case.code, case.problem = "gpu_would_reject", refused
             return case
-        if met:
-            case.passed, case.problem = True, f"{launch.kernel} shows it"
+        if not met:
+            case.code, case.problem = requirement.code, f"{launch.kernel}: {requirement.fix}"
             return case
-    case.code, case.problem = requirement.code, requirement.fix
+    names = sorted({x.kernel for x in mine})
+    case.passed, case.problem = True, f"{', '.join(names)} show{'s' * (len(names) == 1)} it"
     return case
 
 

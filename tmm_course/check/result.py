@@ -32,9 +32,10 @@ MESSAGES = {
     "it with torch.zeros, or store into it first.",
     "no_triton_kernel": "No Triton kernel was launched: the output was filled some other way "
     "(torch, say), or not at all. The exercise is to write a Triton kernel and launch it.",
-    "no_descriptor": "The values are right, but compiled for an H200 the kernel loads through "
-    "pointers, not tensor descriptors (no TMA copies): build TensorDescriptor.from_tensor on "
-    "the host, pass it, and load with desc.load([row, col]).",
+    "no_descriptor": "The values are right, but compiled for an H200 a kernel loads or stores "
+    "through pointers, not tensor descriptors alone (no TMA copies there): build "
+    "TensorDescriptor.from_tensor on the host for a, w and c, pass them, and use "
+    "desc.load([row, col]) and c_desc.store([row, col], tile).",
     "goal_missed": "The launch misses a goal set by the compiler's figures (or, on a GPU, by "
     "the clock): the case list names the knob to turn.",
     "course_kernel": "The output was written by one of the course's own kernels (tmm_course), "

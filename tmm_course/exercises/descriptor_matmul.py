@@ -8,6 +8,7 @@ shows (``a @ b`` with ``b`` K x N) compute something else here."""
 
 from __future__ import annotations
 
+import re
 from functools import partial
 
 import torch
@@ -55,18 +56,25 @@ W_AS_K_BY_N = (
 )
 
 
-def _descriptor_loads(ttir: str, ptx: str) -> bool:
-    return "descriptor_load" in ttir and "cp.async.bulk.tensor" in ptx
+POINTER_ACCESS = re.compile(r"\btt\.(load|store)\b")  # TTIR's pointer ops, Triton 3.6 to 3.9
+
+
+def _through_descriptors(ttir: str, ptx: str) -> bool:
+    """Whether a kernel loads and stores through descriptors alone: descriptor loads and a
+    descriptor store in its TTIR, no pointer load or store, TMA copies in its PTX."""
+    described = "tt.descriptor_load" in ttir and "tt.descriptor_store" in ttir
+    return described and not POINTER_ACCESS.search(ttir) and "cp.async.bulk.tensor" in ptx
 
 
 READS_THROUGH_DESCRIPTORS = Requirement(
     code="no_descriptor",
-    asks="reads a and w through tensor descriptors (compiled for sm_90: TMA copies)",
+    asks="every kernel loads a and w and stores c through tensor descriptors, none through "
+    "pointers (compiled for sm_90: TMA copies)",
     target="sm_90",
-    shows=_descriptor_loads,
-    fix="the kernel loads through pointers, not tensor descriptors: build "
-    "TensorDescriptor.from_tensor(x, block) on the host, pass it, and load with "
-    "a_desc.load([row, col])",
+    shows=_through_descriptors,
+    fix="a kernel loads or stores through pointers (tl.load, tl.store), or has no descriptor "
+    "load and store: build TensorDescriptor.from_tensor(x, block) on the host for a, w and c, "
+    "pass them, and use desc.load([row, col]) and c_desc.store([row, col], tile)",
 )
 
 

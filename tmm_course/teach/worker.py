@@ -206,7 +206,7 @@ class Replayer:
                 facts["stray"] = {"kind": stray.kind, "text": str(stray)[:300]}
         _synchronize()
         if self.requires is not None:
-            facts["shows"] = any(self.shown[key] for key in self.used)
+            facts["shows"] = bool(self.used) and all(self.shown[key] for key in self.used)
         if trace is not None:
             output = header["tensors"][-1]
             facts["outside"] = {kind: trace.outside(kind) for kind in ("load", "store")}
