@@ -307,6 +307,7 @@ def test_split_k_check_wants_k_sliced_not_just_smaller_tiles():
         ({", acc, mask=inside)": ", acc)"}, "out_of_bounds_write", "outside"),  # unmasked add
         # torch.empty's memory, made deterministic: what it held before, not zeros
         ({"torch.zeros(M, N": "torch.randn(M, N"}, "uninitialised_buffer", "torch.zeros"),
+        ({"torch.zeros(M, N": "torch.empty(M, N"}, "uninitialised_buffer", "torch.zeros"),
         ({"tl.atomic_add(": "tl.store("}, "wrong_values", "tl.store where tl.atomic_add"),
         (
             {
