@@ -11,7 +11,7 @@ flags) for the slips learners make; a launcher picks the flags, blocks and grid.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import tmm_course  # first: it chooses the backend before any kernel below is decorated
 
@@ -916,6 +916,8 @@ class Outcome:
     entry: Entry
     codes: list[str]
     passed: bool
+    # the check's whole result, for tests that read more of it than the codes
+    result: object = field(default=None, compare=False, repr=False)
 
     @property
     def primary(self) -> str:
@@ -936,7 +938,7 @@ def run(entries=BANK) -> list[Outcome]:
         for entry in entries:
             torch.manual_seed(0)
             result = CHECKS[entry.check](entry.launcher)
-            outcomes.append(Outcome(entry, result.codes, result.passed))
+            outcomes.append(Outcome(entry, result.codes, result.passed, result))
     finally:
         time_limit.PROGRAM_SECONDS = limit
     return outcomes

@@ -21,33 +21,13 @@ INTERPRETER = tmm_course.BACKEND == "interpreter"
 
 
 # --- the compiler's verdict ------------------------------------------------------------------
-@pytest.mark.parametrize("block", [(8, 8, 16), (8, 64, 16), (64, 8, 16)])
+# (8, 8, 16) is the bank's "correct, 8x8x16": tests/test_bug_bank.py reads that run
+@pytest.mark.parametrize("block", [(8, 64, 16), (64, 8, 16)])
 def test_small_m_and_n_tiles_pass(block):
     result = check_matmul(bug_bank.mm(block=block))
     assert result.passed, str(result)
     units = {row["gpu"]: row["matrix_unit"] for row in result.compiled}
     assert units["A100 (sm_80)"] == "mma" and units["T4 (sm_75)"] == "fma"
-
-
-def test_a_float16_loop_carried_accumulator_is_refused_in_the_compilers_words():
-    result = check_matmul(bug_bank.mm(acc16_carried=True))
-    assert result.primary.code == "gpu_would_reject", str(result)
-    message = result.primary.message
-    assert "Loop-carried variable acc has initial type" in message
-    assert "fp16" in message and "re-assigned to" in message and "fp32" in message
-    assert "every GPU the course names" in result.primary.message
-
-
-def test_a_static_range_over_a_runtime_k_is_refused():
-    result = check_matmul(bug_bank.looped("static_range"))
-    assert result.primary.code == "gpu_would_reject", str(result)
-    assert "static_range" in result.primary.message or "constexpr" in result.primary.message
-
-
-def test_block_k_of_8_names_the_compilers_rule():
-    result = check_matmul(bug_bank.mm(block=(32, 32, 8)))
-    assert result.primary.code == "gpu_would_reject"
-    assert "K >= 16" in result.primary.message
 
 
 def test_each_specialization_compiles_once_and_the_html_shows_it(monkeypatch):
@@ -90,29 +70,8 @@ def test_a_refusal_by_several_gpus_quotes_each_gpu_s_own_limit():
         )
 
 
-# --- who did the work --------------------------------------------------------------------------
-@pytest.mark.parametrize(
-    ("launcher", "code", "says"),
-    [
-        (bug_bank.decoy_then_torch, "no_triton_kernel", "after your kernel's last launch"),
-        (bug_bank.kernel_then_torch, "no_triton_kernel", "after your kernel's last launch"),
-        (bug_bank.torch_moved_by_a_kernel, "no_triton_kernel", "never loaded"),
-        (bug_bank.torch_for_long_k, "no_triton_kernel", "after your kernel's last launch"),
-        (bug_bank.torch_moved_by_a_kernel, "no_triton_kernel", "computed some other way"),
-        (bug_bank.course_matmul_and_epilogue, "course_kernel", "course's"),
-    ],
-)
-def test_torch_or_the_course_doing_the_work_fails(launcher, code, says):
-    result = check_matmul(launcher)
-    assert not result.passed
-    assert result.primary.code == code, str(result)
-    assert says in result.primary.message
-
-
-def test_a_host_copy_of_a_strided_input_is_named():
-    result = check_transpose(bug_bank.transpose_through_contiguous)
-    assert result.primary.code == "host_copy", str(result)
-    assert ".contiguous()" in result.primary.message
+# --- who did the work, and the causes once misnamed: the bank's entries, asserted in
+# tests/test_bug_bank.py on the bank's own run of each (the compiler's refusals too)
 
 
 # --- every check finishes ---------------------------------------------------------------------
@@ -155,44 +114,6 @@ def test_an_interrupt_leaves_no_traceback_from_inside_triton():
     assert not any(str(entry.path).startswith(package) for entry in caught.traceback)
 
 
-# --- causes ------------------------------------------------------------------------------------
-@pytest.mark.parametrize(
-    ("launcher", "code", "says"),
-    [
-        (bug_bank.mm(short_loop=True), "ragged_edge", "K // BLOCK_K"),
-        (bug_bank.mm(keep_acc=False), "wrong_values", "only the last K-slab"),
-        (bug_bank.mm(advance=False), "wrong_values", "every step reloads the first"),
-    ],
-)
-def test_k_loop_mistakes_are_named(launcher, code, says):
-    result = check_matmul(launcher)
-    assert result.primary.code == code and says in result.primary.message, str(result)
-
-
-def test_alpha_and_beta_swapped_is_named_not_reading_c():
-    result = check_scaled_matmul(bug_bank.scaled(swap_alpha_beta=True))
-    assert result.primary.code == "wrong_values", str(result)
-    assert "alpha and beta are swapped" in result.primary.message
-    assert "reads_c_when_beta_zero" not in result.codes
-
-
-def test_transpose_part_one_names_the_row_stride_not_a_mask():
-    launcher = bug_bank.copy(
-        transpose=True, load_mask=False, store_mask=False, out_strides=lambda t: (t.shape[0], 1)
-    )
-    result = check_transpose(launcher, strided=False, ragged=False)
-    assert result.primary.code == "out_of_bounds_write", str(result)
-    assert "row stride" in result.primary.message and "mask" not in result.primary.message
-
-
-@pytest.mark.skipif(not INTERPRETER, reason="read from the interpreter's record of loads")
-def test_a_column_major_load_is_blamed_not_the_store():
-    result = check_transpose(bug_bank.copy(transpose=True, swap_x=True))
-    assert result.primary.code == "transposed", str(result)
-    assert "reads x column-major" in result.primary.message
-    assert "keep it as it is" not in result.primary.message
-
-
 @triton.jit
 def _block_pointer_copy(x_ptr, out_ptr, M, N, BM: tl.constexpr, BN: tl.constexpr):
     block = tl.make_block_ptr(x_ptr, (M, N), (N, 1), (0, 0), (BM, BN), (1, 0))
@@ -215,6 +136,7 @@ def test_tritons_own_not_implemented_error_is_not_the_learners():
 
 
 def test_unwritten_is_judged_from_stored_cells_not_from_equal_values():
-    for seed in range(2):
+    # seed 0 is the bank's "correct" scaled_matmul entry (tests/test_bug_bank.py)
+    for seed in range(1, 2):
         torch.manual_seed(seed)
         assert check_scaled_matmul(bug_bank.scaled()).passed
