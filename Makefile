@@ -1,6 +1,6 @@
 # The two commands of the course (each sets up .venv first, once):
 #   make course   open the course in JupyterLab (installs the course and JupyterLab, nothing else)
-#   make test     lint, unit tests, and every notebook executed (the site build, papermill; adds
+#   make test     lint, unit tests, and every notebook executed (the site build, solved; adds
 #                 the test and grading tools to .venv)
 #   make site     the course as web pages in build/site (Sphinx and myst-nb run every lesson)
 # Whichever command creates .venv installs torch; on a machine without an NVIDIA GPU, give it the

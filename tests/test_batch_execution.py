@@ -1,13 +1,13 @@
 """Notebooks execute in batch, as instructors run them, each in a fresh process from a folder
 holding nothing but the notebook, within a minute of the kernel's CPU time (what the notebook
-costs, however busy the machine is; the wall clock only has to show it did not hang):
-``papermill`` runs every lesson's student copy (``make student``: the solutions left out), and
-with its exercises untouched no check passes (each says ``not_implemented``);
-``jupyter nbconvert --execute`` runs the course's notebook of the first lesson and of the
-homework (:data:`BY_NBCONVERT`), with the same promise. Every lesson's course notebook runs
-under nbval in ``make test`` and in both jobs of the version matrix, and under the site build
-and the solved-notebook test: running each under nbconvert too would only repeat them in CI's
-30 minutes."""
+costs, however busy the machine is; the wall clock only has to show it did not hang), for the
+first lesson and the homework (:data:`BY_BATCH`): ``papermill`` runs their student copies
+(``make student``: the solutions left out), ``jupyter nbconvert --execute`` their course
+notebooks, and with the exercises untouched no check passes (each says ``not_implemented``).
+Every lesson's student copy runs in the site build, whose test asks the same of each check
+(tests/test_site.py); every course notebook runs under nbval in both jobs of the version
+matrix, and solved in tests/test_exercises.py: running each under both tools too would only
+repeat them in CI's 30 minutes."""
 
 from __future__ import annotations
 
@@ -31,10 +31,8 @@ CPU_CELL = (  # appended to the notebook run: the kernel's own CPU seconds, its 
     "print('cpu seconds', sum(r.ru_utime + r.ru_stime for r in used))"
 )
 KERNEL_DIED = "Kernel died before replying to kernel_info"
-# the course notebooks nbconvert runs: the first lesson, and the homework instructors hand out
-BY_NBCONVERT = [
-    path for path in NOTEBOOKS if path.stem in ("00_start_here", "05_homework_transpose")
-]
+# the notebooks both tools run: the first lesson, and the homework instructors hand out
+BY_BATCH = [path for path in NOTEBOOKS if path.stem in ("00_start_here", "05_homework_transpose")]
 
 
 def _command(tool: str, notebook: Path, executed: Path) -> list[str]:
@@ -82,7 +80,7 @@ def _execute(tool: str, path: Path, tmp_path: Path) -> nbformat.NotebookNode:
     return result
 
 
-@pytest.mark.parametrize("path", BY_NBCONVERT, ids=lambda p: p.stem)
+@pytest.mark.parametrize("path", BY_BATCH, ids=lambda p: p.stem)
 def test_nbconvert_runs_the_notebook_and_no_untouched_exercise_passes(path, tmp_path):
     executed = _execute("nbconvert", path, tmp_path)
     results = check_results(executed)
@@ -92,7 +90,7 @@ def test_nbconvert_runs_the_notebook_and_no_untouched_exercise_passes(path, tmp_
         assert result["codes"] == ["not_implemented"], (name, result["codes"])
 
 
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+@pytest.mark.parametrize("path", BY_BATCH, ids=lambda p: p.stem)
 def test_papermill_runs_the_student_copy_and_no_untouched_exercise_passes(path, tmp_path):
     pytest.importorskip("papermill")
     executed = _execute("papermill", path, tmp_path)

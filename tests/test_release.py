@@ -1,5 +1,6 @@
 """The student copy: no solution survives, nothing else is lost, the input is never touched,
-and it still runs with every check saying not_implemented (papermill runs it:
+and it still runs with every check saying not_implemented (the site build runs every lesson's:
+tests/test_site.py; papermill the first lesson's and the homework's:
 tests/test_batch_execution.py)."""
 
 from __future__ import annotations

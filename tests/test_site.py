@@ -22,6 +22,7 @@ from html.parser import HTMLParser
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
+import nbformat
 import pytest
 from conftest import NOTEBOOKS, ROOT, skip_for_missing
 from test_browser import CHROMIUM, FLAGS, SCREENSHOTS, _need_browser
@@ -91,6 +92,21 @@ def test_one_page_per_lesson_with_where_its_outputs_were_made(site):
         assert "CPU interpreter" in page and "from tmm-course at" in page, lesson
         assert "Open in Colab" in page and f'href="notebooks/{lesson}.ipynb"' in page, lesson
         assert 'class="cell_output' in page, f"{lesson} shows no output"
+
+
+def test_every_lesson_ran_and_no_untouched_exercise_passed(site):
+    """The build executed each lesson's student copy (myst-nb keeps the executed notebooks in
+    jupyter_execute, beside the site): every check cell ran, and with the exercises untouched
+    each says not_implemented."""
+    from conftest import check_results
+
+    for lesson in LESSONS:
+        executed = nbformat.read(site.parent / "jupyter_execute" / f"{lesson}.ipynb", as_version=4)
+        results = check_results(executed)
+        assert results, f"{lesson}: no check cell ran"
+        for name, result in results.items():
+            assert not result["passed"], f"{lesson}: {name} passed with the exercise untouched"
+            assert result["codes"] == ["not_implemented"], (lesson, name, result["codes"])
 
 
 def test_no_solution_reaches_the_pages_or_the_downloads(site):
