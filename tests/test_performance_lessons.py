@@ -114,9 +114,11 @@ def _descriptor_port(rounded_shapes: bool):
         (m, k), n = a.shape, w.shape[0]
         if rounded_shapes:  # a descriptor over more rows than A has: reads past its end
             a = a.as_strided((triton.cdiv(m, 32) * 32, k), a.stride())
-        kernel[(triton.cdiv(m, 32), triton.cdiv(n, 32))](
-            TensorDescriptor.from_tensor(a, [32, 16]), TensorDescriptor.from_tensor(w, [32, 16]),
-            TensorDescriptor.from_tensor(c, [32, 32]), m, n, k, BLOCK_M=32, BLOCK_N=32, BLOCK_K=16,
+        bk = 64 if a.element_size() == 2 else 32  # float32: the same bytes a slab
+        kernel[(triton.cdiv(m, 128), triton.cdiv(n, 128))](  # the tile the goals at scale ask
+            TensorDescriptor.from_tensor(a, [128, bk]), TensorDescriptor.from_tensor(w, [128, bk]),
+            TensorDescriptor.from_tensor(c, [128, 128]), m, n, k, BLOCK_M=128, BLOCK_N=128,
+            BLOCK_K=bk, num_warps=8,
         )  # fmt: skip
 
     return launch
@@ -198,6 +200,45 @@ def test_a_kernel_half_through_descriptors_fails_on_right_values(w_by_pointers, 
     assert "_half_described_kernel: a kernel loads or stores through pointers" in (
         result.cases[-1].problem
     )
+
+
+def descriptor_solution(**edits: str):
+    """Lesson 7's solution cell, run, with ``edits``: its launcher."""
+    from triton.tools.tensor_descriptor import TensorDescriptor
+
+    names = solution("07_persistent_tma.ipynb", "pt20", **edits)
+    names["TensorDescriptor"] = TensorDescriptor  # the lesson's setup cell imports it
+    return names["solution_descriptor_matmul"]
+
+
+def test_lesson_7s_check_judges_its_launch_at_4096_by_the_compiler():
+    fn = descriptor_solution()
+    result = at_scale(fn, "descriptor_matmul")
+    assert result.passed, result.diagnoses
+    assert [c.label for c in result.cases][-2:] == [
+        "no spills on sm_90",
+        "tl.dot on wgmma on sm_90",
+    ]
+    small = at_scale(lambda a, w, c: fn(a, w, c, tile=(64, 64, 32)), "descriptor_matmul")
+    assert small.codes == ["goal_missed"] and "a 64x64 tile does 32.0" in small.primary.message
+    assert "BLOCK_M and BLOCK_N" in small.primary.message
+
+
+def test_lesson_7s_tile_goal_is_where_the_stored_tile_sweep_says():
+    """faster's comment: below a 128x128 tile's reuse the tile sweep stayed at or under 1.24
+    times lesson 4's speed; at or above it, but the spilling 128x256 on 4 warps, 1.5 or more."""
+    from tmm_course.perf.intensity import tile_intensity
+
+    tiles = RUN.sweep("tiles")
+    ratio = tiles["ratio_to_torch"]
+    speed = {label: ratio[label] / ratio["64x64x32 w4 s3 2-D grid"] for label in tiles["configs"]}
+    least = tile_intensity(*faster.DESCRIPTOR_TILE, element_bytes=2)
+    reuse = {label: tile_intensity(c["block_m"], c["block_n"], element_bytes=2)
+             for label, c in tiles["configs"].items()}  # fmt: skip
+    below = [speed[x] for x in speed if reuse[x] < least]
+    above = [speed[x] for x in speed if reuse[x] >= least and x != "128x256x64 w4 s3 2-D grid"]
+    assert f"{max(below):.2f}" == "1.24" and max(below) < faster.CLOCK_FACTORS["H100"][0]
+    assert min(above) >= 1.5
 
 
 @on_interpreter

@@ -9,16 +9,20 @@ shows (``a @ b`` with ``b`` K x N) compute something else here."""
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from functools import partial
 
 import torch
 
+from tmm_course.compile_ahead import Launched
 from tmm_course.exercises import products
 from tmm_course.exercises.products import Product
 from tmm_course.exercises.spec import (
+    AtScale,
     Case,
     Cells,
     Exercise,
+    Goal,
     Mistake,
     Output,
     Requirement,
@@ -28,6 +32,7 @@ from tmm_course.exercises.spec import (
 )
 from tmm_course.exercises.spec import ragged as ragged_axes
 from tmm_course.numerics import allowed
+from tmm_course.perf import faster
 
 ROW_BYTES = 16  # a descriptor's rows start on 16 bytes: N and K multiples of 8 in float16
 # every row a whole number of 16 bytes (K and N multiples of 8)
@@ -120,6 +125,28 @@ def cases(gen: torch.Generator, backend: str, resize: Resize = same) -> list[Cas
     return found
 
 
+def problem() -> Case:
+    """The float16 ``SIZE^3`` linear layer (``w`` N x K) the compiler judges (values unused)."""
+    n = faster.SIZE
+    a, w = torch.zeros(n, n, dtype=torch.float16), torch.zeros(n, n, dtype=torch.float16)
+    return Case(label((n, n, n), "float16"), (n, n, n), (a, w), Output((n, n), torch.float16),
+                torch.zeros(0))  # fmt: skip
+
+
+def judge(launched: Sequence[Launched]) -> list[Goal]:
+    """The goals the launches on :func:`problem` meet, each miss naming what to change."""
+    from tmm_course.exercises.faster import as_goal
+
+    return [as_goal(g) for g in faster.descriptor_goals(launched)]
+
+
+AT_SCALE = AtScale(
+    asks=f"compiled at {faster.SIZE}^3 float16 for an H200",
+    problem=problem,
+    targets=faster.DESCRIPTOR_TARGETS,
+    judge=judge,
+)
+
 EXERCISE = Exercise(
     name="descriptor_matmul",
     lesson=7,
@@ -131,4 +158,5 @@ EXERCISE = Exercise(
     messages=MESSAGES,
     gather=True,  # w is read where it lies: a transposed copy made on the host is host_copy
     requires=READS_THROUGH_DESCRIPTORS,
+    at_scale=AT_SCALE,
 )
