@@ -49,7 +49,7 @@ def test_bugs_are_diagnosed_and_correct_launchers_pass(bank):
     assert sum(o.right for o in bugs) >= 0.95 * len(bugs), bug_bank.table(outcomes)
 
 
-# --- the learner's check and the batch grader agree (was tests/test_grade_parity.py) ----------
+# --- the learner's check and the batch grader agree ---------------------------------------
 @pytest.mark.parametrize("entry", entries(), ids=lambda e: f"{e.check}-{e.name}")
 def test_the_check_and_the_grader_agree(bank, entry):
     checked = result_of(bank, entry.check, entry.name)
