@@ -870,7 +870,7 @@ def test_lesson_6s_stored_sweep_bears_out_its_ring_goal():
 
     def slabs(row: dict) -> int:
         k = row["launch"]
-        return row["ring"] // ((k["BLOCK_M"] + k["BLOCK_N"]) * k["BLOCK_K"] * 2)
+        return row["ring"] // faster.slab_bytes(k["BLOCK_M"], k["BLOCK_N"], k["BLOCK_K"])
 
     def speed(row: dict) -> float:
         return sweep["torch.matmul"] / row["ms"]

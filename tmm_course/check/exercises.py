@@ -145,9 +145,8 @@ def check_grouped_tile(fn: Callable[..., object]) -> CheckResult:
     return run_exercise(grouped_tile.EXERCISE, fn)
 
 
-# a value case that failed so: nothing more is judged (no kernel ran, or it cannot compile)
-# findings after which a launch at scale judges nothing more: no kernel of the learner's to
-# read, or (lesson 7) one that reads otherwise than the exercise asks
+# findings after which nothing more is judged: no kernel of the learner's ran or compiles, or
+# (lesson 7) one reads otherwise than the exercise asks
 NOTHING_MORE = {"not_implemented", "crashed", "timed_out", "course_kernel", "no_triton_kernel",
                 "gpu_would_reject", "no_descriptor", "host_copy"}  # fmt: skip
 
@@ -185,34 +184,31 @@ def check_descriptor_matmul(
     kernel too."""
     from tmm_course.perf import faster as clock
 
-    exercise = descriptor_matmul.EXERCISE
-    result = run_exercise(exercise, fn)
-    if set(result.codes) & NOTHING_MORE:
-        return result
-    requirement = exercise.requires
-    assert requirement is not None
     a = torch.randn(128, 128, device=tmm_course.DEVICE).half()
     b = torch.randn(128, 128, device=tmm_course.DEVICE).half()
     c = torch.empty(128, 128, device=tmm_course.DEVICE, dtype=torch.float16)
-    reads = requirement_case(requirement, lambda: fn(a, b, c))
-    result.cases.append(reads)
-    if not reads.passed:
-        result.passed = False
-        result.diagnoses.insert(0, Diagnosis(reads.code or requirement.code, reads.problem))
-    if not set(result.codes) & NOTHING_MORE:
-        result = _also(result, from_goals(exercise.name, at_scale_goals(exercise, fn)))
-    if result.passed and tmm_course.BACKEND == GPU:  # square: w as N x K
-        result = _also(result, _clocked(exercise.name, clock.race(clock.filled(fn)), clock))
-    return result
+    race = lambda: clock.race(clock.filled(fn))  # square: w as N x K
+    return _at_scale(descriptor_matmul.EXERCISE, fn, race, clock, reads=lambda: fn(a, b, c))
 
 
-def _at_scale(exercise, fn: Callable[..., object], race: Callable[[], dict], lab) -> CheckResult:
-    """``fn``'s values on the exercise's cases, then, unless nothing more can be judged, the
-    goals of its launches at scale (:func:`~tmm_course.check.compiled.at_scale_goals`) and, on
-    a GPU once those pass, the clock (``race()`` timed, judged by ``lab.clock_goal``)."""
+def _at_scale(exercise, fn: Callable[..., object], race: Callable[[], dict], lab,
+              reads: Callable[[], object] | None = None) -> CheckResult:  # fmt: skip
+    """``fn``'s values on the exercise's cases, then, unless nothing more can be judged: the
+    kernels ``reads()`` launches judged by ``exercise.requires`` (lesson 7), the goals of its
+    launches at scale (:func:`~tmm_course.check.compiled.at_scale_goals`) and, on a GPU once
+    those pass, the clock (``race()`` timed, judged by ``lab.clock_goal``)."""
     result = run_exercise(exercise, fn)
     if set(result.codes) & NOTHING_MORE:
         return result
+    if reads is not None:
+        requirement = exercise.requires
+        assert requirement is not None
+        shown = requirement_case(requirement, reads)
+        result.cases.append(shown)
+        if not shown.passed:  # every code it gives is one of NOTHING_MORE
+            result.passed = False
+            result.diagnoses.insert(0, Diagnosis(shown.code or requirement.code, shown.problem))
+            return result
     result = _also(result, from_goals(exercise.name, at_scale_goals(exercise, fn)))
     if result.passed and tmm_course.BACKEND == GPU:
         result = _also(result, _clocked(exercise.name, race(), lab))

@@ -16,6 +16,7 @@ import torch
 
 from tmm_course.compile_ahead import Launched
 from tmm_course.exercises import products
+from tmm_course.exercises.faster import as_goal, float16_product
 from tmm_course.exercises.products import Product
 from tmm_course.exercises.spec import (
     AtScale,
@@ -126,17 +127,13 @@ def cases(gen: torch.Generator, backend: str, resize: Resize = same) -> list[Cas
 
 
 def problem() -> Case:
-    """The float16 ``SIZE^3`` linear layer (``w`` N x K) the compiler judges (values unused)."""
-    n = faster.SIZE
-    a, w = torch.zeros(n, n, dtype=torch.float16), torch.zeros(n, n, dtype=torch.float16)
-    return Case(label((n, n, n), "float16"), (n, n, n), (a, w), Output((n, n), torch.float16),
-                torch.zeros(0))  # fmt: skip
+    """The float16 ``SIZE^3`` linear layer the compiler judges (values unused): square, so the
+    product's K x N ``b`` is an N x K ``w``."""
+    return float16_product(faster.SIZE, faster.SIZE, faster.SIZE)
 
 
 def judge(launched: Sequence[Launched]) -> list[Goal]:
     """The goals the launches on :func:`problem` meet, each miss naming what to change."""
-    from tmm_course.exercises.faster import as_goal
-
     return [as_goal(g) for g in faster.descriptor_goals(launched)]
 
 

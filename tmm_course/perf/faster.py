@@ -85,6 +85,12 @@ def per_gpu_goals(
     return goals
 
 
+def slab_bytes(block_m: int, block_n: int, block_k: int) -> int:
+    """One float16 slab of the ring: a BLOCK_M x BLOCK_K slab of A and a BLOCK_K x BLOCK_N slab
+    of B."""
+    return (block_m + block_n) * block_k * 2
+
+
 def reuse_goal(knobs: Knobs, tile: tuple[int, int], why: str) -> Goal:
     """At least the FLOPs per float16 byte loaded of a ``tile`` (``why``: where it comes
     from, in the goal's words)."""
@@ -113,7 +119,7 @@ def compiler_goals(knobs: Knobs, figures: Mapping[str, Compiled]) -> list[Goal]:
     if h200.ok and h200.occupancy is not None:  # what the registers and the ring allow
         goals[-1] = replace(goals[-1], seen=f"{goals[-1].seen}; {h200.occupancy.summary()}")
     if h200.ok:
-        slab = (knobs.block_m + knobs.block_n) * knobs.block_k * 2
+        slab = slab_bytes(knobs.block_m, knobs.block_n, knobs.block_k)
         slabs = (h200.shared_bytes or 0) // slab
         deep = slabs >= MIN_SLABS
         goals.append(Goal(
@@ -269,12 +275,6 @@ def race(
          "torch.matmul": lambda: torch.matmul(a, b)},
         rounds=rounds,
     )  # fmt: skip
-
-
-def knobs_label(knobs: Mapping[str, int]) -> str:
-    """``128x256x64 w8 s3``: a launch's knobs, as the sweeps name them."""
-    k = knobs
-    return f"{k['BLOCK_M']}x{k['BLOCK_N']}x{k['BLOCK_K']} w{k['num_warps']} s{k['num_stages']}"
 
 
 # the knobs the stored sweep of lesson 6's solution races at float16 SIZE^3: the tile classes
