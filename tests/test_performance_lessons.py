@@ -49,8 +49,17 @@ def test_grouped_tile_check_passes_grouped_order_and_names_the_usual_mistakes():
 
     assert check_grouped_tile(untouched).codes == ["not_implemented"]
     row_major = check_grouped_tile(bug_bank.tiles(swap=True))  # row-major
-    assert not row_major.passed and "GROUP_M is ignored" in row_major.primary.message
+    assert not row_major.passed and "as if GROUP_M were 1" in row_major.primary.message
     assert check_grouped_tile(bug_bank.tiles(short_group=False)).codes == ["ragged_edge"]
+
+
+def test_grouped_tiles_on_a_2d_grid_is_told_to_launch_a_1d_one():
+    def two_d(out, grid_m, grid_n, group_m):  # program_id(axis=0) only reaches grid_m - 1
+        knobs = {"GROUP_M": group_m, "SHORT_GROUP": True, "SWAP": False, "ONE_STORE": False}
+        bug_bank.tiles_kernel[(grid_m, grid_n)](out, grid_m, grid_n, **knobs)
+
+    result = check_grouped_tile(two_d)
+    assert result.codes == ["unwritten"] and "(grid_m * grid_n,)" in result.primary.message
 
 
 def test_a_kernel_calling_the_course_s_grouped_tile_is_the_course_s_work():

@@ -51,6 +51,13 @@ SHORT_GROUP = (
     "GROUP_M, in the % and // that place a program inside its group."
 )
 
+# a 2-D grid's program_id(axis=0) counts only grid_m programs: the rows beyond stay poisoned
+UNSTORED = (
+    "some cells of `tiles` were never stored. Row pid holds pid_m then pid_n, both stored by "
+    "program pid, and every tile needs its program: launch a 1-D grid, (grid_m * grid_n,) "
+    "(on a 2-D grid, program_id(axis=0) stops at grid_m - 1)."
+)
+
 
 def case(grid_m: int, grid_n: int, group_m: int, gen: torch.Generator | None = None) -> Case:
     short = grid_m % group_m != 0 and group_m < grid_m
@@ -58,9 +65,10 @@ def case(grid_m: int, grid_n: int, group_m: int, gen: torch.Generator | None = N
     mistakes = [
         Mistake("ragged_edge", _map(_full_groups_only, grid_m, grid_n, group_m), SHORT_GROUP),
         Mistake("wrong_values", _map(_row_major, grid_m, grid_n, group_m),
-                "the map is plain row-major order (pid // grid_n, pid % grid_n): GROUP_M is "
-                "ignored. Place each program in its group first, then go down the group's "
-                "column."),
+                "the map is plain row-major order (pid // grid_n, pid % grid_n), as if "
+                "GROUP_M were 1: inside a group, programs go along a row of tiles, not down "
+                "the group's column. Place each program in its group first, then go down "
+                "the group's column before moving to its next one."),
         Mistake("wrong_values", _map(_column_major, grid_m, grid_n, group_m),
                 "the map walks down whole columns of tiles (pid % grid_m, pid // grid_m), as "
                 "a 2-D grid does: the groups are missing. Walk GROUP_M rows of tiles at a "
@@ -93,5 +101,5 @@ EXERCISE = Exercise(
     cases=cases,
     cells=Cells("06_making_it_fast", "mf31", "mf32", "mf33"),
     call=(3, 0, 1, 2),
-    messages={"ragged_edge": SHORT_GROUP},
+    messages={"ragged_edge": SHORT_GROUP, "unwritten": UNSTORED},
 )
