@@ -104,6 +104,7 @@ def test_a_check_names_the_slip_too(fn, sentence):
     result = check_matmul(fn)
     assert not result.passed and result.cases[0].code == "crashed"
     assert sentence in result.cases[0].problem
+    assert result.primary.message == sentence  # the slip heads the verdict, not "read the error"
 
 
 def _square(n: int = 64) -> torch.Tensor:
@@ -151,6 +152,7 @@ def test_a_descriptor_over_a_transposed_view_is_named_in_a_notebook_and_a_check(
     result = check_descriptor_matmul(over_a_view)
     assert result.cases[0].code == "crashed"
     assert hints.DESCRIPTOR_STRIDES in result.cases[0].problem
+    assert result.primary.message == hints.DESCRIPTOR_STRIDES
 
 
 @triton.jit

@@ -519,8 +519,10 @@ def _failed(case: Case, error: Exception, trace: Trace | None, views) -> bool:
         return False
     case.code, case.problem = "crashed", _first_line(error)
     slip = hints.slip(error, tmm_course.BACKEND)  # a first-timer's slip, in plain words
-    if slip is not None and slip not in case.problem:
-        case.problem = f"{slip} (it raised {case.problem})"
+    if slip is not None:  # a known slip: its sentence heads the verdict, not "read the error"
+        case.cause = slip
+        if slip not in case.problem:
+            case.problem = f"{slip} (it raised {case.problem})"
     if _gpu_context_lost(error):
         case.problem = GPU_CONTEXT_LOST
         for kind in ("store", "load"):  # the replay on the interpreter saw where
