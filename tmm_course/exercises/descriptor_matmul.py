@@ -9,21 +9,17 @@ shows (``a @ b`` with ``b`` K x N) compute something else here."""
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
 from functools import partial
 
 import torch
 
-from tmm_course.compile_ahead import Launched
 from tmm_course.exercises import products
-from tmm_course.exercises.faster import as_goal, float16_product
+from tmm_course.exercises.faster import compiled_at
 from tmm_course.exercises.products import Product
 from tmm_course.exercises.spec import (
-    AtScale,
     Case,
     Cells,
     Exercise,
-    Goal,
     Mistake,
     Output,
     Requirement,
@@ -126,24 +122,6 @@ def cases(gen: torch.Generator, backend: str, resize: Resize = same) -> list[Cas
     return found
 
 
-def problem() -> Case:
-    """The float16 ``SIZE^3`` linear layer the compiler judges (values unused): square, so the
-    product's K x N ``b`` is an N x K ``w``."""
-    return float16_product(faster.SIZE, faster.SIZE, faster.SIZE)
-
-
-def judge(launched: Sequence[Launched]) -> list[Goal]:
-    """The goals the launches on :func:`problem` meet, each miss naming what to change."""
-    return [as_goal(g) for g in faster.descriptor_goals(launched)]
-
-
-AT_SCALE = AtScale(
-    asks=f"compiled at {faster.SIZE}^3 float16 for an H200",
-    problem=problem,
-    targets=faster.DESCRIPTOR_TARGETS,
-    judge=judge,
-)
-
 EXERCISE = Exercise(
     name="descriptor_matmul",
     lesson=7,
@@ -155,5 +133,8 @@ EXERCISE = Exercise(
     messages=MESSAGES,
     gather=True,  # w is read where it lies: a transposed copy made on the host is host_copy
     requires=READS_THROUGH_DESCRIPTORS,
-    at_scale=AT_SCALE,
+    # square: the product's K x N b is an N x K w
+    at_scale=compiled_at(
+        (faster.SIZE,) * 3, "an H200", faster.DESCRIPTOR_TARGETS, faster.descriptor_goals
+    ),
 )

@@ -9,7 +9,8 @@ kernel too."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from functools import partial
 
 import torch
 
@@ -33,22 +34,24 @@ def float16_product(m: int, n: int, k: int) -> Case:
                 torch.zeros(0))  # fmt: skip
 
 
-def problem() -> Case:
-    """The float16 ``4096^3`` product the compiler judges."""
-    return float16_product(faster.SIZE, faster.SIZE, faster.SIZE)
+def compiled_at(
+    shape: tuple[int, int, int],
+    gpus: str,
+    targets: tuple[str, ...],
+    goals: Callable[[Sequence[Launched]], list[faster.Goal]],
+) -> AtScale:
+    """A performance exercise's :class:`AtScale`: its launches on a float16 ``shape`` product,
+    compiled for ``targets`` (``gpus`` names them for the case list), judged by a lab's
+    ``goals``, each miss naming the knob to turn."""
 
+    def judge(launched: Sequence[Launched]) -> list[Goal]:
+        return [as_goal(g) for g in goals(launched)]
 
-def judge(launched: Sequence[Launched]) -> list[Goal]:
-    """The goals the launches on :func:`problem` meet, each miss naming what to change."""
-    return [as_goal(g) for g in faster.launch_goals(launched)]
+    m, n, k = shape
+    size = f"{m}^3" if m == n == k else f"{m}x{n}x{k}"
+    return AtScale(f"compiled at {size} float16 for {gpus}", partial(float16_product, m, n, k),
+                   targets, judge)  # fmt: skip
 
-
-AT_SCALE = AtScale(
-    asks=f"compiled at {faster.SIZE}^3 float16 for a T4, an A100 and an H200",
-    problem=problem,
-    targets=faster.TARGETS,
-    judge=judge,
-)
 
 EXERCISE = Exercise(
     name="faster",
@@ -59,5 +62,7 @@ EXERCISE = Exercise(
     cases=matmul.cases,
     cells=Cells("06_making_it_fast", "mf23", "mf24", "mf25"),
     messages=products.MESSAGES,
-    at_scale=AT_SCALE,
+    at_scale=compiled_at(
+        (faster.SIZE,) * 3, "a T4, an A100 and an H200", faster.TARGETS, faster.launch_goals
+    ),
 )

@@ -10,20 +10,16 @@ on a GPU the check races it against lesson 4's kernel too."""
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 from dataclasses import replace
 
 import torch
 
-from tmm_course.compile_ahead import Launched
 from tmm_course.exercises import matmul, products
-from tmm_course.exercises.faster import as_goal, float16_product
+from tmm_course.exercises.faster import compiled_at
 from tmm_course.exercises.spec import (
-    AtScale,
     Case,
     Cells,
     Exercise,
-    Goal,
     Mistake,
     Resize,
     same,
@@ -82,23 +78,6 @@ def cases(gen: torch.Generator, backend: str, resize: Resize = same) -> list[Cas
     return [case_of(c) for c in matmul.cases(gen, backend, resize)]
 
 
-def problem() -> Case:
-    """The float16 ``512 x 512 x 16384`` product the compiler judges."""
-    return float16_product(split_k.M, split_k.N, split_k.K)
-
-
-def judge(launched: Sequence[Launched]) -> list[Goal]:
-    """The goals the launches on :func:`problem` meet, each miss naming what to change."""
-    return [as_goal(g) for g in split_k.launch_goals(launched)]
-
-
-AT_SCALE = AtScale(
-    asks=f"compiled at {split_k.M}x{split_k.N}x{split_k.K} float16 for an A100 and an H200",
-    problem=problem,
-    targets=split_k.TARGETS,
-    judge=judge,
-)
-
 EXERCISE = Exercise(
     name="split_k",
     lesson=8,
@@ -108,5 +87,10 @@ EXERCISE = Exercise(
     cases=cases,
     cells=Cells("08_racing_cublas", "rc22", "rc23", "rc24"),
     messages=products.MESSAGES,
-    at_scale=AT_SCALE,
+    at_scale=compiled_at(
+        (split_k.M, split_k.N, split_k.K),
+        "an A100 and an H200",
+        split_k.TARGETS,
+        split_k.launch_goals,
+    ),
 )
