@@ -213,11 +213,7 @@ def test_a_kernel_half_through_descriptors_fails_on_right_values(w_by_pointers, 
 
 def descriptor_solution(**edits: str):
     """Lesson 7's solution cell, run, with ``edits``: its launcher."""
-    from triton.tools.tensor_descriptor import TensorDescriptor
-
-    names = solution("07_persistent_tma.ipynb", "pt20", **edits)
-    names["TensorDescriptor"] = TensorDescriptor  # the lesson's setup cell imports it
-    return names["solution_descriptor_matmul"]
+    return solution("07_persistent_tma.ipynb", "pt20", **edits)["solution_descriptor_matmul"]
 
 
 def test_lesson_7s_check_judges_its_launch_at_4096_by_the_compiler():
@@ -295,8 +291,13 @@ def solution(notebook: str, cell: str, **edits: str) -> dict:
         assert old in source
         source = source.replace(old, new)
     path = ROOT / "tests" / f"__{cell}_solution__.py"  # @triton.jit reads its source back
-    names: dict = {"__name__": f"{cell}_solution", "torch": torch, "triton": triton, "tl": tl}
     import linecache
+
+    from triton.tools.tensor_descriptor import TensorDescriptor
+
+    # the names the lessons' setup cells import
+    names: dict = {"__name__": f"{cell}_solution", "torch": torch, "triton": triton, "tl": tl,
+                   "TensorDescriptor": TensorDescriptor}  # fmt: skip
 
     linecache.cache[str(path)] = (len(source), None, source.splitlines(True), str(path))
     exec(compile(source, str(path), "exec"), names)
@@ -869,6 +870,23 @@ def test_lesson_6s_check_names_the_knob_a_launch_at_scale_gets_wrong(knobs, miss
     assert missed in result.primary.message and turn in result.primary.message
 
 
+@pytest.mark.parametrize(
+    ("notebook", "cell", "grid", "exercise", "function"),
+    [("06_making_it_fast.ipynb", "mf24", "triton.cdiv(N, BLOCK_N))", "faster",
+      "solution_fast_matmul"),
+     ("07_persistent_tma.ipynb", "pt20", "triton.cdiv(N, BN))", "descriptor_matmul",
+      "solution_descriptor_matmul")],
+)  # fmt: skip
+def test_a_grid_that_redoes_tiles_misses_a_goal(notebook, cell, grid, exercise, function):
+    """Every tile computed 4 times over a third grid axis: right values, the same compiled
+    figures, a clock 4 times as slow."""
+    fn = solution(notebook, cell, **{grid: grid[:-1] + ", 4)"})[function]
+    result = at_scale(fn, exercise)
+    assert result.codes == ["goal_missed"], result.diagnoses
+    assert "no more programs than tiles of C" in result.primary.message
+    assert "Turn the grid" in result.primary.message
+
+
 def test_lesson_6s_stored_sweep_bears_out_its_ring_goal():
     """The stored sweep of lesson 6's solution splits where the ring goal does, as its comment
     says, and the ring the check computes here is the one the run stored."""
@@ -965,3 +983,17 @@ def test_descriptors_compile_for_a_t4_and_an_a100_without_tma_copies():
         assert c.ok, c.error
         assert ("cp.async.bulk.tensor" in c.ptx) == tma
     assert persistent_tma.descriptors_unavailable() is None  # the interpreter, here
+
+
+def test_a_stored_run_takes_more_parts_only_from_the_same_gpu_code_and_versions():
+    from tmm_course.teach.exercise_runs import joined
+
+    versions = {"torch": "2.11.0", "triton": "3.6.0"}
+    first = {"device": "H100", "code_version": "abc1234", "versions": versions,
+             "date": "2026-12-06T10:00", "command": "x --out run.json"}  # fmt: skip
+    later = {**first, "date": "2026-12-06T10:10", "command": "x --into run.json"}
+    run = joined({"provenance": first, "lesson_6": {"ms": 1.0}}, later)
+    assert run["lesson_6"] == {"ms": 1.0} and run["provenance"]["date"] == first["date"]
+    assert run["provenance"]["command"] == "x --out run.json && x --into run.json"
+    with pytest.raises(ValueError, match="code_version"):
+        joined({"provenance": first}, {**later, "code_version": "def5678"})

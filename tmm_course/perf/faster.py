@@ -104,6 +104,20 @@ def reuse_goal(knobs: Knobs, tile: tuple[int, int], why: str) -> Goal:
     )
 
 
+def tiles_goal(dot: Launched, knobs: Knobs, m: int = SIZE, n: int = SIZE) -> Goal:
+    """No more programs than ``C``'s tiles: a program more computes a tile another already
+    does (a grid with a redundant axis, say), time a clock would count and a compiler never
+    sees. Fewer is a persistent grid's way, each program looping over tiles."""
+    tiles = -(-m // knobs.block_m) * -(-n // knobs.block_n)
+    fits = dot.programs <= tiles
+    return Goal(
+        f"no more programs than tiles of C ({m}x{n} in {knobs.block_m}x{knobs.block_n} tiles)",
+        fits,
+        f"{dot.programs} programs (grid {' x '.join(map(str, dot.grid))}) for {tiles} tiles",
+        "" if fits else "the grid (one program per tile: each extra one redoes a tile's work)",
+    )
+
+
 def compiler_goals(knobs: Knobs, figures: Mapping[str, Compiled]) -> list[Goal]:
     """The goals the compiler judges: reuse (the sweep's fastest tile class), no spills, the
     tensor cores (the occupancy that follows said beside the H200's), a ring deep enough on an
@@ -202,8 +216,8 @@ DESCRIPTOR_TILE = (128, 128)
 def descriptor_goals(launched: Sequence[Launched]) -> list[Goal]:
     """The goals of a learner's descriptor kernel on float16 ``SIZE^3``, from the launches
     their function made there (noted, not run; compiled for an H200): the launch with
-    ``tl.dot`` reaches a 128x128 tile's reuse, spills nothing and runs ``tl.dot`` on
-    ``wgmma``."""
+    ``tl.dot`` starts no more programs than tiles, reaches a 128x128 tile's reuse, spills
+    nothing and runs ``tl.dot`` on ``wgmma``."""
     dot, goals = read_launches(launched, DESCRIPTOR_TARGETS)
     if dot is None:
         return goals
@@ -213,6 +227,7 @@ def descriptor_goals(launched: Sequence[Launched]) -> list[Goal]:
     more_warps = "num_warps (more warps share the accumulator)"
     return [
         *goals,
+        tiles_goal(dot, knobs),
         reuse_goal(knobs, DESCRIPTOR_TILE, why),
         *per_gpu_goals("sm_90", dot.compiled["sm_90"], "wgmma", per_thread, more_warps),
     ]
@@ -221,10 +236,13 @@ def descriptor_goals(launched: Sequence[Launched]) -> list[Goal]:
 def launch_goals(launched: Sequence[Launched]) -> list[Goal]:
     """The goals of a learner's fast matmul on float16 ``SIZE^3``, from the launches their
     function made there (noted, not run; each compiled for a T4, an A100 and an H200): the
-    launch with ``tl.dot`` is judged by :func:`compiler_goals`, its tile read from its
-    ``BLOCK_M``, ``BLOCK_N`` and ``BLOCK_K``."""
+    launch with ``tl.dot`` is judged by :func:`tiles_goal` and :func:`compiler_goals`, its
+    tile read from its ``BLOCK_M``, ``BLOCK_N`` and ``BLOCK_K``."""
     dot, goals = read_launches(launched, TARGETS)
-    return goals if dot is None else goals + compiler_goals(knobs_of(dot), dot.compiled)
+    if dot is None:
+        return goals
+    knobs = knobs_of(dot)
+    return [*goals, tiles_goal(dot, knobs), *compiler_goals(knobs, dot.compiled)]
 
 
 Factors = Mapping[str, tuple[float, str]]
@@ -246,6 +264,18 @@ def filled(fn: Callable[..., object], **knobs: object) -> Product:
     def run(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
         c = torch.empty(a.shape[0], b.shape[1], dtype=a.dtype, device=a.device)
         fn(a, b, c, **knobs)
+        return c
+
+    return run
+
+
+def linear_filled(fn: Callable[..., object], **knobs: object) -> Product:
+    """``(a, w) -> a @ w.T`` through a learner's ``fn(a, w, c, **knobs)`` (lesson 7's linear
+    layer), ``c`` made per call."""
+
+    def run(a: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+        c = torch.empty(a.shape[0], w.shape[0], dtype=a.dtype, device=a.device)
+        fn(a, w, c, **knobs)
         return c
 
     return run
@@ -291,16 +321,31 @@ KNOB_SETS = tuple(
 )  # fmt: skip
 
 
+# lesson 7's descriptor solution at float16 SIZE^3 (a @ w.T), by depth of ring: 128x128 tiles
+# (its own) and 128x256, on 8 warps, every ring from one slab up to what an H200 holds
+DESCRIPTOR_KNOB_SETS = tuple(
+    [{"tile": (128, 128, bk), "num_warps": 8, "num_stages": stages}
+     for bk, depths in ((64, (1, 2, 3, 4, 5, 6)), (32, (1, 2, 3, 4, 6, 8)))
+     for stages in depths]
+    + [{"tile": (128, 256, bk), "num_warps": 8, "num_stages": stages}
+       for bk, depths in ((64, (1, 2, 3, 4)), (32, (2, 3, 4, 6)))
+       for stages in depths]
+)  # fmt: skip
+
+
 def sweep(
     fn: Callable[..., object],
-    knob_sets: Sequence[Mapping[str, int]] = KNOB_SETS,
+    knob_sets: Sequence[Mapping[str, object]] = KNOB_SETS,
     shape: tuple[int, int, int] = (SIZE, SIZE, SIZE),
     rounds: int = 3,
+    linear: bool = False,
 ) -> dict[str, object]:
     """``fn(a, b, c, **knobs)`` at every one of ``knob_sets``, raced with lesson 4's kernel and
     ``torch.matmul`` on float16 ``shape`` (M x N x K), interleaved, on this GPU: for each, its
     knobs and median milliseconds per call (host time included). A launch that raises, or
-    stores wrong values, is left out with its error."""
+    stores wrong values, is left out with its error. ``linear``: ``fn`` takes an N x K weight
+    ``w`` for ``b`` and stores ``a @ w.T`` (lesson 7's exercise); lesson 4's kernel and
+    ``torch.matmul`` multiply the same ``w.T`` view."""
     import functools
 
     from tmm_course.timing import interleaved
@@ -308,13 +353,16 @@ def sweep(
     m, n, k = shape
     generator = torch.Generator(device="cuda").manual_seed(0)
     a = torch.randn(m, k, device="cuda", dtype=torch.float16, generator=generator)
-    b = torch.randn(k, n, device="cuda", dtype=torch.float16, generator=generator)
+    w = torch.randn(n, k, device="cuda", dtype=torch.float16, generator=generator)
+    b = w.T if linear else torch.randn(k, n, device="cuda", dtype=torch.float16,
+                                       generator=generator)  # fmt: skip
     exact = a.float() @ b.float()
     lesson_4 = BASELINE.launcher()
     runs = {"lesson 4": lambda: lesson_4(a, b), "torch.matmul": lambda: torch.matmul(a, b)}
     failed = []
     for i, knobs in enumerate(knob_sets):
-        run = functools.partial(filled(fn, **knobs), a, b)
+        launch = filled(fn, **knobs) if not linear else linear_filled(fn, **knobs)
+        run = functools.partial(launch, a, w if linear else b)
         try:
             wrong = float((run().float() - exact).abs().max() / exact.abs().max())
         except Exception as error:  # a launch the GPU refuses: noted, not raced

@@ -12,6 +12,9 @@ lessons quote on a CPU, ``tmm_course/perf/data/exercises_run.json``):
 - lesson 6's solution at every depth of ring its tile classes compile to
   (:data:`tmm_course.perf.faster.KNOB_SETS`), raced together, each with its ring of slabs and
   the compiler goals it misses;
+- lesson 7's solution at every depth of ring of two tile classes
+  (:data:`tmm_course.perf.faster.DESCRIPTOR_KNOB_SETS`), raced on its linear layer, each with
+  its ring and the compiler goals it misses;
 - lesson 8's solution at every depth of ring and slicing
   (:data:`tmm_course.perf.split_k.KNOB_SETS`),
   raced together, each with its loads in flight per SM;
@@ -149,6 +152,24 @@ def faster_sweep(notebook: Path) -> dict:
     return record
 
 
+def descriptor_sweep(notebook: Path) -> dict:
+    """Lesson 7's solution at many depths of ring (:data:`tmm_course.perf.faster.
+    DESCRIPTOR_KNOB_SETS`), raced on its linear layer (:func:`tmm_course.perf.faster.sweep`),
+    each launch with its ring on an H200 and the compiler goals it misses."""
+    from tmm_course.check.compiled import launches_at_scale
+    from tmm_course.exercises import descriptor_matmul as spec
+
+    launcher = solution_cells(notebook)["solution_descriptor_matmul"]
+    record = faster.sweep(launcher, faster.DESCRIPTOR_KNOB_SETS, linear=True)
+    for row in record["launches"]:
+        launched = launches_at_scale(spec.EXERCISE, functools.partial(launcher, **row["launch"]))
+        dot = faster.dot_launch(launched)
+        row["ring"] = dot.compiled["sm_90"].shared_bytes if dot else None
+        row["missed"] = [g.asks for g in faster.descriptor_goals(launched) if not g.met]
+        print("lesson 7 sweep", row, flush=True)
+    return record
+
+
 def split_k_sweep(notebook: Path) -> dict:
     """Lesson 8's solution at every depth of ring and slicing, raced
     (:func:`tmm_course.perf.split_k.sweep`), each launch with its loads in flight per SM and
@@ -217,6 +238,21 @@ def proton_profile(notebook: Path, size: int = 4096) -> dict:
             "scopes": profiler.scopes(raw, tuple(runs)), "hatchet": raw}  # fmt: skip
 
 
+def joined(earlier: dict, provenance: dict) -> dict:
+    """``earlier`` (a run's file) ready to take more parts measured under ``provenance``: the
+    same GPU, code and versions, or a ValueError says which differs. Its date stays; its
+    command gains this one."""
+    before = earlier.get("provenance", {})
+    for key in ("device", "code_version", "versions"):
+        if before.get(key) != provenance[key]:
+            raise ValueError(
+                f"it was measured with {key} {before.get(key)!r}, this run has "
+                f"{provenance[key]!r}: measure every part again, without --into"
+            )
+    command = f"{before['command']} && {provenance['command']}"
+    return {**earlier, "provenance": {**before, "command": command}}
+
+
 def main(argv: list[str] | None = None) -> int:
     import triton
 
@@ -225,20 +261,24 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--code-version", default="unknown")
     parser.add_argument("--out", type=Path, default=Path("exercises_mine.json"))
     parser.add_argument("--parts", nargs="+", default=["lesson_6", "faster_sweep", "lesson_7",
-                        "lesson_8", "split_k_sweep", "autotune", "proton"],
+                        "descriptor_sweep", "lesson_8", "split_k_sweep", "autotune", "proton"],
                         help="what to measure (default: all)")  # fmt: skip
+    parser.add_argument("--into", type=Path, default=None,
+                        help="a run of this GPU, code and versions to add these parts to (one "
+                        "command may not have time for every part)")  # fmt: skip
     args = parser.parse_args(argv)
     if not torch.cuda.is_available():
         print("error: measuring needs a CUDA GPU", file=sys.stderr)
         return 2
+    files = {str(f): f.name for f in (args.out, args.into) if f is not None}
     out: dict = {
         "provenance": {
             "device": torch.cuda.get_device_name(0),
             "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
             "code_version": args.code_version,
-            # the command as documented: the output file by its name, not this machine's path
+            # the command as documented: files by their names, not this machine's paths
             "command": "python -m tmm_course.teach.exercise_runs "
-            + " ".join(args.out.name if a == str(args.out) else a for a in argv or sys.argv[1:]),
+            + " ".join(files.get(a, a) for a in argv or sys.argv[1:]),
             "versions": {
                 "python": platform.python_version(),
                 "torch": torch.__version__,
@@ -251,6 +291,7 @@ def main(argv: list[str] | None = None) -> int:
         "lesson_6": lambda: lesson_6(args.notebooks / "06_making_it_fast.ipynb"),
         "faster_sweep": lambda: faster_sweep(args.notebooks / "06_making_it_fast.ipynb"),
         "lesson_7": lambda: lesson_7(args.notebooks / "07_persistent_tma.ipynb"),
+        "descriptor_sweep": lambda: descriptor_sweep(args.notebooks / "07_persistent_tma.ipynb"),
         "lesson_8": lambda: lesson_8(args.notebooks / "08_racing_cublas.ipynb"),
         "split_k_sweep": lambda: split_k_sweep(args.notebooks / "08_racing_cublas.ipynb"),
         "autotune": autotune_record,
@@ -259,6 +300,11 @@ def main(argv: list[str] | None = None) -> int:
     unknown = sorted(set(args.parts) - set(parts))
     if unknown:
         parser.error(f"no part named {', '.join(unknown)}; the parts are {', '.join(parts)}")
+    if args.into is not None:
+        try:
+            out = joined(json.loads(args.into.read_text()), out["provenance"])
+        except (OSError, ValueError) as error:
+            parser.error(f"--into {args.into}: {error}")
     for name, part in parts.items():
         if name not in args.parts:
             continue
