@@ -30,17 +30,17 @@ WIDEST = (128, 256)
 # ring holds on sm_90: its shared memory over one slab's bytes (num_stages there), all but one
 # loading while tl.dot works on the last. The count, not the bytes: in the stored sweep of
 # lesson 6's solution (exercises_run.json, "faster_sweep"), the 128x256 launches with 4 or
-# more reached 0.92 to 0.96 of torch.matmul and those with 2 or 3 at most 0.89, 96 KB of
+# more reached 0.91 to 0.93 of torch.matmul and those with 2 or 3 at most 0.89, 96 KB of
 # 32-deep slabs nearly as fast as 192 KB of 64-deep ones
 MIN_SLABS = 4
 Product = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
 
 # the factor over lesson 4's kernel a launch must reach on each GPU, with where it comes from:
 # an H100's below what the stored run (tmm_course/perf/data/exercises_run.json) measured of
-# lesson 6's solution at 2.19 and of lesson 7's solution at 2.01; the others stated without a
+# lesson 6's solution at 2.23 and of lesson 7's solution at 1.99; the others stated without a
 # stored run of their own
 CLOCK_FACTORS: dict[str, tuple[float, str]] = {
-    "H100": (1.3, "the stored H100 run measured lesson 6's solution at 2.19"),
+    "H100": (1.3, "the stored H100 run measured lesson 6's solution at 2.23"),
     "H200": (1.3, "as on an H100, its twin (no stored H200 run)"),
     "A100": (1.15, "no stored A100 run: a stated margin over noise"),
     "T4": (1.05, "no stored T4 run: a stated margin over noise"),
