@@ -220,13 +220,63 @@ def test_lesson_7s_check_judges_its_launch_at_4096_by_the_compiler():
     fn = descriptor_solution()
     result = at_scale(fn, "descriptor_matmul")
     assert result.passed, result.diagnoses
-    assert [c.label for c in result.cases][-2:] == [
+    assert [c.label for c in result.cases][-3:] == [
         "no spills on sm_90",
         "tl.dot on wgmma on sm_90",
+        "a ring of at least 3 slabs per program on sm_90 (2 loading while tl.dot works on one)",
     ]
     small = at_scale(lambda a, w, c: fn(a, w, c, tile=(64, 64, 32)), "descriptor_matmul")
     assert small.codes == ["goal_missed"] and "a 64x64 tile does 32.0" in small.primary.message
     assert "BLOCK_M and BLOCK_N" in small.primary.message
+    # one buffer: every load waits (the C store's 32 KB of shared memory is not a second)
+    flat = at_scale(lambda a, w, c: fn(a, w, c, num_stages=1), "descriptor_matmul")
+    assert flat.codes == ["goal_missed"] and "num_stages=1: 1 slabs" in flat.primary.message
+    assert "Turn num_stages" in flat.primary.message
+
+
+def test_lesson_7s_stored_sweep_bears_out_its_ring_goal():
+    """The stored sweep of lesson 7's solution by depth of ring splits as the ring goal's
+    comment says, and the solution's own ring is one the sweep raced."""
+    run = stored.exercises_run()
+    sweep = run.descriptor_sweep
+    factor, _ = faster.factor_for(run.data["provenance"]["device"])
+
+    def slabs(row: dict) -> int:
+        bm, bn, bk = row["launch"]["tile"]
+        return min(row["ring"] // faster.slab_bytes(bm, bn, bk), row["launch"]["num_stages"])
+
+    fast = lambda row: sweep["lesson 4"] / row["ms"] >= factor
+    deep = [r for r in sweep["launches"] if slabs(r) >= faster.DESCRIPTOR_SLABS]
+    shallow = [r for r in sweep["launches"] if slabs(r) < faster.DESCRIPTOR_SLABS]
+    said = " ".join(
+        line.strip().lstrip("#").strip() for line in inspect.getsource(faster).splitlines()
+    )
+    assert f"{sum(map(fast, deep))} of the {len(deep)} launches with 3 or more" in said
+    assert f"of those with 1 or 2, {sum(map(fast, shallow))} of {len(shallow)} did" in said
+    assert not any(fast(r) for r in shallow if slabs(r) == 1)
+    slow = [r for r in deep if not fast(r)]
+    assert [(r["launch"]["tile"], r["launch"]["num_stages"]) for r in slow] == [([128, 128, 32], 8)]
+    reached = sweep["lesson 4"] / slow[0]["ms"]
+    assert f"slabs of 32-deep 128x128 ones, one program per SM: {reached:.2f}" in said
+    text = prose("07_persistent_tma.ipynb")
+    assert (
+        "One slab never beat lesson 4's kernel by 1.3; from three on, every launch did but one"
+        in text
+    )
+    # "a fourth slab brings the ring to 128 KB, and an H200 then holds one program per SM where
+    # 96 KB left room for two"
+    from tmm_course.check.compiled import launches_at_scale
+    from tmm_course.exercises import descriptor_matmul as spec
+
+    held = {}
+    for stages in (3, 4):
+        fn = functools.partial(descriptor_solution(), num_stages=stages)
+        h200 = faster.dot_launch(launches_at_scale(spec.EXERCISE, fn)).compiled["sm_90"]
+        held[stages] = (h200.shared_bytes // 1024, h200.occupancy.programs)
+    assert held == {3: (96, 2), 4: (128, 1)}
+    by_stages = {r["launch"]["num_stages"]: r["ms"] for r in sweep["launches"]
+                 if r["launch"]["tile"] == [128, 128, 64]}  # fmt: skip
+    assert by_stages[4] > by_stages[3]  # "More is not always better"
 
 
 def test_lesson_7s_tile_goal_is_where_the_stored_tile_sweep_says():
@@ -841,7 +891,7 @@ def test_lesson_6s_check_passes_the_solution_and_judges_it_at_4096_by_the_compil
     seen = {c.label: c.problem for c in result.cases if not c.shape}
     ring = next(label for label in seen if "slabs per program on sm_90" in label)
     # the solution's comment: "4 stages of 48 KB slabs: 192 KB on an H200, ... 64 KB on a T4"
-    assert seen[ring].startswith("192 KB = 4 slabs of 48 KB")
+    assert seen[ring].startswith("192 KB, num_stages=4: 4 slabs of 48 KB")
     assert seen["fits a T4's 64 KB of shared memory (sm_75)"] == "64 KB"
     from tmm_course.check.compiled import launches_at_scale
     from tmm_course.exercises import faster as spec
@@ -859,7 +909,7 @@ def test_lesson_6s_check_passes_the_solution_and_judges_it_at_4096_by_the_compil
     [({"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 32, "num_warps": 4}, "a 64x64 tile does 32.0",
       "BLOCK_M and BLOCK_N"),
      ({"BLOCK_N": 128}, "a 128x128 tile does 64.0", "BLOCK_M and BLOCK_N"),
-     ({"num_stages": 3}, "144 KB = 3 slabs of 48 KB", "num_stages (a deeper ring"),
+     ({"num_stages": 3}, "num_stages=3: 3 slabs of 48 KB", "num_stages (a deeper ring"),
      # 4 slabs of 48 KB on sm_80: more than an A100 holds
      ({"num_stages": 5}, "Required: 196608", "BLOCK_K or num_stages (shared memory)")],
 )  # fmt: skip

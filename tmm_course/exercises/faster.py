@@ -4,8 +4,8 @@ float16 and float32, a float32 accumulator), through a kernel of theirs launched
 warps and stages they chose. Beyond the values, its launches on a float16 ``4096^3`` product
 are noted, not run, compiled for a T4, an A100 and an H200, and judged by
 :func:`tmm_course.perf.faster.launch_goals` (no program redoing another's tile, reuse,
-spills, the tensor cores, a ring deep enough for an H200 that fits an A100 and a T4); on a GPU the check races it against lesson 4's
-kernel too."""
+spills, the tensor cores, a ring deep enough for an H200 that fits an A100 and a T4); on a
+GPU the check races it against lesson 4's kernel too."""
 
 from __future__ import annotations
 

@@ -95,6 +95,14 @@ class ExercisesRun:
         return self.data["faster_sweep"]
 
     @property
+    def descriptor_sweep(self) -> dict:
+        """problem, lesson 4 and torch.matmul's ms (on the same ``w.T``), and ``launches``:
+        lesson 7's solution by depth of ring, each with its knobs (``tile``, ``num_warps``,
+        ``num_stages``), ``ms``, ``ring`` (shared bytes per program on sm_90) and
+        ``missed``."""
+        return self.data["descriptor_sweep"]
+
+    @property
     def split_k_sweep(self) -> dict:
         """problem, lesson 4 and torch.matmul's ms, and ``launches``: each with its knobs,
         ``ms``, ``in_flight`` (bytes per SM) and ``compiler_goals_met``."""
