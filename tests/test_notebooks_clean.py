@@ -85,3 +85,12 @@ def test_tmm_course_is_imported_before_triton(path):
     for later in ("import triton", "@triton.jit"):
         if later in joined:
             assert joined.index("import tmm_course") < joined.index(later), later
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=ids)
+def test_every_source_shown_is_displayed(path):
+    """``show(kernel)`` returns the source to display: mid-cell, Jupyter drops it unseen."""
+    for cell in code_cells(load(path)):
+        lines = [line for line in "".join(cell["source"]).splitlines() if line.strip()]
+        for line in lines[:-1]:
+            assert not re.match(r"show(_diff)?\(", line), f"{path.name} {cell['id']}: {line}"
