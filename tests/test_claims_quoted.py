@@ -49,9 +49,10 @@ def test_lesson_6_quotes_the_bigger_tiles_it_raced_and_the_sweeps_best():
     journey = RUN.journey["ratio_to_torch"]
     tiles = RUN.sweep("tiles")["ratio_to_torch"]
     big = knobs.BIGGER_TILES
-    raced = f"{big.block_m}x{big.block_n}x{big.block_k} tiles and {big.num_warps} warps"
-    assert f"Bigger tiles ({journey['bigger tiles']:.3f}, with {raced}" in text
-    assert f"128x256x64 with 8 warps at {tiles['128x256x64 w8 s3 2-D grid']:.3f}" in text
+    raced = f"{big.block_m}x{big.block_n}x{big.block_k} on {big.num_warps} warps"
+    assert f"Bigger tiles ({journey['bigger tiles']:.3f} at {raced}" in text
+    swept = tiles["128x256x64 w8 s3 2-D grid"]
+    assert f"{swept:.3f} at 128x256x64 in section 3's sweep" in text
     assert max(tiles, key=tiles.get) in ("torch.matmul", "128x256x64 w8 s3 2-D grid")
 
 
@@ -60,7 +61,7 @@ def test_lesson_6_says_two_races_of_the_persistent_kernel_differ():
     journey = RUN.journey["ratio_to_torch"]["persistent + TMA"]
     lesson_7 = next(r for r in RUN.tma if r["problem"] == RUN.journey["problem"])
     other = lesson_7["ratio_to_torch"]["persistent_matmul"]
-    assert f"reaches {journey:.3f} here and {other:.3f} in lesson 7's race of the same run" in text
+    assert f"reaches {journey:.3f} ({other:.3f} in lesson 7's race of the same run)" in text
     step = next(s for s in knobs.STEPS if s.name == "persistent + TMA")
     assert step.tile == (persistent_tma.H200_CONFIG.block_m, persistent_tma.H200_CONFIG.block_n)
 

@@ -1047,3 +1047,32 @@ def test_a_stored_run_takes_more_parts_only_from_the_same_gpu_code_and_versions(
     assert run["provenance"]["command"] == "x --out run.json && x --into run.json"
     with pytest.raises(ValueError, match="code_version"):
         joined({"provenance": first}, {**later, "code_version": "def5678"})
+
+
+def test_lesson_6s_reuse_goal_is_more_than_section_1s_tiles():
+    """'more FLOPs per byte than section 1's tiles' is the check's goal: for every
+    power-of-two tile (tl.arange's sizes), beating the table's best means reaching the goal."""
+    from tmm_course.perf.intensity import tile_intensity
+
+    text = prose("06_making_it_fast.ipynb")
+    assert "more FLOPs per byte than section 1's tiles" in text
+    cells = json.loads((ROOT / "notebooks" / "06_making_it_fast.ipynb").read_text())["cells"]
+    table = next("".join(c["source"]) for c in cells if c["id"] == "mf05")
+    assert "for bm, bn in [(32, 32), (64, 64), (128, 128)]:" in table  # section 1's tiles
+    best = tile_intensity(128, 128, element_bytes=2)
+    least = tile_intensity(*faster.WIDEST, element_bytes=2)
+    sizes = [2**i for i in range(4, 10)]
+    for bm in sizes:
+        for bn in sizes:
+            reuse = tile_intensity(bm, bn, element_bytes=2)
+            assert (reuse > best) == (reuse >= least), (bm, bn)
+
+
+def test_lesson_6s_stored_profile_passes_the_stored_roof_as_it_says():
+    from tmm_course.perf import profiler
+
+    run, text = stored.exercises_run(), prose("06_making_it_fast.ipynb")
+    readings = profiler.readings(run.profile["scopes"], calls=10)
+    roof = stored.lessons_run().device["peak_tflops"]["float16"]
+    assert readings["torch.matmul"].tflops > roof
+    assert "Its `torch.matmul` passes section 2's float16 roof" in text

@@ -46,9 +46,10 @@ def _column_major(pid: int, grid_m: int, grid_n: int, group_m: int) -> tuple[int
 
 
 SHORT_GROUP = (
-    "right when GROUP_M divides grid_m, wrong otherwise: the last group has only "
-    "grid_m - first_m rows, so take rows = min(grid_m - first_m, GROUP_M) and use rows, not "
-    "GROUP_M, in the % and // that place a program inside its group."
+    "right when GROUP_M divides grid_m, wrong otherwise: the last group is shorter than "
+    "GROUP_M rows of tiles, yet its programs were placed as if it were full. How many rows "
+    "does the last group have, and where do the % and // that place a program in its group "
+    "need that count?"
 )
 
 # a 2-D grid's program_id(axis=0) counts only grid_m programs: the rows beyond stay poisoned
