@@ -7,6 +7,7 @@ import re
 
 import nbformat
 import pytest
+import torch
 import triton
 import triton.language as tl
 from conftest import ROOT
@@ -73,14 +74,20 @@ def test_lesson_6_does_not_equate_num_stages_with_buffers():
 
 def test_sm_80_compiles_descriptor_loads_to_ordinary_loads_without_a_pipeline():
     text = cell("07_persistent_tma.ipynb", "pt06")
-    assert "ordinary loads, not pipelined" in text
-    view = persistent_tma.compiler_view(persistent_tma.H200_CONFIG)
+    assert "ordinary loads, for these float16 tiles not pipelined" in text
+    assert "float32 tiles do get `cp.async` there" in text
+    assert "on an A100 only float32 tiles are still pipelined" in cell(
+        "07_persistent_tma.ipynb", "pt01"
+    )
     kernel = persistent_tma.persistent_matmul_kernel
-    one, three = (compile_for(kernel, view, "sm_80", num_warps=8, num_stages=s) for s in (1, 3))
-    assert one.ok and three.ok and one.shared_bytes == three.shared_bytes
-    for compiled in (one, three):
-        assert "cp.async" not in compiled.ptx and "ld.global" in compiled.ptx
-        assert compiled.matrix_unit == "mma"
+    for dtype in (torch.float16, torch.float32):
+        view = persistent_tma.compiler_view(persistent_tma.H200_CONFIG, dtype=dtype)
+        one, three = (compile_for(kernel, view, "sm_80", num_warps=8, num_stages=s)
+                      for s in (1, 3))  # fmt: skip
+        assert one.ok and three.ok and one.matrix_unit == three.matrix_unit == "mma"
+        pipelined = dtype == torch.float32
+        assert (one.shared_bytes < three.shared_bytes) == pipelined
+        assert ("cp.async" in three.ptx) == pipelined and "cp.async" not in one.ptx
 
 
 @triton.jit
