@@ -294,6 +294,8 @@ def test_lesson_7s_tile_goal_is_where_the_stored_tile_sweep_says():
     above = [speed[x] for x in speed if reuse[x] >= least and x != "128x256x64 w4 s3 2-D grid"]
     assert f"{max(below):.2f}" == "1.24" and max(below) < faster.CLOCK_FACTORS["H100"][0]
     assert min(above) >= 1.5
+    said = "at least the reuse below which lesson 6's tile sweep stayed under 1.3 times lesson 4's"
+    assert said in prose("07_persistent_tma.ipynb")
 
 
 @on_interpreter
