@@ -127,6 +127,13 @@ def solution_cell(notebook: str, cell: str) -> str:
     return next("".join(c["source"]) for c in cells if c.get("id") == cell)
 
 
+# lesson 8's solution made to load all of K in its first slice of each tile, none in the others
+UNSHARED_STEPS = (
+    "steps = tl.cdiv(tl.cdiv(K, BLOCK_K), SPLIT_K)",
+    "steps = tl.cdiv(K, BLOCK_K) * (1 - tl.minimum(tl.program_id(2), 1))",
+)
+UNSHARED_START = ("start = tl.program_id(2) * steps * BLOCK_K", "start = 0 * BLOCK_K")
+
 # lessons 6-8: an attempt each that a learner could hand in, wrong in one place
 PERFORMANCE_SLIPS = {
     "06_making_it_fast": {
@@ -151,10 +158,12 @@ PERFORMANCE_SLIPS = {
         ),
     },
     "08_racing_cublas": {
-        # the solution on a 2-deep ring: right values, 62 KB of loads in flight per SM
+        # slice 0 of each tile walks all of K, the other slices nothing: right values, the
+        # work not shared (judged from the replay's loads, by the worker)
         "split_k": solution_cell("08_racing_cublas.ipynb", "rc23")
         .replace("solution_", "")
-        .replace("num_stages=4", "num_stages=2")
+        .replace(UNSHARED_STEPS[0], UNSHARED_STEPS[1])
+        .replace(UNSHARED_START[0], UNSHARED_START[1])
         .split("\nassert ")[0],
     },
 }
@@ -186,7 +195,7 @@ def test_the_performance_lessons_are_graded_on_what_the_course_computes(tmp_path
     if "faster" in found:  # the knob to turn is named
         assert "BLOCK_M and BLOCK_N" in found["faster"]["detail"], found["faster"]
     if "split_k" in found:
-        assert "num_stages or BLOCK_K" in found["split_k"]["detail"], found["split_k"]
+        assert "the K-slices do not share the work" in found["split_k"]["detail"], found["split_k"]
 
 
 @needs_isolation

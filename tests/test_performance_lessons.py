@@ -356,6 +356,44 @@ def solution(notebook: str, cell: str, **edits: str) -> dict:
     return names
 
 
+def test_split_k_slices_that_leave_k_to_one_of_them_miss_a_goal():
+    """Slice 0 of each tile walks all of K, the others nothing: right values and the same
+    compiled figures; the record of the loads shows the work was not shared."""
+    from test_grade import UNSHARED_START, UNSHARED_STEPS
+
+    from tmm_course.check import check_split_k
+
+    fn = split_k_solution(**dict([UNSHARED_STEPS, UNSHARED_START]))["solution_split_k_matmul"]
+    result = check_split_k(fn)
+    assert result.codes == ["goal_missed"], result.diagnoses
+    assert "the K-slices do not share the work" in result.primary.message
+    assert "load at most 64 each" in result.primary.message  # 4 slices of 64 over K = 65
+
+
+@pytest.mark.parametrize(
+    ("columns", "verdict"),
+    # K = 256, BLOCK_K = 32 (8 steps), 4 slices of one tile: 2 steps (64 columns) each at most
+    [({0: range(0, 64), 1: range(64, 128), 2: range(128, 192), 3: range(192, 256)}, None),
+     ({0: [*range(0, 32), *range(128, 160)], 1: [*range(32, 64), *range(160, 192)],
+       2: [*range(64, 96), *range(192, 224)], 3: [*range(96, 128), *range(224, 256)]}, None),
+     ({0: range(0, 256)}, "loaded 256 of a's 256 columns"),
+     ({0: range(0, 96), 1: range(96, 256)}, "loaded 160 of a's 256 columns")],
+)  # fmt: skip
+def test_split_k_work_judge_asks_an_even_share_of_k_per_slice(columns, verdict):
+    """In turn: slices of consecutive steps, slices of interleaved steps (both shared), one
+    slice doing all (the others idle), two slices doing all (two idle)."""
+    from tmm_course.exercises.spec import Reads
+    from tmm_course.exercises.split_k import shares_k
+
+    m, k, n = 16, 256, 16
+    a = {(0, 0, s): [row * k + col for row in range(m) for col in cols]
+         for s, cols in columns.items()}  # fmt: skip
+    b = {program: [row * n + col for row in range(k) for col in range(n)] for program in a}
+    reads = Reads((1, 1, 4), {"BLOCK_K": 32}, {"a": (m, k), "b": (k, n)}, {"a": a, "b": b})
+    said = shares_k(reads)
+    assert (said is None) if verdict is None else (verdict in said and "at most 64" in said)
+
+
 def split_k_solution(**edits: str) -> dict:
     """Lesson 8's solution cell, run, with ``edits``: the names it defines."""
     return solution("08_racing_cublas.ipynb", "rc23", **edits)
@@ -912,6 +950,8 @@ def test_lesson_6s_check_passes_the_solution_and_judges_it_at_4096_by_the_compil
       "BLOCK_M and BLOCK_N"),
      ({"BLOCK_N": 128}, "a 128x128 tile does 64.0", "BLOCK_M and BLOCK_N"),
      ({"num_stages": 3}, "num_stages=3: 3 slabs of 48 KB", "num_stages (a deeper ring"),
+     # one slab spills on sm_80 too (8 bytes): the ring is named first
+     ({"num_stages": 1}, "num_stages=1: 1 slabs of 48 KB", "num_stages (a deeper ring"),
      # 4 slabs of 48 KB on sm_80: more than an A100 holds
      ({"num_stages": 5}, "Required: 196608", "BLOCK_K or num_stages (shared memory)")],
 )  # fmt: skip

@@ -11,7 +11,7 @@ import contextlib
 import os
 import traceback
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import torch
 import triton
@@ -30,7 +30,7 @@ from tmm_course.check.memory_guard import (
 )
 from tmm_course.check.replay import Replay
 from tmm_course.check.result import MESSAGES, Case, CheckResult, Diagnosis
-from tmm_course.check.work import mine, who_did_the_work
+from tmm_course.check.work import mine, shared_work, who_did_the_work
 from tmm_course.exercises import spec
 
 # the order diagnoses are reported in: the first one found is the primary diagnosis
@@ -45,6 +45,8 @@ PRIORITY = (
     "course_kernel",
     "host_copy",
     "no_descriptor",
+    # right values, the work not shared as the exercise asks (split-K's slices)
+    "goal_missed",
     # a known mistake matched exactly: strays and crashes elsewhere follow from it
     "transposed",
     "precision",
@@ -104,6 +106,9 @@ class Trial:
     # the same case with new values, for the replay of the recorded launches (None: the
     # replay runs on copies of these inputs)
     fresh: Callable[[], Trial] | None = None
+    # the exercise's look at how the launches shared the reading once the values are right
+    # (spec.Exercise.work), or None
+    work: Callable[[spec.Reads], str | None] | None = None
 
 
 def trial(case: spec.Case) -> Trial:
@@ -157,7 +162,7 @@ def run_exercise(
     return run_trials(
         name or exercise.name,
         call,
-        [trial(c) for c in cases],
+        [replace(trial(c), work=exercise.work) for c in cases],
         exercise.tensors,
         messages=exercise.messages,
         allow_course_kernels=allow_course_kernels,
@@ -583,9 +588,11 @@ def _judge(
         )
         if found is None and trial.extra:
             found = trial.extra(out, *trial.inputs)
+        if found is None and (said := shared_work(trace, list(views)[:-1], trial.work)):
+            found = "goal_missed", said
         if found:
             case.code, case.problem = found
-            if case.code in ("no_triton_kernel", "course_kernel", "host_copy"):
+            if case.code in ("no_triton_kernel", "course_kernel", "host_copy", "goal_missed"):
                 case.cause = case.problem  # what happened, in this case's words
         else:
             case.passed = True

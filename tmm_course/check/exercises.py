@@ -179,7 +179,8 @@ def check_descriptor_matmul(
     ``w`` (N x K) read where it lies, on contiguous float16 (and one float32) operands whose
     rows start every 16 bytes, ragged edges included, with a float32 accumulator; compiled for
     an H200, its kernels must load and store through descriptors alone (TMA copies), and at
-    float16 ``4096^3`` reach a 128x128 tile's reuse without spills, on ``wgmma``
+    float16 ``4096^3`` start no more programs than tiles and reach a 128x128 tile's reuse
+    without spills, on ``wgmma``, with a ring of 3 slabs
     (:func:`tmm_course.perf.faster.descriptor_goals`). On a GPU it is raced against lesson 4's
     kernel too."""
     from tmm_course.perf import faster as clock
@@ -229,7 +230,8 @@ def check_faster(fn: Callable[[torch.Tensor, torch.Tensor, torch.Tensor], object
 
 def check_split_k(fn: Callable[[torch.Tensor, torch.Tensor, torch.Tensor], object]) -> CheckResult:
     """Lesson 8: ``fn(a, b, c)`` must store ``a @ b`` into ``c`` as lesson 4's ``my_matmul``
-    does (the same cases), through split-K kernels of its own. Its launches on a float16
+    does (the same cases), through split-K kernels of its own, each slice of a tile loading
+    only its share of ``K`` (read from the record of the loads). Its launches on a float16
     512 x 512 x 16384 product, noted and not run, are compiled for an A100 and an H200 and
     judged: no spills, ``wgmma``, a program for every SM of an H200 yet one wave, loads in
     flight, slices deep enough to pipeline. On a GPU it is raced against lesson 4's kernel on

@@ -19,8 +19,9 @@ from collections.abc import Mapping, Sequence
 
 import torch
 
-from tmm_course.check.launches import Launch
+from tmm_course.check.launches import Launch, grid_of
 from tmm_course.check.memory_guard import Trace
+from tmm_course.exercises.spec import Reads
 
 
 def same(a: torch.Tensor, b: torch.Tensor) -> bool:
@@ -140,3 +141,49 @@ def _equal_cells(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     if a.is_floating_point():
         return (a == b) | (a.isnan() & b.isnan())
     return a == b
+
+
+def _integers(launch: Launch) -> dict[str, int]:
+    """The launch's integer arguments (constexprs included) by the kernel's parameter names."""
+    import inspect
+
+    fn = getattr(launch.jit, "fn", launch.jit)
+    try:
+        signature = inspect.signature(fn)
+        bound = signature.bind_partial(
+            *launch.args, **{k: v for k, v in launch.kwargs.items() if k in signature.parameters}
+        )
+    except (TypeError, ValueError):
+        return {}
+    return {name: int(value) for name, value in bound.arguments.items()
+            if isinstance(value, int) and not isinstance(value, bool)}  # fmt: skip
+
+
+def reads(trace: Trace, inputs: Sequence[str]) -> list[Reads]:
+    """What each launch that loaded any of ``inputs`` read of them, program by program, as
+    plain data (:class:`~tmm_course.exercises.spec.Reads`, what an exercise's ``work`` judges),
+    in launch order."""
+    found = []
+    for index, launch in enumerate(trace.launches):
+        cells: dict[str, dict[tuple[int, int, int], list[int]]] = {}
+        for access in trace.accesses:
+            if access.launch == index and access.kind == "load" and access.tensor in inputs:
+                cells.setdefault(access.tensor, {}).setdefault(access.program, []).extend(
+                    access.cells.tolist()
+                )
+        if not cells:
+            continue
+        try:
+            grid = grid_of(launch)
+        except ValueError:
+            continue
+        shapes = {name: tuple(trace.views[name].shape) for name in inputs}
+        found.append(Reads(grid, _integers(launch), shapes, cells))
+    return found
+
+
+def shared_work(trace: Trace | None, inputs: Sequence[str], judge) -> str | None:
+    """The sentence of an exercise's ``work`` judge on the first launch it faults, or None."""
+    if trace is None or judge is None:
+        return None
+    return next((said for r in reads(trace, inputs) if (said := judge(r))), None)

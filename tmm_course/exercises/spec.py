@@ -138,6 +138,10 @@ class Exercise:
     requires: Requirement | None = None
     # what they compile to on a problem too large to run here (lesson 8: split-K's figures)
     at_scale: AtScale | None = None
+    # once the values are right, how each launch's programs shared the reading of the inputs
+    # (from the record of their loads, on the interpreter): a sentence when they did not share
+    # it as the exercise asks (lesson 8: each K-slice of a tile reads its own share of K)
+    work: Callable[[Reads], str | None] | None = None
 
     def arguments(self, inputs: Sequence[object], out: object) -> list[object]:
         """The learner's arguments for one case, in the order its function takes them."""
@@ -148,6 +152,22 @@ class Exercise:
         """The cases of one check. ``secret``: sizes drawn from ``gen`` too (see
         :func:`secret_sizes`), for a grader whose cases a learner cannot know."""
         return self.cases(gen, backend, secret_sizes(gen) if secret else same)
+
+
+@dataclass(frozen=True)
+class Reads:
+    """What one launch's programs loaded of the inputs, as plain data: its grid, its integer
+    arguments by name, and per input (its shape), per program, the row-major flat indices of
+    the cells that program loaded."""
+
+    grid: tuple[int, int, int]
+    constants: Mapping[str, int]
+    shapes: Mapping[str, tuple[int, ...]]
+    cells: Mapping[str, Mapping[tuple[int, int, int], Sequence[int]]]
+
+    @property
+    def programs(self) -> int:
+        return self.grid[0] * self.grid[1] * self.grid[2]
 
 
 @dataclass(frozen=True)

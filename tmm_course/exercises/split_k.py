@@ -2,7 +2,8 @@
 ``c`` as lesson 4's ``my_matmul`` does (the same cases: any shapes and strides, float16 and
 float32, a float32 accumulator), with ``K`` cut into slices, one program per (tile, slice), the
 slices' float32 partials added by a kernel of theirs (``tl.atomic_add`` into a buffer of zeros,
-say) and a kernel storing ``c``. Beyond the values, its launches on a float16
+say) and a kernel storing ``c``. Once the values are right, the record of its loads must show
+each slice of a tile walking only its share of ``K`` (:func:`shares_k`). Its launches on a float16
 ``512 x 512 x 16384`` product (64 tiles of 64x64 for an H200's 132 SMs) are noted, not run,
 compiled for an A100 and an H200, and judged by :func:`tmm_course.perf.split_k.launch_goals`;
 on a GPU the check races it against lesson 4's kernel too."""
@@ -21,6 +22,7 @@ from tmm_course.exercises.spec import (
     Cells,
     Exercise,
     Mistake,
+    Reads,
     Resize,
     same,
 )
@@ -36,6 +38,40 @@ EVERY_SLICE_ALL_OF_K = (
     "c holds {} times a @ b: every slice walked all of K. A slice starts at its own share of K "
     "(program_id(2) times the steps in a slice, times BLOCK_K): add that start to the K offsets."
 )
+
+
+UNSHARED = (
+    "the right values, but the K-slices do not share the work: a program loaded {loaded} of "
+    "a's {k} columns for its tile, where {slices} slices of whole BLOCK_K={block_k} steps, "
+    "sharing K evenly, load at most {share} each (the other slices of its tile idle). Each "
+    "slice's loop must walk its own share of K, not all of it."
+)
+
+
+def shares_k(reads: Reads) -> str | None:
+    """Whether the slices of each tile shared ``K``: the programs that load the same rows of
+    ``a`` and columns of ``b`` (one tile) count as its slices, the grid's programs over those
+    tiles; none may load more columns of ``a`` than an even split into whole ``BLOCK_K`` steps
+    gives. None when they did (or when the launch names no ``BLOCK_K``)."""
+    block_k = reads.constants.get("BLOCK_K")
+    if not block_k or "a" not in reads.cells or "b" not in reads.cells:
+        return None
+    k, n = reads.shapes["a"][1], reads.shapes["b"][1]
+    tiles: set[tuple[frozenset[int], frozenset[int]]] = set()
+    columns: list[int] = []
+    for program, cells in reads.cells["a"].items():
+        rows = frozenset(int(c) // k for c in cells)
+        tiles.add((rows, frozenset(int(c) % n for c in reads.cells["b"].get(program, ()))))
+        columns.append(len({int(c) % k for c in cells}))
+    if not tiles:
+        return None
+    slices = max(1, reads.programs // len(tiles))
+    steps = math.ceil(k / block_k)
+    share = math.ceil(steps / slices) * block_k  # whole BLOCK_K steps per slice
+    loaded = max(columns)
+    if loaded <= share:
+        return None
+    return UNSHARED.format(loaded=loaded, k=k, slices=slices, block_k=block_k, share=share)
 
 
 def slice_mistakes(case: Case) -> list[Mistake]:
@@ -87,6 +123,7 @@ EXERCISE = Exercise(
     cases=cases,
     cells=Cells("08_racing_cublas", "rc22", "rc23", "rc24"),
     messages=products.MESSAGES,
+    work=shares_k,
     at_scale=compiled_at(
         (split_k.M, split_k.N, split_k.K),
         "an A100 and an H200",

@@ -261,6 +261,8 @@ def judge_replay(trial: Trial, reply: dict, returned: list[bytes] | None) -> Res
     requires = trial.exercise.requires
     if found.passed and requires is not None and not reply.get("shows"):
         return result(case, code=requires.code, problem=requires.fix, cause=requires.fix)
+    if found.passed and (unshared := reply.get("unshared")):  # the exercise's work, unshared
+        return result(case, code="goal_missed", problem=str(unshared), cause=str(unshared))
     return found
 
 

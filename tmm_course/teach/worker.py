@@ -180,6 +180,7 @@ class Replayer:
         from tmm_course.check import launches, time_limit
         from tmm_course.check.memory_guard import OutOfBoundsAccess, only_these_tensors, raised_from
         from tmm_course.check.record import replay as run_plan
+        from tmm_course.check.work import shared_work
         from tmm_course.exercises import BY_NAME
 
         args, storages = _tensors(header, blobs)
@@ -212,6 +213,9 @@ class Replayer:
             facts["outside"] = {kind: trace.outside(kind) for kind in ("load", "store")}
             facts["output_loaded"] = trace.touched("load", output) > 0
             facts["unstored"] = int((~trace.cells("store", output)).sum())
+            exercise = BY_NAME.get(header.get("exercise", ""))
+            work = getattr(exercise, "work", None)
+            facts["unshared"] = shared_work(trace, header["tensors"][:-1], work)
         return facts, [s.cpu().numpy().tobytes() for s in storages]
 
     def launched(self, header: dict, blobs: list[bytes]) -> dict:
