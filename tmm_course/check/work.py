@@ -10,12 +10,15 @@ values are right, the check also asks:
 - the output did not change after the last learner launch returned;
 - every cell of each input was loaded by a learner kernel (directly, or from a copy the
   launcher made on the host; on the exercises that are about strides, such a copy of a strided
-  input is named, since gathering through the strides is the exercise).
+  input is named, since gathering through the strides is the exercise);
+- where the exercise says how the work is shared (split-K's slices of ``K``), that each
+  launch's programs read their share (:func:`reads` hands the exercise's ``work`` judge what
+  each program loaded, as plain data the grader's worker sends too).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import torch
 
@@ -182,7 +185,9 @@ def reads(trace: Trace, inputs: Sequence[str]) -> list[Reads]:
     return found
 
 
-def shared_work(trace: Trace | None, inputs: Sequence[str], judge) -> str | None:
+def shared_work(
+    trace: Trace | None, inputs: Sequence[str], judge: Callable[[Reads], str | None] | None
+) -> str | None:
     """The sentence of an exercise's ``work`` judge on the first launch it faults, or None."""
     if trace is None or judge is None:
         return None
