@@ -166,7 +166,7 @@ def descriptor_sweep(notebook: Path) -> dict:
         dot = faster.dot_launch(launched)
         row["ring"] = dot.compiled["sm_90"].shared_bytes if dot else None
         row["missed"] = [g.asks for g in faster.descriptor_goals(launched) if not g.met]
-        print("lesson 7 sweep", row, flush=True)
+        print("descriptor sweep", row, flush=True)
     return record
 
 
