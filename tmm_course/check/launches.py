@@ -120,21 +120,26 @@ def _launch_classes() -> list[type]:
     return classes
 
 
-def grid_of(launch: Launch) -> tuple[int, int, int]:
-    """The launch's grid as three ints (a ``grid(meta)`` function called as Triton calls it,
-    on the launch's arguments by name); ``ValueError`` when it is not made of integers."""
+def arguments(launch: Launch) -> dict[str, object]:
+    """The launch's arguments by the kernel's parameter names, defaults filled in (launch
+    options such as ``num_warps`` left out); ``TypeError`` when they do not fit its
+    signature."""
     import inspect
 
+    signature = inspect.signature(getattr(launch.jit, "fn", launch.jit))
+    bound = signature.bind_partial(
+        *launch.args, **{k: v for k, v in launch.kwargs.items() if k in signature.parameters}
+    )
+    bound.apply_defaults()
+    return dict(bound.arguments)
+
+
+def grid_of(launch: Launch) -> tuple[int, int, int]:
+    """The launch's grid as three ints (a ``grid(meta)`` function called as Triton calls it,
+    on the launch's :func:`arguments`); ``ValueError`` when it is not made of integers."""
     grid = launch.grid
     if callable(grid):
-        fn = getattr(launch.jit, "fn", launch.jit)
-        signature = inspect.signature(fn)
-        names = set(signature.parameters)
-        bound = signature.bind_partial(
-            *launch.args, **{k: v for k, v in launch.kwargs.items() if k in names}
-        )
-        bound.apply_defaults()
-        grid = grid(dict(bound.arguments))
+        grid = grid(arguments(launch))
     if not isinstance(grid, (tuple, list)):
         grid = (grid,)
     try:

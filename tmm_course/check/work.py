@@ -22,7 +22,7 @@ from collections.abc import Callable, Mapping, Sequence
 
 import torch
 
-from tmm_course.check.launches import Launch, grid_of
+from tmm_course.check.launches import Launch, arguments, grid_of
 from tmm_course.check.memory_guard import Trace
 from tmm_course.exercises.spec import Reads
 
@@ -148,17 +148,11 @@ def _equal_cells(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
 
 def _integers(launch: Launch) -> dict[str, int]:
     """The launch's integer arguments (constexprs included) by the kernel's parameter names."""
-    import inspect
-
-    fn = getattr(launch.jit, "fn", launch.jit)
     try:
-        signature = inspect.signature(fn)
-        bound = signature.bind_partial(
-            *launch.args, **{k: v for k, v in launch.kwargs.items() if k in signature.parameters}
-        )
+        given = arguments(launch)
     except (TypeError, ValueError):
         return {}
-    return {name: int(value) for name, value in bound.arguments.items()
+    return {name: int(value) for name, value in given.items()
             if isinstance(value, int) and not isinstance(value, bool)}  # fmt: skip
 
 
@@ -166,21 +160,19 @@ def reads(trace: Trace, inputs: Sequence[str]) -> list[Reads]:
     """What each launch that loaded any of ``inputs`` read of them, program by program, as
     plain data (:class:`~tmm_course.exercises.spec.Reads`, what an exercise's ``work`` judges),
     in launch order."""
+    by_launch: dict[int, dict[str, dict[tuple[int, int, int], list[int]]]] = {}
+    for access in trace.accesses:
+        if access.kind == "load" and access.tensor in inputs and access.launch >= 0:
+            programs = by_launch.setdefault(access.launch, {}).setdefault(access.tensor, {})
+            programs.setdefault(access.program, []).extend(access.cells.tolist())
+    shapes = {name: tuple(trace.views[name].shape) for name in inputs}
     found = []
-    for index, launch in enumerate(trace.launches):
-        cells: dict[str, dict[tuple[int, int, int], list[int]]] = {}
-        for access in trace.accesses:
-            if access.launch == index and access.kind == "load" and access.tensor in inputs:
-                cells.setdefault(access.tensor, {}).setdefault(access.program, []).extend(
-                    access.cells.tolist()
-                )
-        if not cells:
-            continue
+    for index, cells in sorted(by_launch.items()):
+        launch = trace.launches[index]
         try:
             grid = grid_of(launch)
-        except ValueError:
+        except (TypeError, ValueError):
             continue
-        shapes = {name: tuple(trace.views[name].shape) for name in inputs}
         found.append(Reads(grid, _integers(launch), shapes, cells))
     return found
 
