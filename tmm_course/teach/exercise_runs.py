@@ -134,40 +134,41 @@ def lesson_8(notebook: Path) -> dict:
     return _judged(8, launcher, attempts, spec.EXERCISE, split_k, split_k.race)
 
 
-def faster_sweep(notebook: Path) -> dict:
-    """Lesson 6's solution at many tiles and depths of ring, raced
-    (:func:`tmm_course.perf.faster.sweep`), each launch with the shared memory its program holds
-    on an H200 (its ring) and the compiler goals it misses, from its own launches at scale."""
+def _ring_sweep(notebook: Path, name: str, spec, goals, label: str, **sweep) -> dict:
+    """A solution (``name``, from ``notebook``) at many tiles and depths of ring, raced
+    (:func:`tmm_course.perf.faster.sweep`, given ``sweep``), each launch with the shared memory
+    its program holds on an H200 (its ring) and the ``goals`` it misses, from its own launches
+    at scale (``spec``, the exercise)."""
     from tmm_course.check.compiled import launches_at_scale
-    from tmm_course.exercises import faster as spec
 
-    launcher = solution_cells(notebook)["solution_fast_matmul"]
-    record = faster.sweep(launcher)
+    launcher = solution_cells(notebook)[name]
+    record = faster.sweep(launcher, **sweep)
     for row in record["launches"]:
         launched = launches_at_scale(spec.EXERCISE, functools.partial(launcher, **row["launch"]))
         dot = faster.dot_launch(launched)
         row["ring"] = dot.compiled["sm_90"].shared_bytes if dot else None
-        row["missed"] = [g.asks for g in faster.launch_goals(launched) if not g.met]
-        print("lesson 6 sweep", row, flush=True)
+        row["missed"] = [g.asks for g in goals(launched) if not g.met]
+        print(label, row, flush=True)
     return record
+
+
+def faster_sweep(notebook: Path) -> dict:
+    """Lesson 6's solution at many tiles and depths of ring (:data:`tmm_course.perf.faster.
+    KNOB_SETS`)."""
+    from tmm_course.exercises import faster as spec
+
+    return _ring_sweep(notebook, "solution_fast_matmul", spec, faster.launch_goals,
+                       "lesson 6 sweep")  # fmt: skip
 
 
 def descriptor_sweep(notebook: Path) -> dict:
     """Lesson 7's solution at many depths of ring (:data:`tmm_course.perf.faster.
-    DESCRIPTOR_KNOB_SETS`), raced on its linear layer (:func:`tmm_course.perf.faster.sweep`),
-    each launch with its ring on an H200 and the compiler goals it misses."""
-    from tmm_course.check.compiled import launches_at_scale
+    DESCRIPTOR_KNOB_SETS`), raced on its linear layer."""
     from tmm_course.exercises import descriptor_matmul as spec
 
-    launcher = solution_cells(notebook)["solution_descriptor_matmul"]
-    record = faster.sweep(launcher, faster.DESCRIPTOR_KNOB_SETS, linear=True)
-    for row in record["launches"]:
-        launched = launches_at_scale(spec.EXERCISE, functools.partial(launcher, **row["launch"]))
-        dot = faster.dot_launch(launched)
-        row["ring"] = dot.compiled["sm_90"].shared_bytes if dot else None
-        row["missed"] = [g.asks for g in faster.descriptor_goals(launched) if not g.met]
-        print("descriptor sweep", row, flush=True)
-    return record
+    return _ring_sweep(notebook, "solution_descriptor_matmul", spec, faster.descriptor_goals,
+                       "descriptor sweep", knob_sets=faster.DESCRIPTOR_KNOB_SETS,
+                       linear=True)  # fmt: skip
 
 
 def split_k_sweep(notebook: Path) -> dict:
