@@ -243,7 +243,7 @@ def test_lesson_7s_stored_sweep_bears_out_its_ring_goal():
 
     def slabs(row: dict) -> int:
         bm, bn, bk = row["launch"]["tile"]
-        return min(row["ring"] // faster.slab_bytes(bm, bn, bk), row["launch"]["num_stages"])
+        return faster.ring_slabs(row["ring"], bm, bn, bk, row["launch"]["num_stages"])
 
     fast = lambda row: sweep["lesson 4"] / row["ms"] >= factor
     deep = [r for r in sweep["launches"] if slabs(r) >= faster.DESCRIPTOR_SLABS]
@@ -989,7 +989,8 @@ def test_lesson_6s_stored_sweep_bears_out_its_ring_goal():
 
     def slabs(row: dict) -> int:
         k = row["launch"]
-        return row["ring"] // faster.slab_bytes(k["BLOCK_M"], k["BLOCK_N"], k["BLOCK_K"])
+        tile = (k["BLOCK_M"], k["BLOCK_N"], k["BLOCK_K"])
+        return faster.ring_slabs(row["ring"], *tile, k["num_stages"])
 
     def speed(row: dict) -> float:
         return sweep["torch.matmul"] / row["ms"]

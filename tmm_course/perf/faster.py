@@ -91,6 +91,13 @@ def slab_bytes(block_m: int, block_n: int, block_k: int) -> int:
     return (block_m + block_n) * block_k * 2
 
 
+def ring_slabs(ring: int, block_m: int, block_n: int, block_k: int, num_stages: int) -> int:
+    """The slabs a program's ring holds on sm_90: its shared memory (``ring`` bytes) over one
+    slab's bytes, at most ``num_stages`` (a descriptor kernel's store of ``C`` passes through
+    shared memory too: with one stage, that buffer can read as a second slab)."""
+    return min(ring // slab_bytes(block_m, block_n, block_k), num_stages)
+
+
 def reuse_goal(knobs: Knobs, tile: tuple[int, int], why: str) -> Goal:
     """At least the FLOPs per float16 byte loaded of a ``tile`` (``why``: where it comes
     from, in the goal's words)."""
@@ -119,11 +126,10 @@ def tiles_goal(dot: Launched, knobs: Knobs, m: int = SIZE, n: int = SIZE) -> Goa
 
 
 def ring_goal(knobs: Knobs, h200: Compiled, least: int, knob: str) -> Goal:
-    """At least ``least`` slabs in the ring each program holds on sm_90: its shared memory over
-    one slab's bytes, at most ``num_stages`` (a descriptor kernel's store of ``C`` passes
-    through shared memory too: with one stage, that buffer can read as a second slab)."""
-    slab = slab_bytes(knobs.block_m, knobs.block_n, knobs.block_k)
-    slabs = min((h200.shared_bytes or 0) // slab, knobs.num_stages)
+    """At least ``least`` slabs in the ring each program holds on sm_90 (:func:`ring_slabs`)."""
+    k = knobs
+    slab = slab_bytes(k.block_m, k.block_n, k.block_k)
+    slabs = ring_slabs(h200.shared_bytes or 0, k.block_m, k.block_n, k.block_k, k.num_stages)
     deep = slabs >= least
     return Goal(
         f"a ring of at least {least} slabs per program on sm_90 ({least - 1} loading while "
@@ -288,18 +294,6 @@ def filled(fn: Callable[..., object], **knobs: object) -> Product:
     return run
 
 
-def linear_filled(fn: Callable[..., object], **knobs: object) -> Product:
-    """``(a, w) -> a @ w.T`` through a learner's ``fn(a, w, c, **knobs)`` (lesson 7's linear
-    layer), ``c`` made per call."""
-
-    def run(a: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
-        c = torch.empty(a.shape[0], w.shape[0], dtype=a.dtype, device=a.device)
-        fn(a, w, c, **knobs)
-        return c
-
-    return run
-
-
 def race(
     contender: object,
     size: int = SIZE,
@@ -363,25 +357,27 @@ def sweep(
     ``torch.matmul`` on float16 ``shape`` (M x N x K), interleaved, on this GPU: for each, its
     knobs and median milliseconds per call (host time included). A launch that raises, or
     stores wrong values, is left out with its error. ``linear``: ``fn`` takes an N x K weight
-    ``w`` for ``b`` and stores ``a @ w.T`` (lesson 7's exercise); lesson 4's kernel and
-    ``torch.matmul`` multiply the same ``w.T`` view."""
+    ``w`` for ``b`` and stores ``a @ w.T`` (lesson 7's exercise; a square ``shape``, so that
+    :func:`filled` makes ``c`` as wide as ``w``); lesson 4's kernel and ``torch.matmul``
+    multiply the same ``w.T`` view."""
     import functools
 
     from tmm_course.timing import interleaved
 
     m, n, k = shape
+    if linear and n != k:
+        raise ValueError(f"a linear sweep needs N == K (w is N x K and c N wide), not {shape}")
     generator = torch.Generator(device="cuda").manual_seed(0)
     a = torch.randn(m, k, device="cuda", dtype=torch.float16, generator=generator)
-    w = torch.randn(n, k, device="cuda", dtype=torch.float16, generator=generator)
-    b = w.T if linear else torch.randn(k, n, device="cuda", dtype=torch.float16,
-                                       generator=generator)  # fmt: skip
+    given = torch.randn(*((n, k) if linear else (k, n)), device="cuda", dtype=torch.float16,
+                        generator=generator)  # fmt: skip
+    b = given.T if linear else given  # what lesson 4's kernel and torch.matmul multiply
     exact = a.float() @ b.float()
     lesson_4 = BASELINE.launcher()
     runs = {"lesson 4": lambda: lesson_4(a, b), "torch.matmul": lambda: torch.matmul(a, b)}
     failed = []
     for i, knobs in enumerate(knob_sets):
-        launch = filled(fn, **knobs) if not linear else linear_filled(fn, **knobs)
-        run = functools.partial(launch, a, w if linear else b)
+        run = functools.partial(filled(fn, **knobs), a, given)
         try:
             wrong = float((run().float() - exact).abs().max() / exact.abs().max())
         except Exception as error:  # a launch the GPU refuses: noted, not raced
