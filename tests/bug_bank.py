@@ -631,6 +631,24 @@ def tiles(short_group=True, swap=False, one_store=False, programs=None):
     return launch
 
 
+# --- lesson 8: split-K -------------------------------------------------------------------------
+# lesson 8's solution cell (rc23) made to load all of K in the first slice of each tile and
+# none in the others: right values, the same compiled figures, the work not shared
+UNSHARED_SLICES = {
+    "steps = tl.cdiv(tl.cdiv(K, BLOCK_K), SPLIT_K)":
+        "steps = tl.cdiv(K, BLOCK_K) * (1 - tl.minimum(tl.program_id(2), 1))",
+    "start = tl.program_id(2) * steps * BLOCK_K": "start = 0 * BLOCK_K",
+}  # fmt: skip
+
+
+def edited(source: str, edits: dict[str, str]) -> str:
+    """``source`` with each of ``edits`` (old -> new) made, each old text present."""
+    for old, new in edits.items():
+        assert old in source, old
+        source = source.replace(old, new)
+    return source
+
+
 # --- lesson 7: a @ b through tensor descriptors ------------------------------------------------
 @triton.jit
 def desc_kernel(a_desc, w_desc, c_desc, K, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,

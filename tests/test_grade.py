@@ -127,13 +127,6 @@ def solution_cell(notebook: str, cell: str) -> str:
     return next("".join(c["source"]) for c in cells if c.get("id") == cell)
 
 
-# lesson 8's solution made to load all of K in its first slice of each tile, none in the others
-UNSHARED_STEPS = (
-    "steps = tl.cdiv(tl.cdiv(K, BLOCK_K), SPLIT_K)",
-    "steps = tl.cdiv(K, BLOCK_K) * (1 - tl.minimum(tl.program_id(2), 1))",
-)
-UNSHARED_START = ("start = tl.program_id(2) * steps * BLOCK_K", "start = 0 * BLOCK_K")
-
 # lessons 6-8: an attempt each that a learner could hand in, wrong in one place
 PERFORMANCE_SLIPS = {
     "06_making_it_fast": {
@@ -160,10 +153,10 @@ PERFORMANCE_SLIPS = {
     "08_racing_cublas": {
         # slice 0 of each tile walks all of K, the other slices nothing: right values, the
         # work not shared (judged from the replay's loads, by the worker)
-        "split_k": solution_cell("08_racing_cublas.ipynb", "rc23")
+        "split_k": bug_bank.edited(
+            solution_cell("08_racing_cublas.ipynb", "rc23"), bug_bank.UNSHARED_SLICES
+        )
         .replace("solution_", "")
-        .replace(UNSHARED_STEPS[0], UNSHARED_STEPS[1])
-        .replace(UNSHARED_START[0], UNSHARED_START[1])
         .split("\nassert ")[0],
     },
 }

@@ -338,10 +338,7 @@ def solution(notebook: str, cell: str, **edits: str) -> dict:
     made to its source first: the names it defines."""
     cells = json.loads((ROOT / "notebooks" / notebook).read_text())["cells"]
     source = next("".join(c["source"]) for c in cells if c.get("id") == cell)
-    source = source.split("\nassert ")[0]
-    for old, new in edits.items():
-        assert old in source
-        source = source.replace(old, new)
+    source = bug_bank.edited(source.split("\nassert ")[0], edits)
     path = ROOT / "tests" / f"__{cell}_solution__.py"  # @triton.jit reads its source back
     import linecache
 
@@ -359,11 +356,9 @@ def solution(notebook: str, cell: str, **edits: str) -> dict:
 def test_split_k_slices_that_leave_k_to_one_of_them_miss_a_goal():
     """Slice 0 of each tile walks all of K, the others nothing: right values and the same
     compiled figures; the record of the loads shows the work was not shared."""
-    from test_grade import UNSHARED_START, UNSHARED_STEPS
-
     from tmm_course.check import check_split_k
 
-    fn = split_k_solution(**dict([UNSHARED_STEPS, UNSHARED_START]))["solution_split_k_matmul"]
+    fn = split_k_solution(**bug_bank.UNSHARED_SLICES)["solution_split_k_matmul"]
     result = check_split_k(fn)
     assert result.codes == ["goal_missed"], result.diagnoses
     assert "the K-slices do not share the work" in result.primary.message
