@@ -12,7 +12,8 @@ kernel did the work (:mod:`~tmm_course.check.work`), a time limit per case
 
 What compiled kernels must show (lesson 7's descriptor loads, lessons 6 and 8's figures on a
 problem too large to run) is judged by :mod:`~tmm_course.check.compiled`; lesson 4's variant
-exercise, a linear layer, and lesson 9's "find the bug" have modules of their own
+exercise, a linear layer, lesson 10's block-scaled float8 matmul
+(:mod:`~tmm_course.check.low_precision`) and lesson 9's "find the bug" have modules of their own
 (:mod:`~tmm_course.check.linear`, :mod:`~tmm_course.check.fixes`).
 ``from tmm_course.check import check_matmul`` is what a lesson imports."""
 
@@ -31,6 +32,7 @@ from tmm_course.check.exercises import (
 )
 from tmm_course.check.fixes import check_fix
 from tmm_course.check.linear import check_linear_relu
+from tmm_course.check.low_precision import check_fp8_matmul
 from tmm_course.check.result import CheckResult
 
 __all__ = [
@@ -39,6 +41,7 @@ __all__ = [
     "check_faster",
     "check_fill_column_major",
     "check_fix",
+    "check_fp8_matmul",
     "check_grouped_tile",
     "check_linear_relu",
     "check_matmul",

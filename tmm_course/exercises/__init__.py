@@ -16,6 +16,7 @@ from tmm_course.exercises import (
     faster,
     fill_column_major,
     fixes,
+    fp8_matmul,
     grouped_tile,
     linear_relu,
     matmul,
@@ -44,6 +45,7 @@ EXERCISES: list[Exercise] = [
     descriptor_matmul.EXERCISE,
     split_k.EXERCISE,
     *fixes.EXERCISES,
+    fp8_matmul.EXERCISE,
 ]
 BY_NAME: dict[str, Exercise] = {e.name: e for e in EXERCISES}
 BY_CELL: dict[str, Exercise] = {e.cells.exercise: e for e in EXERCISES if e.cells}
