@@ -60,7 +60,7 @@ def quantize(
     brings the block's largest magnitude into the format's range, rounded ``"up"`` (the largest
     lands in the top binade, never past the maximum). ``"down"`` is the mistake the lesson
     shows: the largest value overflows and saturates. An all-zero block keeps the scale 1.
-    The rounding to float8 is torch's (round to nearest even, saturating)."""
+    Values past the format's largest saturate; the rest round to nearest even (torch's cast)."""
     validate.tensor("x", x, ndim=2)
     validate.dtype("x", x, (torch.float32, torch.float16), tmm_course.BACKEND)
     if dtype not in FLOAT8:
@@ -80,7 +80,9 @@ def quantize(
     exponent = torch.log2(largest / torch.finfo(dtype).max)
     exponent = exponent.ceil() if round_scale == "up" else exponent.floor()
     scales = torch.where(largest > 0, torch.exp2(exponent), torch.ones_like(largest))
-    values = (blocks / scales[:, None, :, None]).to(dtype).view(gr * br, gc * bc)
+    most = torch.finfo(dtype).max  # saturate: torch's cast of a larger value may give NaN
+    values = (blocks / scales[:, None, :, None]).clamp(-most, most).to(dtype)
+    values = values.view(gr * br, gc * bc)
     return Quantized(values[:rows, :cols].contiguous(), scales.contiguous(), (br, bc))
 
 
@@ -224,7 +226,9 @@ def quantize_mx(x: torch.Tensor, along: int, dtype: torch.dtype = E4M3) -> MX:
     emax = math.floor(math.log2(torch.finfo(dtype).max))
     exponent = torch.where(largest > 0, torch.floor(torch.log2(largest)) - emax, 0.0)
     exponent = exponent.clamp(-E8M0_BIAS, E8M0_BIAS)
-    values = (blocks / torch.exp2(exponent)[:, :, None]).to(dtype).reshape(rows.shape)
+    most = torch.finfo(dtype).max  # OCP MX: a value past the largest saturates
+    values = (blocks / torch.exp2(exponent)[:, :, None]).clamp(-most, most).to(dtype)
+    values = values.reshape(rows.shape)
     values = values if along == 1 else values.t()
     return MX(values.contiguous(), (exponent + E8M0_BIAS).to(torch.uint8).contiguous())
 
@@ -319,3 +323,40 @@ def matrix_instructions(ptx: str) -> list[str]:
     with its shape and kinds: how the GPU multiplies the tiles."""
     found = re.findall(r"\b(?:wgmma\.mma_async|tcgen05\.mma|mma\.sync)[\w.:]*", ptx)
     return sorted(set(found))
+
+
+@dataclass(frozen=True)
+class OutlierErrors:
+    """:func:`fp8_matmul`'s error, against float64, on the rows of A without the outlier, with
+    A scaled once per tensor and once per ``1 x GROUP`` block, for each outlier size."""
+
+    outliers: list[float]  # how many times larger the outlier row is than the others
+    per_tensor: list[float]
+    per_block: list[float]
+    flushed: list[float]  # the share of the other rows' values a per-tensor scale rounds to 0
+
+
+def outlier_errors(outliers: list[float], m: int, n: int, k: int, seed: int = 0) -> OutlierErrors:
+    """Quantize ``A`` (``m x k``, one row ``outlier`` times larger than the rest, as a token
+    with massive activations is) and ``B`` (``k x n``), multiply with :func:`fp8_matmul` and
+    measure the error of the other rows' products (:func:`tmm_course.numerics.error`)."""
+    from tmm_course.numerics import error
+
+    gen = torch.Generator().manual_seed(seed)
+    a = torch.randn(m, k, generator=gen)
+    b = torch.randn(k, n, generator=gen).to(tmm_course.DEVICE)
+    bq = quantize(b, (GROUP, GROUP))
+    others = torch.arange(m) != 0
+    found = OutlierErrors(list(outliers), [], [], [])
+    for outlier in outliers:
+        x = a.clone()
+        x[0] *= outlier
+        x = x.to(tmm_course.DEVICE)
+        for block, errors in ((tuple(x.shape), found.per_tensor), ((1, GROUP), found.per_block)):
+            q = quantize(x, block)  # one scale per tensor: the kernel reads it everywhere
+            scales = q.scales.expand(m, -(-k // GROUP)).contiguous()
+            c = fp8_matmul(q.values, scales, bq.values, bq.scales)
+            errors.append(error(c[others], x[others], b))
+            if block == tuple(x.shape):
+                found.flushed.append(float((q.values[others].float() == 0).float().mean()))
+    return found
