@@ -159,11 +159,23 @@ def mistakes(aq: Quantized, bq: Quantized, integers: bool) -> list[Mistake]:
                     for j, (p, _, sb) in enumerate(parts))  # fmt: skip
         found.append(Mistake("transposed", value, A_SCALES_TRANSPOSED))
     if integers:  # every partial sum exact: a float16 running sum is known to the bit
-        acc = torch.zeros_like(parts[0][0]).half()
-        for p, sa, sb in parts:
-            acc = (acc.double() + (p * sa[:, None] * sb[None, :]).half().double()).half()
-        found.append(Mistake("precision", acc.double(), FLOAT16_SUM))
+        found += [Mistake("precision", float16_sum(aq, bq, step), FLOAT16_SUM)
+                  for step in (32, 64, GROUP)]  # fmt: skip
     return found
+
+
+def float16_sum(aq: Quantized, bq: Quantized, step: int) -> torch.Tensor:
+    """The product a K loop of ``step`` (a BLOCK_K) computes when it adds each step's scaled
+    float32 partial sum, rounded to float16, to a float16 accumulator."""
+    a, b = aq.values.double(), bq.values.double()
+    acc = torch.zeros(a.shape[0], b.shape[1], dtype=torch.float16)
+    for start in range(0, a.shape[1], step):
+        j = start // GROUP
+        sb = bq.scales.double()[j].repeat_interleave(GROUP)[: b.shape[1]]
+        part = a[:, start : start + step] @ b[start : start + step]
+        scaled = (part * aq.scales.double()[:, j][:, None] * sb[None, :]).half()
+        acc = (acc.double() + scaled.double()).half()
+    return acc.double()
 
 
 def case(p: Problem, backend: str, gen: torch.Generator) -> Case:
