@@ -102,7 +102,7 @@ def test_the_homework_names_its_exercises():
 
 GRADED = ("00_start_here", "01_tile_fill", "02_broadcasting", "03_strides", "04_tiled_matmul",
           "05_homework_transpose", "06_making_it_fast", "07_persistent_tma", "08_racing_cublas",
-          "09_pitfalls")  # fmt: skip
+          "09_pitfalls", "10_low_precision")  # fmt: skip
 
 
 @pytest.mark.parametrize("notebook", GRADED)
