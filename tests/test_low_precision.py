@@ -81,8 +81,11 @@ def _attempt(a_ptr, as_ptr, b_ptr, bs_ptr, c_ptr, M, N, K,
     first_b = tl.load(bs_ptr + (offs_n // 128) * sbsn, mask=offs_n < N, other=0.0)
     for k in range(0, tl.cdiv(K, BLOCK_K)):
         left = K - k * BLOCK_K
-        a = tl.load(a_ptr + offs_m[:, None] * sam + (k * BLOCK_K + offs_k)[None, :] * sak,
-                    mask=(offs_m[:, None] < M) & (offs_k[None, :] < left), other=0.0)
+        a = tl.load(
+            a_ptr + offs_m[:, None] * sam + (k * BLOCK_K + offs_k)[None, :] * sak,
+            mask=(offs_m[:, None] < M) & (offs_k[None, :] < left),
+            other=0.0,
+        )
         b = tl.load(b_ptr + (k * BLOCK_K + offs_k)[:, None] * sbk + offs_n[None, :] * sbn,
                     mask=(offs_k[:, None] < left) & (offs_n[None, :] < N), other=0.0)  # fmt: skip
         group = k * BLOCK_K // 128
