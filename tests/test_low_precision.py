@@ -14,6 +14,8 @@ from tmm_course import numerics
 from tmm_course.check import check_fp8_matmul
 from tmm_course.kernels import low_precision as lp
 from tmm_course.perf import low_precision as race
+from tmm_course.perf import results
+from tmm_course.viz.low_precision import race_figure
 
 
 def test_each_format_is_read_off_its_bit_patterns():
@@ -150,14 +152,25 @@ def test_each_gpu_compiles_dot_scaled_its_own_way():
     assert not any("tcgen05" in i for i in found["sm_120"])
 
 
-def test_the_stored_race_says_where_and_how_it_was_measured():
-    stored = race.stored()
-    assert "H100" in stored["device"] and stored["capability"] == [9, 0]
-    assert stored["command"].startswith("python -m tmm_course.perf.low_precision")
-    assert {"torch", "triton"} <= set(stored["versions"]) and stored["code"] != "unknown"
-    assert [row["label"] for row in stored["shapes"]] == [s[0] for s in race.SHAPES]
-    for row in stored["shapes"]:
-        bf16 = row["ms"]["torch.matmul bf16"]
-        for name, ms in row["ms"].items():
-            assert row["ratio_to_bf16"][name] == pytest.approx(bf16 / ms)
-        assert row["course_error_vs_dequantized"] <= row["course_bound_vs_dequantized"]
+def test_a_measured_race_is_read_with_where_and_how_and_drawn(tmp_path):
+    names = ["course fp8 kernel", "torch.matmul bf16", "torch._scaled_mm"]
+    ms = dict(zip(names, (1.0, 2.0, 1.0), strict=True))
+    ratios = {name: ms["torch.matmul bf16"] / t for name, t in ms.items()}
+    rows = [{"label": label, "m": m, "n": n, "k": k, "ms": ms, "ratio_to_bf16": ratios,
+             "error_vs_float64": dict.fromkeys(names, 0.02)}
+            for label, m, n, k in race.SHAPES]  # fmt: skip
+    measured = {"device": "NVIDIA H100 80GB HBM3", "capability": [9, 0], "date": "2026-12-07",
+                "versions": {"python": "3.12.3", "torch": "2.11.0", "triton": "3.6.0"},
+                "command": "python -m tmm_course.perf.low_precision --out mine.json",
+                "code": "abc1234", "shapes": rows}  # fmt: skip
+    path = tmp_path / "mine.json"
+    results.write(path, measured)
+    stored = race.stored(str(path))
+    assert race.where(stored) == (
+        "NVIDIA H100 80GB HBM3, 2026-12-07, torch 2.11.0, triton 3.6.0, code abc1234"
+    )
+    figure = race_figure(stored["shapes"], race.where(stored))
+    labels = [t.get_text() for t in figure.axes[0].get_xticklabels()]
+    assert labels == [s[0] for s in race.SHAPES]
+    # the lesson says so where no run ships, rather than drawing nothing silently
+    assert (race.stored() is None) == (race.FILE not in results.shipped())

@@ -6,7 +6,8 @@ float64 product of the unquantized inputs; and ``tl.dot_scaled`` on MXFP8 (emula
     python -m tmm_course.perf.low_precision --code-version "$(git rev-parse --short HEAD)" \\
         --out low_precision_mine.json
 
-The lesson draws the shipped file (``low_precision_h100.json``) on machines without a GPU.
+The lesson draws the file the package ships (``low_precision_h100.json``), where it ships one, on
+machines without a GPU.
 """
 
 from __future__ import annotations
@@ -176,8 +177,11 @@ if __name__ == "__main__":
     sys.exit(main())
 
 
-def stored(path: str | Path | None = None) -> dict:
-    """The shipped race (or one measured into ``path``), as plain data."""
+def stored(path: str | Path | None = None) -> dict | None:
+    """A race measured into ``path``, or the one the package ships: None where it ships none
+    (no GPU run of this race has been stored with this version of the course)."""
+    if path is None and FILE not in results.shipped():
+        return None
     return results.read(FILE if path is None else path)
 
 
