@@ -206,7 +206,8 @@ class CheckResult:
         """What each learner kernel compiled to on each GPU the course names."""
         if not self.compiled:
             return ""
-        units = {"wgmma": "wgmma (Hopper tensor cores)", "mma": "mma.sync (tensor cores)",
+        units = {"tcgen05": "tcgen05 (Blackwell tensor cores)",
+                 "wgmma": "wgmma (Hopper tensor cores)", "mma": "mma.sync (tensor cores)",
                  "fma": "FMA (no tensor cores)", "none": "no tl.dot", None: ""}  # fmt: skip
         rows = []
         for row in self.compiled:
@@ -216,7 +217,12 @@ class CheckResult:
                     f"{row['shared_kb']} KB",
                     str(row["registers"]),
                     f"{row['spilled_bytes']} B",
-                    units.get(row["matrix_unit"], str(row["matrix_unit"])),
+                    units.get(row["matrix_unit"], str(row["matrix_unit"]))
+                    + (
+                        f", {row['tensor_memory']} tensor-memory columns"
+                        if row.get("tensor_memory")
+                        else ""
+                    ),
                     str(row.get("programs_per_sm") or ""),
                 ]
             else:

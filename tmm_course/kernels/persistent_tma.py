@@ -21,7 +21,7 @@ import triton
 import triton.language as tl
 
 import tmm_course
-from tmm_course import gpu, validate
+from tmm_course import gpu, gpus, validate
 from tmm_course.backend import INTERPRETER
 from tmm_course.kernels.making_fast import grouped_tile
 from tmm_course.kernels.matmul import check_operands, output_for
@@ -164,7 +164,9 @@ def persistent_matmul(
 
 
 def compiler_view(
-    config: PersistentConfig = H200_CONFIG, dtype: torch.dtype = torch.float16, programs: int = 132
+    config: PersistentConfig = H200_CONFIG,
+    dtype: torch.dtype = torch.float16,
+    programs: int = gpus.CARDS["H200"].sms,
 ):
     """What the compiler is told about a launch of :func:`persistent_matmul_kernel` (for
     :func:`tmm_course.compile_ahead.compile_for`): three descriptors and the sizes (multiples
