@@ -1,0 +1,167 @@
+"""Five GPUs from a CPU: the table of GPUs (tmm_course.gpus) against what Triton's compiler makes
+of the course's kernels for each (on whichever Triton is installed: CI runs 3.6 and 3.9), and
+every launch the course picks on each tier within that tier's limits."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import tmm_course
+from tmm_course import gpu, gpus
+from tmm_course.backend import GPU
+from tmm_course.check.gpu_rules import fits
+from tmm_course.compile_ahead import (
+    GPUS,
+    Compiled,
+    compile_everywhere,
+    compile_for,
+    occupancy,
+    specialize,
+)
+from tmm_course.kernels import persistent_tma
+from tmm_course.kernels.matmul import matmul_kernel
+
+
+def _lesson4(blocks=(64, 64, 32), dtype=torch.float16):
+    m = n = k = 512
+    a, b, c = (torch.empty(m, k, dtype=dtype), torch.empty(k, n, dtype=dtype),
+               torch.empty(m, n, dtype=dtype))  # fmt: skip
+    args = (a, b, c, m, n, k, *a.stride(), *b.stride(), *c.stride())
+    block_m, block_n, block_k = blocks
+    return specialize(matmul_kernel, args, {"PRECISION": "tf32", "BLOCK_M": block_m,
+                                            "BLOCK_N": block_n, "BLOCK_K": block_k})  # fmt: skip
+
+
+def test_the_table_names_five_targets_and_each_card_its_own_shared_memory():
+    assert list(GPUS) == ["sm_75", "sm_80", "sm_90", "sm_100", "sm_120"]
+    assert [gpus.for_target(t).short for t in GPUS] == ["T4", "A100", "H100", "B200", "RTX 5090"]
+    # not ordered by capability: the newest has less than an A100, as Triton's launcher says
+    assert gpus.CARDS["RTX 5090"].shared_per_block == 101376  # "Hardware limit: 101376"
+    assert gpus.CARDS["A100"].shared_per_block == 166912
+    for card in gpus.CARDS.values():  # every figure has a source
+        assert card.source("shared_per_block") and card.source("sms")
+        assert card.shared_per_block + card.reserved_shared == card.shared_per_sm
+        assert (card.tensor_memory > 0) == (card.matrix_unit == "tcgen05")
+    with pytest.raises(ValueError, match="expected one of sm_75, sm_80"):
+        gpus.for_target("sm_89")
+
+
+def test_lesson_4s_kernel_compiles_on_each_gpus_matrix_unit_as_the_table_says():
+    """Done when: tcgen05 and tensor memory on sm_100, mma.sync on sm_120."""
+    compiled = compile_everywhere(matmul_kernel, _lesson4(), num_warps=4, num_stages=3)
+    assert all(c.ok for c in compiled.values()), {t: c.error for t, c in compiled.items()}
+    units = {t: c.matrix_unit for t, c in compiled.items()}
+    assert units == {t: gpus.for_target(t).matrix_unit for t in GPUS}
+    assert units == {"sm_75": "fma", "sm_80": "mma", "sm_90": "wgmma", "sm_100": "tcgen05",
+                     "sm_120": "mma"}  # fmt: skip
+    b200, rtx = compiled["sm_100"], compiled["sm_120"]
+    assert "tcgen05.mma" in b200.ptx and "tcgen05.alloc" in b200.ptx
+    assert b200.tensor_memory == 64  # a 64x64 float32 accumulator: 64 columns of 128 lanes
+    assert b200.occupancy.by_tensor_memory == 8  # of the SM's 512 columns
+    assert "64 columns of tensor memory, tl.dot on Blackwell's tensor cores" in b200.summary()
+    assert "mma.sync" in rtx.ptx and "tcgen05" not in rtx.ptx and not rtx.tensor_memory
+    assert rtx.occupancy.by_tensor_memory is None
+
+
+def test_the_descriptor_and_persistent_kernel_on_blackwell_and_an_rtx_50():
+    """Lesson 7's persistent kernel, loading through tensor descriptors: tcgen05 with tensor
+    memory and TMA copies on a B200; mma.sync with TMA copies on an RTX 50, its tiles fitting."""
+    cfg = persistent_tma.FITTING_CONFIG
+    view = persistent_tma.compiler_view(cfg)
+    kernel = persistent_tma.persistent_matmul_kernel
+    b200 = compile_for(kernel, view, "sm_100", cfg.num_warps, cfg.num_stages)
+    rtx = fits(compile_for(kernel, view, "sm_120", cfg.num_warps, cfg.num_stages))
+    assert b200.ok and rtx.ok, (b200.error, rtx.error)
+    assert b200.matrix_unit == "tcgen05" and b200.tensor_memory
+    assert rtx.matrix_unit == "mma" and not rtx.tensor_memory
+    assert "cp.async.bulk.tensor" in b200.ptx and "cp.async.bulk.tensor" in rtx.ptx
+    assert rtx.occupancy.programs >= 1 and rtx.spilled_bytes == 0
+    big = persistent_tma.H200_CONFIG  # the H200's tiles do not fit an RTX 50
+    too_big = fits(compile_for(kernel, persistent_tma.compiler_view(big), "sm_120",
+                               big.num_warps, big.num_stages))  # fmt: skip
+    assert not too_big.ok and "Hardware limit: 101376" in too_big.error
+
+
+def test_lesson_7_picks_tiles_by_shared_memory_not_by_compute_capability():
+    pick = persistent_tma.config_for
+    assert pick(gpu.KNOWN["H200"]) == pick(gpu.KNOWN["B200"]) == persistent_tma.H200_CONFIG
+    assert pick(gpu.KNOWN["RTX 5090"]) == persistent_tma.FITTING_CONFIG
+    assert pick(None) == persistent_tma.SMALL_CONFIG
+
+
+def test_tensor_memory_is_a_resource_of_the_occupancy_and_the_launch():
+    held = occupancy("sm_100", registers=64, shared_bytes=16 * 1024, num_warps=4,
+                     tensor_memory=256)  # fmt: skip
+    assert held.programs == 2 and held.limited_by == "tensor memory"
+    assert occupancy("sm_100", 64, 16 * 1024, 4, tensor_memory=100).by_tensor_memory == 4  # 128
+    refused = fits(Compiled("sm_100", True, shared_bytes=1024, registers=32, tensor_memory=1024))
+    assert not refused.ok
+    assert refused.error.startswith(
+        "out of resource: tensor memory, Required: 1024, Hardware limit: 512"
+    )
+    said = fits(Compiled("sm_120", True, shared_bytes=131072, registers=32)).error
+    assert "Required: 131072, Hardware limit: 101376" in said  # triton-lang/triton #8182's words
+
+
+# every plan of the capstone, per tier: the largest (by its tiles' shared memory) of each kernel
+# and element size compiled for that tier's GPU; none over the GPU's limits. float32 plans on the
+# two Blackwell tiers only (the H200's are compiled in test_capstone_compiles.py): a compile costs
+# seconds of CI's time
+TIER_CARDS = ("T4", "A100", "H200", "B200", "RTX 5090")
+OPTIONS = ("num_warps", "num_stages", "launch_cooperative_grid")
+# the one plan the capstone's estimate lets past an RTX 50's 99 KB: its float32 tiles take
+# 114,696 bytes compiled for sm_120 (the estimate: 98,304); the capstone's to fix
+KNOWN_OVER = {("RTX 5090", "persistent_tma", 4)}
+
+
+def _largest_plans(short: str, monkeypatch) -> dict:
+    from tmm_course.capstone import plans
+    from tmm_course.capstone.problems import GOALS
+
+    fake = gpu.KNOWN[short]
+    monkeypatch.setattr(tmm_course, "BACKEND", GPU)
+    monkeypatch.setattr(gpu, "current", lambda: fake)
+    largest: dict = {}
+    for problem, _ in GOALS:
+        dtype = getattr(torch, problem.dtype)
+        if dtype == torch.bfloat16 and not fake.bfloat16:
+            continue
+        if dtype == torch.float32 and fake.capability < (10, 0):
+            continue
+        a = torch.empty(problem.m, problem.k, dtype=dtype)
+        b = torch.empty(problem.k, problem.n, dtype=dtype)
+        chosen = plans.plan(a, b)
+        used = plans.shared_memory_bytes(chosen.config, a.element_size(), fake.pipelining)
+        key = (short, chosen.path, a.element_size())
+        if key not in largest or used > largest[key][0]:
+            largest[key] = (used, chosen, a, b)
+    return largest
+
+
+@pytest.mark.parametrize("short", TIER_CARDS)
+def test_the_capstones_largest_plans_fit_each_tier_compiled(short, monkeypatch):
+    from tmm_course.capstone import kernels, launches
+
+    if kernels.TensorDescriptor is None:
+        pytest.skip("this triton has no host-side tensor descriptors")
+    monkeypatch.setattr(launches.knobs.runtime, "interpret", False)  # a GPU's launch
+    card = gpus.CARDS[short]
+    over = set()
+    for key, (_, chosen, a, b) in _largest_plans(short, monkeypatch).items():
+        out = torch.empty(a.shape[0], b.shape[1], dtype=a.dtype)
+        tma = chosen.path == "persistent_tma"
+        setup = launches.persistent_tma_setup if tma else launches.grouped_setup
+        arguments, _, constexprs, _, _ = setup(a, b, out, chosen.config, "tf32")
+        given = {name: value for name, value in constexprs.items() if name not in OPTIONS}
+        kernel = kernels.persistent_tma_matmul_kernel if tma else kernels.grouped_matmul_kernel
+        compiled = fits(compile_for(kernel, specialize(kernel, arguments(a, b, out), given),
+                                    card.target, chosen.config.num_warps,
+                                    chosen.config.num_stages))  # fmt: skip
+        if not compiled.ok:
+            assert "out of resource" in compiled.error, compiled.error
+            over.add(key)
+            continue
+        assert compiled.occupancy.programs >= 1, (key, compiled.occupancy.summary())
+        assert compiled.matrix_unit in ("fma", "mma", card.matrix_unit), key
+    assert over == {k for k in KNOWN_OVER if k[0] == short}
