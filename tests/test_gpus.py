@@ -66,7 +66,15 @@ def test_lesson_4s_kernel_compiles_on_each_gpus_matrix_unit_as_the_table_says():
 
 def test_the_descriptor_and_persistent_kernel_on_blackwell_and_an_rtx_50():
     """Lesson 7's persistent kernel, loading through tensor descriptors: tcgen05 with tensor
-    memory and TMA copies on a B200; mma.sync with TMA copies on an RTX 50, its tiles fitting."""
+    memory and TMA copies on a B200; mma.sync with TMA copies on an RTX 50, its tiles fitting
+    (lesson 7, pt08b, says so)."""
+    import nbformat
+    from conftest import ROOT
+
+    lesson = nbformat.read(ROOT / "notebooks" / "07_persistent_tma.ipynb", as_version=4)
+    said = " ".join(next(c for c in lesson.cells if c.get("id") == "pt08b").source.split())
+    assert "`tl.dot` becomes `tcgen05`" in said and "`tl.dot` stays `mma`" in said
+    assert "the H200's tiles are refused there" in said and "still TMA copies" in said
     cfg = persistent_tma.FITTING_CONFIG
     view = persistent_tma.compiler_view(cfg)
     kernel = persistent_tma.persistent_matmul_kernel
