@@ -173,3 +173,40 @@ def test_the_capstones_largest_plans_fit_each_tier_compiled(short, monkeypatch):
         assert compiled.occupancy.programs >= 1, (key, compiled.occupancy.summary())
         assert compiled.matrix_unit in ("fma", "mma", card.matrix_unit), key
     assert over == {k for k in KNOWN_OVER if k[0] == short}
+
+
+# lesson 4's exercise 3: one kernel for five GPUs, judged by the compiler alone
+
+
+def _exercise_launch(blocks: tuple[int, int, int]):
+    a = torch.zeros(16, 16, dtype=torch.float16)  # only its dtype and alignment matter
+    size = 4096
+    block_m, block_n, block_k = blocks
+    return specialize(matmul_kernel, (a, a, a, size, size, size, size, 1, size, 1, size, 1),
+                      {"PRECISION": None, "BLOCK_M": block_m, "BLOCK_N": block_n,
+                       "BLOCK_K": block_k})  # fmt: skip
+
+
+def test_the_five_gpu_exercise_names_the_gpu_and_the_knob():
+    from tmm_course.exercises import five_gpus
+
+    def goal(target, blocks, warps, stages):
+        launch = _exercise_launch(blocks)
+        compiled = fits(compile_for(matmul_kernel, launch, target, warps, stages))
+        return five_gpus.on_gpu("portable_kernel", target, compiled)
+
+    # the lesson's first try: 64x64x32 on 4 warps spills on a T4 (Triton 3.6 and 3.9)
+    spills = goal("sm_75", (64, 64, 32), 4, 3)
+    assert not spills.met and spills.code == "goal_missed"
+    assert "spills" in spills.fix and "a T4 (compute capability 7.5" in spills.fix
+    assert "Turn num_warps up or BLOCK_M x BLOCK_N down" in spills.fix
+    # eight stages of 64x64x64: an H100 holds them, an RTX 5090 refuses them
+    assert goal("sm_90", (64, 64, 64), 8, 8).met
+    refused = goal("sm_120", (64, 64, 64), 8, 8)
+    assert not refused.met and refused.code == "gpu_would_reject"
+    assert "an RTX 5090 (compute capability 12.0" in refused.fix
+    assert "Hardware limit: 101376" in refused.fix and "Turn num_stages or BLOCK_K" in refused.fix
+    # the solution's launch (lesson 4, c23c) fits all five
+    for target in GPUS:
+        assert goal(target, (64, 64, 32), 8, 3).met, target
+    assert five_gpus.judge([])[0].code == "course_kernel"
