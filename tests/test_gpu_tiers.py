@@ -1,6 +1,7 @@
 """Every choice the course makes per GPU, on faked GPUs: a T4 (7.5), an A100 (8.0), an H200
-(9.0), a B200 (10.0) and an RTX 5090 (12.0). The course reads the GPU through tmm_course.gpu.current(); faking it (and the backend)
-exercises the GPU branches on a machine without one, without launching anything."""
+(9.0), a B200 (10.0) and an RTX 5090 (12.0). The course reads the GPU through
+tmm_course.gpu.current(); faking it (and the backend) exercises the GPU branches on a machine
+without one, without launching anything."""
 
 from __future__ import annotations
 
