@@ -22,7 +22,8 @@ MESSAGES = {
     "NotImplementedError. Fill in the kernel and its launch, then run the check again.",
     "crashed": "The launcher raised an error (shown in the case list); read its last line first.",
     "gpu_would_reject": "A GPU would refuse this kernel: Triton's compiler, run ahead of time "
-    "for a T4, an A100 and an H100/H200, stopped it (the case list gives its words).",
+    "for a T4, an A100, an H100/H200, a B200 and an RTX 5090, stopped it (the case list gives "
+    "its words).",
     "timed_out": "A case did not finish within the time limit: a loop that never ends? Check "
     "every loop's bounds, and that its counter advances.",
     "host_copy": "The launcher copied a strided input on the host (.contiguous()) for a kernel "
