@@ -523,7 +523,11 @@ def _resource_usage(cubin: bytes) -> tuple[int | None, int | None]:
 
 
 def compile_everywhere(
-    kernel: Any, specialization: Specialization, num_warps: int = 4, num_stages: int = 3
+    kernel: Any,
+    specialization: Specialization,
+    num_warps: int = 4,
+    num_stages: int = 3,
+    targets: Sequence[str] = tuple(GPUS),
 ) -> dict[str, Compiled]:
-    """:func:`compile_for` for every GPU the course names."""
-    return {gpu: compile_for(kernel, specialization, gpu, num_warps, num_stages) for gpu in GPUS}
+    """:func:`compile_for` for every GPU the course names (or those of ``targets``)."""
+    return {gpu: compile_for(kernel, specialization, gpu, num_warps, num_stages) for gpu in targets}

@@ -94,7 +94,7 @@ class KernelReport:
         if len(said) == 1:  # one sentence for every GPU that refused
             where = (
                 f"every GPU the course names ({', '.join(SHORT_NAMES.values())})"
-                if len(refused) == len(self.compiled)
+                if len(refused) == len(GPUS)
                 else " and ".join(c.gpu_name for c in refused)
             )
             return (
@@ -149,8 +149,11 @@ def _describe(
 
 @dataclass
 class Compiler:
-    """Compiles each learner kernel a check sees once per distinct specialization."""
+    """Compiles each learner kernel a check sees once per distinct specialization, for
+    ``targets`` (every GPU the course names, unless an exercise says otherwise:
+    :attr:`tmm_course.exercises.spec.Exercise.gpus`)."""
 
+    targets: tuple[str, ...] = tuple(GPUS)
     reports: dict[tuple, KernelReport] = field(default_factory=dict)
     # the further specializations seen: (launch, its specialization, options, cases), by key
     pending: dict[tuple, tuple[Launch, Specialization, dict, list]] = field(default_factory=dict)
@@ -207,11 +210,11 @@ class Compiler:
         key = (id(getattr(launch.jit, "fn", launch.jit)), kinds, tuple(options.items()))
         exact = (key, _signature_key(spec))
         if key not in self.reports:
-            compiled = compile_everywhere(launch.jit, spec, **options)
+            compiled = compile_everywhere(launch.jit, spec, targets=self.targets, **options)
             self.reports[key] = KernelReport(
                 launch.kernel,
                 _describe(launch, spec.constexprs, options),
-                {name: fits(compiled[name]) for name in GPUS},
+                {name: fits(compiled[name]) for name in self.targets},
             )
             self.covered.add(exact)
         elif exact not in self.covered:
