@@ -1073,18 +1073,22 @@ def test_descriptors_compile_for_a_t4_and_an_a100_without_tma_copies():
     assert persistent_tma.descriptors_unavailable() is None  # the interpreter, here
 
 
-def test_a_stored_run_takes_more_parts_only_from_the_same_gpu_code_and_versions():
+def test_a_stored_run_takes_more_parts_only_from_the_same_gpu_code_versions_and_timing():
     from tmm_course.teach.exercise_runs import joined
 
     versions = {"torch": "2.11.0", "triton": "3.6.0"}
     first = {"device": "H100", "code_version": "abc1234", "versions": versions,
-             "date": "2026-12-06T10:00", "command": "x --out run.json"}  # fmt: skip
+             "date": "2026-12-06T10:00", "command": "x --out run.json",
+             "timing": "with_host"}  # fmt: skip
     later = {**first, "date": "2026-12-06T10:10", "command": "x --into run.json"}
     run = joined({"provenance": first, "lesson_6": {"ms": 1.0}}, later)
     assert run["lesson_6"] == {"ms": 1.0} and run["provenance"]["date"] == first["date"]
     assert run["provenance"]["command"] == "x --out run.json && x --into run.json"
     with pytest.raises(ValueError, match="code_version"):
         joined({"provenance": first}, {**later, "code_version": "def5678"})
+    old = {k: v for k, v in first.items() if k != "timing"}  # a run from before do_bench's end
+    with pytest.raises(ValueError, match="timing 'cold_cache'"):
+        joined({"provenance": old}, later)
 
 
 def test_lesson_6s_reuse_goal_is_more_than_section_1s_tiles():
