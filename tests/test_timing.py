@@ -4,13 +4,16 @@ against the same fake through its driver, as it runs against a real one."""
 
 from __future__ import annotations
 
+import json
 import time
 from types import SimpleNamespace
 
 import pytest
 import triton.testing
+from conftest import ROOT
 
 from tmm_course import timing
+from tmm_course.perf import results
 
 HOST_S, GPU_S, FLUSH_S = 2e-3, 0.2e-3, 3e-3  # a slow launch path, a short kernel, a 256 MB fill
 
@@ -79,3 +82,27 @@ def test_a_stored_run_says_how_it_was_timed() -> None:
     assert timing.stored_timing({"timing": "with_host"}) == "with_host"
     with pytest.raises(ValueError, match="known ones"):
         timing.stored_timing({"timing": "stopwatch"})
+
+
+def _prose(name: str) -> str:
+    cells = json.loads((ROOT / "notebooks" / name).read_text(encoding="utf-8"))["cells"]
+    return " ".join(
+        " ".join("".join(c["source"]).split()) for c in cells if c["cell_type"] == "markdown"
+    )
+
+
+def test_every_stored_race_is_labelled_with_how_it_was_timed_and_agrees_with_it() -> None:
+    """Lessons 6-8 print each stored run's timing beside its figures, and say "host time
+    included" of none in their prose; a run timed with host time cannot have raced a call
+    faster than its host part, and lesson 8's sentence on do_bench holds of its grid run."""
+    lessons = ("06_making_it_fast.ipynb", "07_persistent_tma.ipynb", "08_racing_cublas.ipynb")
+    for name in lessons:
+        assert "host time included" not in _prose(name), name
+    grid, races = results.grid(), results.races()
+    for rows, provenance in ((grid.rows, grid.provenance), (races.inductor, races.provenance)):
+        if provenance.timing == "with_host":
+            for row in rows:
+                for who, us in row.host_us.items():
+                    assert row.ms[who] * 1e3 >= 0.9 * us, (row.label, who)
+    said = "This stored run was timed by `do_bench`" in _prose("08_racing_cublas.ipynb")
+    assert said == (grid.provenance.timing == "cold_cache")

@@ -19,16 +19,27 @@ from __future__ import annotations
 import statistics
 import time
 from collections.abc import Callable
+from typing import NamedTuple
 
 Timer = Callable[[Callable[[], object], int], float]  # (call, repetition ms) -> ms per call
 
-# How a stored run timed its calls, in the words a lesson prints beside its figures; the run
-# names its timing ("timing" beside its command), runs from before named none: do_bench's.
+
+class Timing(NamedTuple):
+    column: str  # a table's heading for its figures
+    words: str  # how its calls were timed, printed beside its figures
+
+    def __str__(self) -> str:
+        return self.words
+
+
+# How a stored run timed its calls, as a lesson prints it; the run names its timing ("timing"
+# beside its command), runs from before named none: do_bench's.
 TIMINGS = {
-    "with_host": "each call back to back, host time included (what a user waits for)",
-    "cold_cache": "do_bench's: L2 flushed before each call, whose host time hides behind the "
-    "flush (GPU time from a cold cache)",
-}
+    "with_host": Timing("with host", "each call back to back, host time included (what a user "
+                        "waits for)"),
+    "cold_cache": Timing("cold L2", "do_bench's: L2 flushed before each call, the call's host "
+                         "work hidden behind the flush (GPU time from a cold cache)"),
+}  # fmt: skip
 BEFORE = "cold_cache"
 
 

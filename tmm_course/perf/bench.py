@@ -482,9 +482,9 @@ def main(argv: list[str] | None = None) -> int:
     data.update({suite: earlier[suite] for suite in RESUMABLE if suite in earlier})
     resumed = any(suite in earlier for suite in RESUMABLE)
     if resumed and timing.stored_timing(earlier) != data["timing"]:
-        print(f"error: {args.out} was timed {timing.TIMINGS[timing.stored_timing(earlier)]}; "
-              f"this run times {timing.TIMINGS[data['timing']]}: measure it again into a new "
-              "--out file", file=sys.stderr)  # fmt: skip
+        print(f"error: {args.out} was timed {timing.TIMINGS[timing.stored_timing(earlier)].words};"
+              f" this run times {timing.TIMINGS[data['timing']].words}: measure it again into a "
+              "new --out file", file=sys.stderr)  # fmt: skip
         return 2
     if resumed:  # what measured the rows kept
         before = {key: earlier[key] for key in ("date", "command", "code") if key in earlier}

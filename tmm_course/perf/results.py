@@ -47,8 +47,8 @@ class Provenance:
     timing: str = timing.BEFORE  # how its calls were timed: a key of timing.TIMINGS
 
     @property
-    def timed(self) -> str:
-        """How the file's calls were timed, in words (:data:`tmm_course.timing.TIMINGS`)."""
+    def timed(self) -> timing.Timing:
+        """How the file's calls were timed: its column heading, and in words."""
         return timing.TIMINGS[self.timing]
 
     @property
@@ -307,7 +307,8 @@ class Grid:
 
     def families(self) -> dict[str, tuple[int, float, float]]:
         """Per family of problems (:func:`~tmm_course.capstone.problems.family`): how many, and
-        the geometric means of matmul_fast's ratio with host time and of device time alone."""
+        the geometric means of matmul_fast's ratio as raced (the file's timing,
+        :attr:`Provenance.timed`) and of device time alone."""
         table = {}
         for name in dict.fromkeys(family(r.problem) for r in self.rows):
             rows = [r for r in self.rows if family(r.problem) == name]

@@ -28,8 +28,8 @@ class LessonsRun:
         return self.data["provenance"]
 
     @property
-    def timed(self) -> str:
-        """How its calls were timed, in words (:data:`tmm_course.timing.TIMINGS`)."""
+    def timed(self) -> timing.Timing:
+        """How its calls were timed: its column heading, and in words."""
         return timing.TIMINGS[timing.stored_timing(self.provenance)]
 
     @property
@@ -90,7 +90,7 @@ class ExercisesRun:
         return LessonsRun(self.data).where
 
     @property
-    def timed(self) -> str:
+    def timed(self) -> timing.Timing:
         return LessonsRun(self.data).timed
 
     def lesson(self, number: int) -> dict:
