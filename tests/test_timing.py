@@ -104,5 +104,5 @@ def test_every_stored_race_is_labelled_with_how_it_was_timed_and_agrees_with_it(
             for row in rows:
                 for who, us in row.host_us.items():
                     assert row.ms[who] * 1e3 >= 0.9 * us, (row.label, who)
-    said = "This stored run was timed by `do_bench`" in _prose("08_racing_cublas.ipynb")
+    said = "This run's, `do_bench`'s, flushes L2" in _prose("08_racing_cublas.ipynb")
     assert said == (grid.provenance.timing == "cold_cache")
