@@ -26,6 +26,7 @@ from tmm_course.exercises import (
     descriptor_matmul,
     faster,
     fill_column_major,
+    flip_rows,
     grouped_tile,
     matmul,
     outer_product,
@@ -44,6 +45,7 @@ __all__ = [
     "check_descriptor_matmul",
     "check_faster",
     "check_fill_column_major",
+    "check_flip_rows",
     "check_grouped_tile",
     "check_matmul",
     "check_outer_product",
@@ -93,6 +95,16 @@ def check_strided_copy(
 ) -> CheckResult:
     """Lesson 3: ``fn(x, out)`` must copy ``x`` into ``out`` for any strides of either."""
     return run_exercise(strided_copy.EXERCISE, fn, allow_course_kernels=allow_course_kernels)
+
+
+def check_flip_rows(
+    fn: Callable[[torch.Tensor, torch.Tensor], object],
+    *,
+    allow_course_kernels: bool = False,
+) -> CheckResult:
+    """Lesson 3: ``fn(x, out)`` must store ``x[M - 1 - i, j]`` into ``out[i, j]`` for any
+    strides of ``x`` and ``out`` (transposed, sliced, every other column, padded rows)."""
+    return run_exercise(flip_rows.EXERCISE, fn, allow_course_kernels=allow_course_kernels)
 
 
 def check_transpose(
