@@ -28,6 +28,7 @@ from matplotlib.patches import Patch, Rectangle
 from matplotlib.text import Text
 from matplotlib.transforms import Bbox
 
+from tmm_course.exercises import column_order_fill
 from tmm_course.kernels.broadcast import broadcast_tiles, element_offsets
 from tmm_course.kernels.launch_order import launch_order, tiles_fetched
 from tmm_course.kernels.matmul import matmul_kloop_frames
@@ -254,6 +255,9 @@ FIGURES: dict[str, Callable[[], Figure]] = {
     "01 ownership 64x64 in 64x1": _ownership(64, 64, 64, 1),
     "01 ownership 64x64 in 1x64": _ownership(64, 64, 1, 64),
     "01 ownership 1x64 in 1x1": _ownership(1, 64, 1, 1),
+    "01 column-order exercise picture": lambda: ownership_figure(
+        column_order_fill.target(20, 10), labels="owner"
+    ),
     "01 overlap": lambda: overlap_figure(overlapping_fill(8, 10, block_m=4, block_n=4), "on cpu"),
     # lesson 2
     "02 broadcast": lambda: broadcast_figure(

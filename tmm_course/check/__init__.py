@@ -17,6 +17,7 @@ exercise, a linear layer, and lesson 9's "find the bug" have modules of their ow
 ``from tmm_course.check import check_matmul`` is what a lesson imports."""
 
 from tmm_course.check.exercises import (
+    check_column_order_fill,
     check_descriptor_matmul,
     check_faster,
     check_fill_column_major,
@@ -36,6 +37,7 @@ from tmm_course.check.result import CheckResult
 
 __all__ = [
     "CheckResult",
+    "check_column_order_fill",
     "check_descriptor_matmul",
     "check_faster",
     "check_fill_column_major",

@@ -23,6 +23,7 @@ from tmm_course.check.compiled import at_scale_goals, requirement_case
 from tmm_course.check.engine import run_exercise
 from tmm_course.check.result import Case, CheckResult, Diagnosis, from_goals
 from tmm_course.exercises import (
+    column_order_fill,
     descriptor_matmul,
     faster,
     fill_column_major,
@@ -42,6 +43,7 @@ from tmm_course.exercises.spec import label, ragged
 __all__ = [
     "CheckResult",
     "accumulator_precision",
+    "check_column_order_fill",
     "check_descriptor_matmul",
     "check_faster",
     "check_fill_column_major",
@@ -79,6 +81,14 @@ def check_fill_column_major(
 ) -> CheckResult:
     """Lesson 1: ``fn(out)`` must set ``out[i, j] = j * M + i`` (the column-major index)."""
     return run_exercise(fill_column_major.EXERCISE, fn, allow_course_kernels=allow_course_kernels)
+
+
+def check_column_order_fill(
+    fn: Callable[[torch.Tensor], object], *, allow_course_kernels: bool = False
+) -> CheckResult:
+    """Lesson 1: ``fn(out)`` must store, in each cell, the number of the program that owns it:
+    8 x 4 tiles on a 1-D grid, numbered down the columns of tiles."""
+    return run_exercise(column_order_fill.EXERCISE, fn, allow_course_kernels=allow_course_kernels)
 
 
 def check_outer_product(
