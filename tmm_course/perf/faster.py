@@ -170,8 +170,9 @@ def compiler_goals(knobs: Knobs, figures: Mapping[str, Compiled]) -> list[Goal]:
     if h200.ok:  # before the spills: a one-slab ring spills on sm_80 (at 128x256x64 on 8 warps,
         # 8 bytes; 0 from 2 stages on), and the shallow ring is the cause to name first
         goals.append(ring_goal(knobs, h200, MIN_SLABS, "num_stages (a deeper ring; BLOCK_K "
-                               "smaller if it then no longer fits an A100, whose ring holds "
-                               "num_stages - 1)"))  # fmt: skip
+                               "smaller if it then no longer fits an A100, where this pointer "
+                               "kernel's ring holds num_stages - 1: ask the compiler, "
+                               "tmm_course.compile_ahead.compile_for)"))  # fmt: skip
     per_thread = knobs.block_m * knobs.block_n // (32 * knobs.num_warps)
     for gpu, unit in (("sm_80", "mma"), ("sm_90", "wgmma")):
         goals += per_gpu_goals(
