@@ -103,7 +103,8 @@ def accesses_figure(trace: Trace, label: str = "") -> Figure:
         size = f"{rows}x{cols}" if entry["width"] is None else f"{entry['numel']}, {cols} a row"
         title = f"{name} ({size}): cells {verb}"
         if entry["outside"]:
-            title += f"\n{entry['outside']} lane(s) outside {name} (red x, not performed)"
+            marked = "red x, " if entry["strays"] else ""  # a 1-D view's lanes have no cell
+            title += f"\n{entry['outside']} lane(s) outside {name} ({marked}not performed)"
         elif entry["kind"] == "store" and (entry["owner"] == -1).any():
             title += f"\n{int((entry['owner'] == -1).sum())} cell(s) never written (hatched)"
         ax.set_title(title, fontsize=8)
