@@ -13,6 +13,8 @@ activation line counts for the lines below it and a line that needs one without 
   import of torch), after the shell has walked the block.
 - any other program (``jupyter``, ``ruff``, ``nbgrader``, ``pip`` ...): run with ``--help``.
 - ``source``, ``cd``: run as they are.
+- a block that starts with ``pip install`` is for an environment of your own, active: here,
+  ``.venv``, activated first.
 - lines for another machine (``ssh`` on your laptop, ``sbatch`` on a Slurm cluster) are not run:
   the files and commands they name are checked instead.
 """
@@ -75,12 +77,16 @@ class Walk:
 
     def __init__(self, venv_python: Path) -> None:
         self.script = ["set -euo pipefail", f"VENV_PY={shlex.quote(str(venv_python))}"]
-        self.python: list[dict] = []  # filled by the script: see python_line
+        self.python: list[dict] = []  # what runs in Python: see python_line
+        self.makes: list[str] = []  # the make lines, whose recipes the script writes
 
     def fail(self, what: str) -> str:
         return f"{{ echo {shlex.quote('README: ' + what)} >&2; exit 1; }}"
 
     def line(self, line: str) -> None:
+        if re.match(r"^\w+=\$\(.*\)$", line):  # jobid=$(sbatch ...): the command inside
+            self.command(shlex.split(line.split("$(", 1)[1][:-1]), line)
+            return
         for words in commands(line):
             self.command(words, line)
 
@@ -93,9 +99,6 @@ class Walk:
             return  # the test made the clone, from this checkout
         if program in ("cd", "source", "deactivate"):
             self.script.append(shlex.join(argv) + " || " + self.fail(f"{line} failed"))
-        elif re.match(r"^\w+=\$\(", line):  # jobid=$(sbatch ...): the command inside
-            inner = line.split("$(", 1)[1].rsplit(")", 1)[0]
-            self.command(shlex.split(inner), line)
         elif program in ELSEWHERE:
             self.elsewhere(argv, line)
         elif program in PYTHONS:
@@ -136,8 +139,10 @@ class Walk:
             f"recipe=$({shlex.join(dry)}) || {self.fail(f'{line}: make does not know it')}"
         )
         # the recipe's commands are known only once make has said them: a second pass
-        self.script.append(f'printf "%s\\n" "$recipe" > "$RECIPES/{len(self.script)}"')
-        self.script.append(f'echo "{len(self.script) - 1} $PWD {shlex.quote(line)}" >> "$MAKES"')
+        key = len(self.makes)
+        self.makes.append(line)
+        self.script.append(f'printf "%s\\n" "$recipe" > "$RECIPES/{key}"')
+        self.script.append(f'echo "{key} $PWD" >> "$MAKES"')
 
     def elsewhere(self, argv: list[str], line: str) -> None:
         where = ELSEWHERE[argv[0]]
@@ -210,8 +215,11 @@ def test_every_command_in_the_readme_works_as_printed(clone, tmp_path):
     venv_python = clone / ".venv" / "bin" / "python"
     python: list[dict] = []
     problems = []
+    helped_already: list[tuple[str, list[str]]] = []
     for number, block in enumerate(blocks()):
         walk = Walk(venv_python)
+        if block[0].startswith("pip install"):  # "an existing environment": here, .venv
+            walk.line("source .venv/bin/activate")
         for line in block:
             walk.line(line)
         folder = tmp_path / f"block{number}"
@@ -235,8 +243,9 @@ def test_every_command_in_the_readme_works_as_printed(clone, tmp_path):
             python.append({**walk.python[int(index)], "cwd": cwd})
         makes = folder / "makes"
         for row in makes.read_text().splitlines() if makes.exists() else []:
-            key, cwd, line = row.split(" ", 2)
-            recipe = (folder / "recipes" / key).read_text().splitlines()
+            key, cwd = row.split(" ", 1)
+            line = walk.makes[int(key)]
+            recipe = (folder / "recipes" / key).read_text().replace("\\\n", " ").splitlines()
             commands_run = [r for r in recipe if r.strip() and not r.startswith(SETUP)]
             assert commands_run, f"{line}: make would run nothing"
             for command in commands_run:
@@ -245,10 +254,11 @@ def test_every_command_in_the_readme_works_as_printed(clone, tmp_path):
                     if not (Path(cwd) / words[0]).exists():
                         problems.append(f"{line} -> {command}: no {words[0]}")
                         continue
-                    walk = Walk(venv_python)
-                    walk.python_line(words, f"{line} -> {command}")
-                    python.append({**walk.python[0], "cwd": cwd})
-                else:
+                    inner = Walk(venv_python)
+                    inner.python_line(words, f"{line} -> {command}")
+                    python.append({**inner.python[0], "cwd": cwd})
+                elif (words[0], words[1:2]) not in helped_already:  # jupyter lab: once
+                    helped_already.append((words[0], words[1:2]))
                     helped = subprocess.run([*words, "--help"], cwd=cwd, capture_output=True,
                                             text=True, timeout=120, env=env)  # fmt: skip
                     if helped.returncode:
@@ -259,5 +269,5 @@ def test_every_command_in_the_readme_works_as_printed(clone, tmp_path):
                          capture_output=True, text=True, timeout=600)  # fmt: skip
     assert ran.returncode == 0, ran.stderr[-2000:]
     problems += json.loads(ran.stdout.strip().splitlines()[-1])
-    assert len(python) >= 15, [e["line"] for e in python]
     assert not problems, "\n\n".join(problems)
+    assert len(python) >= 15, [e["line"] for e in python]
