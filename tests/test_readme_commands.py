@@ -15,8 +15,9 @@ activation line counts for the lines below it and a line that needs one without 
 - ``source``, ``cd``: run as they are.
 - a block that starts with ``pip install`` is for an environment of your own, active: here,
   ``.venv``, activated first.
-- lines for another machine (``ssh`` on your laptop, ``sbatch`` on a Slurm cluster) are not run:
-  the files and commands they name are checked instead.
+- lines for another machine (``ssh`` on your laptop, ``sbatch`` on a Slurm cluster, ``docker``
+  where a daemon runs: tests/test_grader_image.py builds the image there) are not run: the
+  files and commands they name are checked instead.
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ from conftest import ROOT
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 BLOCK = re.compile(r"^( *)```(?:bash|sh|shell)\n(.*?)^\1```", re.MULTILINE | re.DOTALL)
 PYTHONS = {"python", "python3", ".venv/bin/python"}
-ELSEWHERE = {"ssh": "your laptop", "sbatch": "a Slurm cluster"}
+ELSEWHERE = {"ssh": "your laptop", "sbatch": "a Slurm cluster", "docker": "a docker daemon"}
 SETUP = ("tools/setup-venv.sh", "touch .venv/")  # make's set-up of .venv: reused, not rerun
 
 
@@ -145,15 +146,15 @@ class Walk:
         self.script.append(f'echo "{key} $PWD" >> "$MAKES"')
 
     def elsewhere(self, argv: list[str], line: str) -> None:
-        where = ELSEWHERE[argv[0]]
-        if argv[0] == "sbatch":
-            wrap = argv[argv.index("--wrap") + 1] if "--wrap" in argv else None
-            if wrap:
-                self.line(wrap)
-            scripts = [a for a in argv if a.startswith("tools/")]
-            for path in scripts:
-                self.script.append(f"[ -f {path} ] || " + self.fail(f"{line}: no {path}"))
-            assert wrap or scripts, f"{line}: runs nothing this test can check ({where})"
+        """A line for another machine: the command it wraps and the files it names."""
+        wrap = argv[argv.index("--wrap") + 1] if "--wrap" in argv else None
+        if wrap:
+            self.line(wrap)
+        scripts = [a for a in argv if a.startswith("tools/")]
+        for path in scripts:
+            self.script.append(f"[ -f {path} ] || " + self.fail(f"{line}: no {path}"))
+        if argv[0] != "ssh":
+            assert wrap or scripts or argv[1] == "run", f"{line}: nothing to check here"
 
 
 RUNNER = """
