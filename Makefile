@@ -2,7 +2,7 @@
 #   make course   open the course in JupyterLab (installs the course and JupyterLab, nothing else)
 #   make test     lint, unit tests, and every notebook executed (the site build, solved; adds
 #                 the test and grading tools to .venv)
-#   make site     the course as web pages in build/site (Sphinx and myst-nb run every lesson)
+#   make site     the course as web pages in build/site (every lesson run, then Sphinx, myst-nb)
 # Whichever command creates .venv installs torch; on a machine without an NVIDIA GPU, give it the
 # CPU build (far smaller): TORCH_INDEX_URL=https://download.pytorch.org/whl/cpu make course
 PYTHON ?= python3
