@@ -30,6 +30,7 @@ import socket
 import sys
 import time
 from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
 
 from tmm_course.teach.safe_io import csv_cell, entry_name
@@ -124,14 +125,12 @@ ROSTER_FILE = "file"  # the roster's column naming each submission (with or with
 PLAIN_IDENTITY = ["Student", "SIS Login ID"]  # without a roster: the file name in both
 
 
+@dataclass(frozen=True)
 class Roster:
     """Who handed in which notebook: the LMS's identity columns for each submission's file."""
 
-    def __init__(self, columns: list[str], people: dict[str, dict[str, str]]) -> None:
-        self.columns, self.people = columns, people
-
-    def __repr__(self) -> str:
-        return f"Roster({len(self.people)} students: {', '.join(self.columns)})"
+    columns: list[str]  # the LMS's, in the roster's order
+    people: dict[str, dict[str, str]]  # file name without .ipynb -> column -> value
 
     def who(self, file: str) -> dict[str, str] | None:
         """The identity of the student who handed in ``file``, or None."""
