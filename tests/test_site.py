@@ -35,6 +35,7 @@ from tmm_course.teach.colab import notebook_title
 # otherwise idle; the bound leaves room for the rest of `make test` running beside it
 BUILD_BUDGET_S = 900
 LESSONS = [path.stem for path in NOTEBOOKS]
+SMART_QUOTES = {0x2019: "'", 0x201C: '"', 0x201D: '"'}  # Sphinx's typography, undone
 
 
 @pytest.fixture(scope="module")
@@ -274,7 +275,7 @@ def test_a_lesson_page_opens_with_its_title_and_first_paragraph_not_code(browser
     page, errors = _open(browser, f"{served}/{path.stem}.html")
     try:
         main = page.locator("main")
-        text = main.inner_text()
+        text = main.inner_text().translate(SMART_QUOTES)
         first = next(
             c for c in json.loads(path.read_text())["cells"] if c["cell_type"] == "markdown"
         )
