@@ -53,7 +53,7 @@ def test_example_texts_are_whole_and_wrap():
     html = report.page(ROWS, EXERCISES, [], "grades.csv")
     example = html.split("Most common diagnoses")[1]
     assert f"<td class='example'>ada.ipynb: {LONG}</td>" in example
-    assert ".example{white-space:pre-wrap}" in html and "overflow-wrap:anywhere" in html
+    assert ".example{white-space:pre-wrap;overflow-wrap:anywhere}" in html
 
 
 def test_a_long_detail_is_clipped_at_a_word_never_mid_word():

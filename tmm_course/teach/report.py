@@ -319,9 +319,10 @@ def page(
         f"<title>Grades: {e(source)}</title>",
         "<style>body{font-family:sans-serif;max-width:64em;margin:2em auto;padding:0 1em}"
         "table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;"
-        "padding:.25em .6em;text-align:left;vertical-align:top;overflow-wrap:anywhere}"
+        "padding:.25em .6em;text-align:left;vertical-align:top}"
         "th{background:#f4f4f4}td.n{text-align:right}code{font-size:90%}"
-        ".example{white-space:pre-wrap}.students{font-size:90%}</style></head><body>",
+        ".example{white-space:pre-wrap;overflow-wrap:anywhere}.students{font-size:90%}"
+        "</style></head><body>",
         f"<h1>The class at a glance</h1><p>{len(entries)} submissions, "
         f"{len(exercises)} exercises, from <code>{e(source)}</code>.</p>",
         "<h2>Pass rates</h2><table><tr><th>exercise</th><th>pass rate</th>"
