@@ -127,3 +127,27 @@ def test_grade_and_merge_refuse_a_bad_roster_before_any_work(tmp_path, capsys):
         assert stopped.value.code == 2
         assert "'file' column" in capsys.readouterr().err
     assert not list(tmp_path.glob("grades*"))
+
+
+def test_merge_writes_the_lms_export_under_the_rosters_identities(tmp_path):
+    """The command end to end, from a shard's CSV: `grade merge ... --roster`."""
+    inbox = tmp_path / "inbox"
+    inbox.mkdir()
+    shard = tmp_path / "grades.0-of-1.csv"
+    rows = [r for r in ROWS if r["submission"] in ("ada.ipynb", "bob.ipynb")]
+    for name in ("ada.ipynb", "bob.ipynb"):
+        (inbox / name).write_text("{}")
+    with shard.open("w", newline="") as f:
+        out = csv.DictWriter(f, fieldnames=list(rows[0]))
+        out.writeheader()
+        out.writerows(rows)
+    roster = write(tmp_path / "roster.csv", "file,Email address\nada,ada@uni\nbob,bob@uni\n")
+    merged = tmp_path / "grades.csv"
+    command = ["merge", str(shard), "--inbox", str(inbox), "--out", str(merged)]
+    assert grade.main([*command, "--roster", str(roster)]) == 0
+    with report.companions(merged)["lms"].open(newline="") as f:
+        got = list(csv.reader(f))
+    assert got == [["Email address", *EXERCISES, "Total"], ["ada@uni", "1", "0", "1"],
+                   ["bob@uni", "1", "1", "2"]]  # fmt: skip
+    page = report.companions(merged)["html"].read_text()
+    assert "<h2>Students</h2>" in page and "ada@uni<br><small>ada.ipynb</small>" in page
