@@ -20,12 +20,13 @@ import triton
 import triton.language as tl
 
 import tmm_course
-from tmm_course import compile_ahead, validate
+from tmm_course import compile_ahead, gpu, validate
 from tmm_course.backend import INTERPRETER
 
 GROUP = 128  # the K block one scale covers (and the N block of B's scales)
 E4M3 = torch.float8_e4m3fn
 FLOAT8 = (torch.float8_e4m3fn, torch.float8_e5m2)
+FLOAT8_CAPABILITY = (8, 9)  # the first GPUs with float8 tensor cores (Ada, then Hopper)
 MX_GROUP = 32  # OCP MX: one e8m0 scale per 32 elements along K
 E8M0_BIAS = 127  # an e8m0 byte e holds the scale 2**(e - 127)
 # what each GPU's compiler makes of tl.dot_scaled: the targets, and compile_ahead's target
@@ -135,6 +136,14 @@ def check_scaled_operands(a, a_scale, b, b_scale, group: int = GROUP) -> None:
                 f"torch.float8_e5m2). Fix: {name}_q = quantize({name}, ...); pass "
                 f"{name}_q.values and {name}_q.scales."
             )
+    here = gpu.current()
+    if here is not None and tuple(here.capability) < FLOAT8_CAPABILITY:
+        raise validate.KernelInputError(
+            f"{here.name} (compute capability {here.capability[0]}.{here.capability[1]}) has no "
+            "float8 tensor cores: tl.dot on float8 e4m3 tiles needs 8.9 or newer (an L4, an "
+            "H100, a B200). Fix: run this lesson on the CPU: %env TMM_BACKEND=interpreter "
+            "before import tmm_course, then restart the kernel."
+        )
     if a.shape[1] != b.shape[0]:
         raise validate.KernelInputError(
             f"Inner dimensions differ: a is {tuple(a.shape)} and b is {tuple(b.shape)}. "
