@@ -29,10 +29,9 @@ FLOAT8 = (torch.float8_e4m3fn, torch.float8_e5m2)
 FLOAT8_CAPABILITY = (8, 9)  # the first GPUs with float8 tensor cores (Ada, then Hopper)
 MX_GROUP = 32  # OCP MX: one e8m0 scale per 32 elements along K
 E8M0_BIAS = 127  # an e8m0 byte e holds the scale 2**(e - 127)
-# what each GPU's compiler makes of tl.dot_scaled: the targets, and compile_ahead's target
-# numbers for the two Blackwell parts (used only while compile_ahead does not name them)
+# the GPUs whose compilers the lesson asks what they make of tl.dot_scaled: an H100, a B200,
+# an RTX 50
 SCALED_DOT_TARGETS = ("sm_90", "sm_100", "sm_120")
-BLACKWELL = {"sm_100": 100, "sm_120": 120}
 
 
 @dataclass(frozen=True)
@@ -317,14 +316,7 @@ def scaled_dot_compiled(block: int = 128) -> dict[str, compile_ahead.Compiled]:
 
 
 def _compile(spec: compile_ahead.Specialization, gpu: str) -> compile_ahead.Compiled:
-    """compile_ahead's answer for ``gpu``, naming a Blackwell target for the duration of the
-    call where this compile_ahead does not name it yet."""
-    if gpu in compile_ahead.GPUS:
-        return compile_ahead.compile_for(mx_matmul_kernel, spec, gpu, num_warps=4, num_stages=2)
-    from unittest import mock
-
-    with mock.patch.dict(compile_ahead.GPUS, {gpu: BLACKWELL[gpu]}):
-        return compile_ahead.compile_for(mx_matmul_kernel, spec, gpu, num_warps=4, num_stages=2)
+    return compile_ahead.compile_for(mx_matmul_kernel, spec, gpu, num_warps=4, num_stages=2)
 
 
 def matrix_instructions(ptx: str) -> list[str]:
