@@ -12,8 +12,9 @@ kernel did the work (:mod:`~tmm_course.check.work`), a time limit per case
 
 What compiled kernels must show (lesson 7's descriptor loads, lessons 6 and 8's figures on a
 problem too large to run) is judged by :mod:`~tmm_course.check.compiled`; lesson 4's variant
-exercise, a linear layer, and lesson 9's "find the bug" have modules of their own
-(:mod:`~tmm_course.check.linear`, :mod:`~tmm_course.check.fixes`).
+exercise, a linear layer, lesson 6's prediction of a knob's figures and lesson 9's "find the
+bug" have modules of their own (:mod:`~tmm_course.check.linear`,
+:mod:`~tmm_course.check.prediction`, :mod:`~tmm_course.check.fixes`).
 ``from tmm_course.check import check_matmul`` is what a lesson imports."""
 
 from tmm_course.check.exercises import (
@@ -33,6 +34,7 @@ from tmm_course.check.exercises import (
 )
 from tmm_course.check.fixes import check_fix
 from tmm_course.check.linear import check_linear_relu
+from tmm_course.check.prediction import check_predict_knob
 from tmm_course.check.result import CheckResult
 
 __all__ = [
@@ -47,6 +49,7 @@ __all__ = [
     "check_linear_relu",
     "check_matmul",
     "check_outer_product",
+    "check_predict_knob",
     "check_scaled_matmul",
     "check_split_k",
     "check_strided_copy",
