@@ -123,9 +123,10 @@ def judge(prediction: object, before: Compiled, after: Compiled) -> list[Goal]:
     found = truths(Figures.of(START, before), Figures.of(CHANGED, after))
     wrong = {k: shown for k, (right, shown) in found.items()
              if prediction[k] is not None and prediction[k] != right}  # fmt: skip
-    fix = (f"{len(wrong)} of {len(found)} predictions are not what the compiler shows for "
-           f"an H100 ({TARGET}): " + "; ".join(f"{k} (you said {prediction[k]!r}): {shown}"
-                                                for k, shown in wrong.items()) + ".")  # fmt: skip
+    each = "; ".join(f"{k} (you said {prediction[k]!r}): {shown}" for k, shown in wrong.items())
+    verb = "is" if len(wrong) == 1 else "are"
+    fix = (f"{len(wrong)} of {len(found)} predictions {verb} not what the compiler shows for an "
+           f"H100 ({TARGET}): {each}.")  # fmt: skip
     goals = []
     for key, (_, shown) in found.items():
         yours = prediction[key]

@@ -531,8 +531,9 @@ def _predicted(spec: Spec, reply: dict, loaded: dict) -> tuple[str, list[str], s
     detail = f"{met}/{len(checked.cases)} predictions right"
     if checked.passed:
         return "pass", [], detail
-    if checked.codes == ["not_implemented"]:
-        return "not_implemented", checked.codes, checked.primary.message
+    if checked.codes in (["not_implemented"], ["crashed"]):  # unanswered, or not a prediction
+        verdict = "not_implemented" if checked.codes == ["not_implemented"] else "fail"
+        return verdict, checked.codes, checked.primary.message
     return "fail", checked.codes, f"{detail}; {checked.primary.message}"[:500]
 
 
