@@ -135,7 +135,7 @@ PERFORMANCE_SLIPS = {
         .replace("solution_", "")
         .replace("BLOCK_N=256", "BLOCK_N=128")
         .split("\nassert ")[0],
-        # the solution's prediction but for the spills: the compiler's 255 registers hide them
+        # the solution's prediction but for the spills: a thread's 255 registers hold them all
         "predict_knob": solution_cell("06_making_it_fast.ipynb", "mf22q")
         .replace("solution_", "")
         .replace('"spills": True', '"spills": False')
