@@ -2,8 +2,8 @@
 (:class:`~tmm_course.exercises.spec.Prediction`). Both launches of lesson 4's ``matmul()`` it
 names are made on a float16 product of its size with every launch noted and not run
 (:func:`~tmm_course.check.launches.recording`), and compiled through the check's compile gate
-(:func:`~tmm_course.check.compiled.launched`, cached per launch); the exercise's judge reads
-the learner's value beside the two compiles. The check and the batch grader both judge with
+(:func:`~tmm_course.check.compiled.launched`, cached per launch), once the exercise's judge
+finds a value it can judge and asks for them. The check and the batch grader both judge with
 :func:`goals`."""
 
 from __future__ import annotations
@@ -34,9 +34,7 @@ def goals(exercise: Exercise, answer: object) -> list[Goal]:
     """The goals of ``exercise``'s prediction on ``answer``: one per figure it predicts."""
     at = exercise.predicts
     assert at is not None
-    before = compiled(at.start, at.size, at.target)
-    after = compiled(at.changed, at.size, at.target)
-    return at.judge(answer, before, after)
+    return at.judge(answer, lambda knobs: compiled(knobs, at.size, at.target))
 
 
 def check_predict_knob(prediction: object) -> CheckResult:

@@ -10,7 +10,7 @@ the figure that shows it. Nothing here is typed from a compile: every figure is 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 
 from tmm_course.compile_ahead import Compiled
@@ -107,10 +107,11 @@ def problem(prediction: object) -> str | None:
     return None
 
 
-def judge(prediction: object, before: Compiled, after: Compiled) -> list[Goal]:
-    """One goal per prediction: met when it agrees with the compiler (``before``: what
-    :data:`START` compiled to, ``after``: :data:`CHANGED`); a miss names the prediction and the
-    figure that shows it. Left at None: not implemented."""
+def judge(prediction: object, compiled: Callable[[Knobs], Compiled]) -> list[Goal]:
+    """One goal per prediction: met when it agrees with the compiler (``compiled(knobs)``:
+    what a launch compiles to, asked of :data:`START` and :data:`CHANGED` once the prediction
+    can be judged); a miss names the prediction and the figure that shows it. Left at None:
+    not implemented."""
     said = problem(prediction)
     if said is not None:
         return [Goal(f"{NAME} is a prediction of each figure", False, said, "crashed",
@@ -120,7 +121,7 @@ def judge(prediction: object, before: Compiled, after: Compiled) -> list[Goal]:
         return [Goal(f"predict each figure for {CHANGE}", False, "every value still None",
                      "not_implemented", f"The prediction is not made yet: fill in {NAME} "
                      "(each value, then run this check).")]  # fmt: skip
-    found = truths(Figures.of(START, before), Figures.of(CHANGED, after))
+    found = truths(Figures.of(START, compiled(START)), Figures.of(CHANGED, compiled(CHANGED)))
     wrong = {k: shown for k, (right, shown) in found.items()
              if prediction[k] is not None and prediction[k] != right}  # fmt: skip
     each = "; ".join(f"{k} (you said {prediction[k]!r}): {shown}" for k, shown in wrong.items())
@@ -153,5 +154,5 @@ EXERCISE = Exercise(
     tensors=(),
     cases=_no_cases,
     cells=Cells("06_making_it_fast", "mf22p", "mf22q", "mf22r"),
-    predicts=Prediction(NAME, START, CHANGED, TARGET, SIZE, judge),
+    predicts=Prediction(NAME, TARGET, SIZE, judge),
 )

@@ -211,17 +211,16 @@ class AtScale:
 @dataclass(frozen=True)
 class Prediction:
     """An exercise whose answer is data: the value its cell binds (:attr:`name`), a
-    prediction of what the compiler makes of lesson 4's kernel when one launch (:attr:`start`)
-    becomes another (:attr:`changed`), both on a float16 ``size^3`` product, compiled for
-    :attr:`target`; :attr:`judge` reads the value beside the two compiles (``judge(value,
-    before, after)``, each a :class:`~tmm_course.compile_ahead.Compiled`)."""
+    prediction of what the compiler makes of a launch of lesson 4's kernel on a float16
+    ``size^3`` product for :attr:`target`. :attr:`judge` reads the value, asking for what it
+    is judged against as it needs it: ``judge(value, compiled)``, ``compiled(knobs)`` being
+    the :class:`~tmm_course.compile_ahead.Compiled` of that launch (never called on a value
+    that cannot be judged)."""
 
     name: str
-    start: Knobs
-    changed: Knobs
     target: str
     size: int
-    judge: Callable[[object, Compiled, Compiled], list[Goal]]
+    judge: Callable[[object, Callable[[Knobs], Compiled]], list[Goal]]
 
 
 @dataclass(frozen=True)
