@@ -1,4 +1,4 @@
-"""Lesson 6's prediction (exercises/predict_knob.py): judged against what the compiler makes of
+"""Lesson 6's predict_knob (exercises/predict_knob.py): judged against what the compiler makes of
 both launches, for the check and the grader alike. Two compiles for sm_90, cached: a few
 seconds in all."""
 

@@ -12,7 +12,7 @@ kernel did the work (:mod:`~tmm_course.check.work`), a time limit per case
 
 What compiled kernels must show (lesson 7's descriptor loads, lessons 6 and 8's figures on a
 problem too large to run) is judged by :mod:`~tmm_course.check.compiled`; lesson 4's variant
-exercise, a linear layer, lesson 6's prediction of a knob's figures and lesson 9's "find the
+exercise, a linear layer, lesson 6's predict_knob (a knob's figures) and lesson 9's "find the
 bug" have modules of their own (:mod:`~tmm_course.check.linear`,
 :mod:`~tmm_course.check.prediction`, :mod:`~tmm_course.check.fixes`).
 ``from tmm_course.check import check_matmul`` is what a lesson imports."""

@@ -1,4 +1,4 @@
-"""Lesson 6's prediction, judged against the compiler: an exercise whose answer is data
+"""Lesson 6's predict_knob, judged against the compiler: an exercise whose answer is data
 (:class:`~tmm_course.exercises.spec.Prediction`). Both launches of lesson 4's ``matmul()`` it
 names are made on a float16 product of its size with every launch noted and not run
 (:func:`~tmm_course.check.launches.recording`), and compiled through the check's compile gate

@@ -7,7 +7,7 @@ reference's setup cell, then the cells one exercise needs; then, for each case, 
 exercise's function on tensors shaped like the judge's case (other values: it never sees the
 ones judged) with every launch noted and not run, and sends back the launch record (plain data
 and the kernels' sources, :mod:`tmm_course.check.record`). What the function computed stays
-here. For an exercise whose answer is data (lesson 6's prediction), it sends back the value
+here. For an exercise whose answer is data (lesson 6's predict_knob), it sends back the value
 the cell bound, as JSON: the judge reads it as data and compiles what it is judged against.
 
 A *replay* worker runs no cell. It is given kernel sources the judge has read
