@@ -68,3 +68,26 @@ def test_the_cell_as_handed_out_is_not_implemented():
 def test_a_prediction_that_cannot_be_read_says_what_was_expected(answer, said):
     result = check_predict_knob(answer)
     assert result.codes == ["crashed"] and said in result.primary.message
+
+
+def test_the_solutions_reasons_are_the_compilers():
+    """What the solution cell's comment says, read off the two compiles: 256 accumulator values
+    per thread cap the registers at 255 and spill; three stages of 32 KB slabs become three of
+    48 KB; shared memory fitted two programs on an SM, then one; 64 FLOP per byte become 85."""
+    from tmm_course.check.prediction import compiled
+    from tmm_course.perf.intensity import tile_intensity
+
+    start, changed = predict_knob.START, predict_knob.CHANGED
+    before = compiled(start, predict_knob.SIZE, predict_knob.TARGET)
+    after = compiled(changed, predict_knob.SIZE, predict_knob.TARGET)
+    assert changed.block_m * changed.block_n // (32 * changed.num_warps) == 256
+    assert before.spilled_bytes == 0 and after.registers == 255 and after.spilled_bytes > 0
+    assert (before.shared_bytes, after.shared_bytes) == (3 * 32 * 1024, 3 * 48 * 1024)
+    assert before.occupancy.by_shared == 2 and after.occupancy.by_shared == 1
+    assert (round(tile_intensity(128, 128, element_bytes=2)),
+            round(tile_intensity(128, 256, element_bytes=2))) == (64, 85)  # fmt: skip
+    text = cell(predict_knob.EXERCISE.cells.solution)
+    for said in ("128*256 / (32*4) = 256 accumulator values", "255 registers",
+                 "= 32 KB to 48 KB", "= 85 FLOP per byte", "up from 64",
+                 "two programs' shared memory fitted on an SM, one now does"):  # fmt: skip
+        assert said in " ".join(text.replace("# ", "").split()), said
