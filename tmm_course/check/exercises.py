@@ -27,6 +27,7 @@ from tmm_course.exercises import (
     descriptor_matmul,
     faster,
     fill_column_major,
+    five_gpus,
     flip_rows,
     grouped_tile,
     matmul,
@@ -47,6 +48,7 @@ __all__ = [
     "check_descriptor_matmul",
     "check_faster",
     "check_fill_column_major",
+    "check_five_gpus",
     "check_flip_rows",
     "check_grouped_tile",
     "check_matmul",
@@ -248,6 +250,21 @@ def check_faster(fn: Callable[[torch.Tensor, torch.Tensor, torch.Tensor], object
     from tmm_course.perf import faster as lab
 
     return _at_scale(faster.EXERCISE, fn, lambda: lab.race(lab.filled(fn)), lab)
+
+
+def check_five_gpus(
+    fn: Callable[[torch.Tensor, torch.Tensor, torch.Tensor], object],
+) -> CheckResult:
+    """Lesson 4: ``fn(a, b, c)`` must store ``a @ b`` into ``c`` as ``my_matmul`` does (the same
+    cases), through a kernel of its own; its launches on a float16 ``4096^3`` product, noted and
+    not run, are compiled for the five GPUs the course names and judged there: within each
+    GPU's limits, no spills, a program per SM (:func:`tmm_course.exercises.five_gpus.judge`).
+    Judged by the compiler alone, on any machine."""
+    result = run_exercise(five_gpus.EXERCISE, fn)
+    if set(result.codes) & NOTHING_MORE:
+        return result
+    return _also(result, from_goals(five_gpus.EXERCISE.name,
+                                    at_scale_goals(five_gpus.EXERCISE, fn)))  # fmt: skip
 
 
 def check_split_k(fn: Callable[[torch.Tensor, torch.Tensor, torch.Tensor], object]) -> CheckResult:

@@ -145,6 +145,8 @@ class Exercise:
     # an answer that is data, judged against the compiler (lesson 6: predict a knob's effect):
     # no function is called, no case drawn
     predicts: Prediction | None = None
+    # the GPUs the check's compile gate covers (None: every GPU the course names)
+    gpus: tuple[str, ...] | None = None
     # once the values are right, how each launch's programs shared the reading of the inputs
     # (from the record of their loads, on the interpreter): a sentence when they did not share
     # it as the exercise asks (lesson 8: each K-slice of a tile reads its own share of K)

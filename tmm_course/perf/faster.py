@@ -16,12 +16,13 @@ from dataclasses import dataclass, replace
 
 import torch
 
-from tmm_course.compile_ahead import GPUS, Compiled, Launched
+from tmm_course import gpus
+from tmm_course.compile_ahead import Compiled, Launched
 from tmm_course.perf.intensity import tile_intensity
 from tmm_course.perf.knobs import BASELINE, Knobs
 
 SIZE = 4096  # float16 SIZE^3: the problem the goals are stated for
-TARGETS = GPUS  # a T4, an A100 and an H200
+TARGETS = ("sm_75", "sm_80", "sm_90")  # a T4, an A100 and an H200: the ones its goals read
 TILE_NAMES = ("BLOCK_M", "BLOCK_N", "BLOCK_K")  # the constexprs a launch's tile is read from
 # the tile class of the stored sweep's fastest launch (128x256x64 on 8 warps: 0.917 of
 # torch.matmul on the H200, lesson 6's section 3): what a float16 tile must reach per byte
@@ -181,9 +182,7 @@ def compiler_goals(knobs: Knobs, figures: Mapping[str, Compiled]) -> list[Goal]:
     if h200.ok and h200.occupancy is not None:  # what the registers and the ring allow
         goals[-1] = replace(goals[-1], seen=f"{goals[-1].seen}; {h200.occupancy.summary()}")
     t4 = figures["sm_75"]
-    from tmm_course.gpu import KNOWN
-
-    fits = t4.ok and (t4.shared_bytes or 0) <= KNOWN["T4"].shared_memory
+    fits = t4.ok and (t4.shared_bytes or 0) <= gpus.CARDS["T4"].shared_per_block
     goals.append(Goal(
         "fits a T4's 64 KB of shared memory (sm_75)",
         fits,
@@ -197,7 +196,8 @@ def dot_launch(launched: Sequence[Launched]) -> Launched | None:
     """The launch that multiplies tiles (``tl.dot`` on tensor cores, the one with most
     programs if several), or None."""
     dots = [x for x in launched
-            if any(c.matrix_unit in ("mma", "wgmma") for c in x.compiled.values())]  # fmt: skip
+            if any(c.matrix_unit in ("mma", "wgmma", "tcgen05")
+                   for c in x.compiled.values())]  # fmt: skip
     return max(dots, key=lambda x: x.programs) if dots else None
 
 
