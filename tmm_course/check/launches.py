@@ -17,6 +17,7 @@ from pathlib import Path
 import torch
 
 import tmm_course
+from tmm_course import hints
 
 COURSE_PACKAGE = "tmm_course"
 COURSE_FOLDER = Path(tmm_course.__file__).resolve().parent
@@ -160,6 +161,8 @@ def recording(dry: bool = False) -> Iterator[Launches]:
 
     def wrap_run(original):
         def run(self, *args, grid, warmup, **kwargs):
+            if isinstance(grid, int):  # Triton's own words: "object of type 'int' has no len()"
+                raise TypeError(hints.INT_GRID)
             if warmup:  # a compile only: dry, as nothing else runs, it is skipped too
                 return None if dry else original(self, *args, grid=grid, warmup=warmup, **kwargs)
             launch = record.note(self, args, kwargs, grid)

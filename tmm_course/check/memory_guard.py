@@ -100,10 +100,16 @@ class Region:
 
     def cell(self, element: int) -> tuple[int, int] | None:
         """(row, column) of a storage element in a 2-D view's coordinates, also just outside
-        the view (None if the view's strides do not say where)."""
-        if self.view is None or self.view.dim() != 2:
+        the view (None if the view's strides do not say where); a 1-D view is one row, as
+        its picture draws it: (0, element)."""
+        if self.view is None or self.view.dim() not in (1, 2):
             return None
         offset = element - self.view.storage_offset()
+        if self.view.dim() == 1:
+            (step,) = self.view.stride()
+            index, off_grid = divmod(offset, step) if step > 0 else (0, 1)
+            inside = -PICTURE_MARGIN <= index < self.view.shape[0] + PICTURE_MARGIN
+            return (0, index) if inside and not off_grid else None
         (rows, cols), (s0, s1) = self.view.shape, self.view.stride()
         if 0 < s1 <= s0 and s0 >= cols * s1:  # rows apart by s0, columns by s1
             row, rest = divmod(offset, s0)

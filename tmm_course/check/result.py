@@ -38,6 +38,8 @@ MESSAGES = {
     "desc.load([row, col]) and c_desc.store([row, col], tile).",
     "goal_missed": "The launch misses a goal set by the compiler's figures (or, on a GPU, by "
     "the clock): the case list names the knob to turn.",
+    "too_many_programs": "The values are right, but most programs of the grid did nothing: "
+    "launch one program per tile, triton.cdiv(n, BLOCK) on each axis.",
     "course_kernel": "The output was written by one of the course's own kernels (tmm_course), "
     "not by a kernel written here.",
     "out_of_bounds_read": "The kernel loaded lanes outside its inputs' elements (the check did "
