@@ -97,7 +97,7 @@ def grid(seen: Seen) -> Cause | None:
     fewer programs than the output has tiles (``M // BLOCK_M``), or with its axes swapped."""
     if not seen.unwritten or seen.leading is None or len(seen.launches) != 1:
         return None
-    (g, boxes), = seen.launches
+    ((g, boxes),) = seen.launches
     if not boxes:
         return None
     one_d = len(seen.shape) == 1
