@@ -156,6 +156,8 @@ class Trace:
     accesses: list[Access] = field(default_factory=list)
     launches: list[Launch] = field(default_factory=list)  # in order, as the guard saw them
     scratch: list[ScratchAccess] = field(default_factory=list)
+    # loads whose mask switched off every lane (a K-slab masked away whole, say)
+    loads_masked_off: int = 0
 
     def cells(self, kind: str, tensor: str, launches: set[int] | None = None) -> torch.Tensor:
         """A flat boolean per cell of the view ``tensor``: True where a lane of ``kind`` landed
@@ -268,6 +270,8 @@ class _Judge:
         time_limit.note_program(program)
         flat_addresses, flat_active = addresses.ravel(), active.ravel()
         lanes = flat_addresses[flat_active]
+        if kind == "load" and not lanes.size:
+            self.trace.loads_masked_off += 1
         owner = np.full(lanes.shape, -1)
         for index, region in enumerate(self.regions):
             inside = (lanes >= region.start) & (lanes + np.uint64(itemsize) <= region.end)

@@ -51,7 +51,7 @@ The record (``data``), version 1::
          | {"descriptor": {"base": VALUE, "shape": [...], "strides": [...],
                            "block_shape": [...], "padding": "zero"}}
          | {"int": 7} | {"float": 1.5} | {"bool": true} | {"none": null} | {"str": "while"}
-         | {"tl_dtype": "fp16"}
+         | {"tl_dtype": "fp16"} | {"tuple": [VALUE, ...]}     # a tuple (a constexpr, say)
 
 Floats that are not finite are written as strings ("nan", "inf", "-inf").
 """
@@ -164,11 +164,18 @@ class Recorder:
     def _launch(self, launch: Launch) -> dict:
         kernel = launch.jit
         key = self._kernel(kernel)
+        kwargs = dict(launch.kwargs)
+        try:  # a parameter left to its default is written out: the replay names it
+            given = launches.arguments(launch)
+        except TypeError:
+            given = {}
+        for name, value in list(given.items())[len(launch.args) :]:
+            kwargs.setdefault(name, value)
         return {
             "kernel": key,
             "grid": self._grid(launch),
             "args": [self._value(a) for a in launch.args],
-            "kwargs": {k: self._value(v) for k, v in launch.kwargs.items()},
+            "kwargs": {k: self._value(v) for k, v in kwargs.items()},
         }
 
     def _grid(self, launch: Launch) -> list[int]:
@@ -200,13 +207,16 @@ class Recorder:
             return {"float": _number(float(value))}  # type: ignore[arg-type]
         if isinstance(value, str):
             return {"str": value}
+        if isinstance(value, tuple):
+            return {"tuple": [self._value(v) for v in value]}
         if type(value).__name__ == "dtype" and type(value).__module__.startswith("triton"):
             return {"tl_dtype": str(value)}
         if type(value).__name__ == "constexpr" and hasattr(value, "value"):
             return self._value(value.value)
         raise Unrecordable(
             f"a kernel argument of type {type(value).__name__} cannot be replayed: pass "
-            "tensors, tensor descriptors, ints, floats, bools, strings or tl dtypes"
+            "tensors, tensor descriptors, ints, floats, bools, strings, tl dtypes or tuples of "
+            "them"
         )
 
     def _tensor(self, t: torch.Tensor) -> dict:
@@ -242,7 +252,7 @@ class Recorder:
             first = whole[:1]
             constant = bool(((whole == first) | (whole.isnan() & first.isnan())).all())
             value = float(first.item())
-            if constant and (whole.numel() > 1 or value == 0):
+            if constant:  # torch.ones, torch.zeros, alpha as a one-element tensor: kept
                 return {"kind": "constant", "value": _number(value)}
         return {"kind": "poison"}
 
@@ -501,6 +511,8 @@ class _Memory:
             )
         if kind == "float":
             return _from_number(value)
+        if kind == "tuple":
+            return tuple(self.value(v) for v in value)
         if kind == "tl_dtype":
             import triton.language as tl
 
