@@ -160,14 +160,17 @@ def _edge(stray: Stray) -> tuple[str, str] | None:
                     f"its offsets below {name}'s length, offs < n")  # fmt: skip
         return None
     rows, cols = stray.shape[0], stray.shape[1]
-    if not 0 <= row < rows:
-        side = "below the last row" if row >= rows else "above the first row"
-        return (f"row {row} ({side}; {name} has {rows})",
-                f"its row offsets below {name}.shape[0]")  # fmt: skip
-    if not 0 <= col < cols:
+    if 0 <= row < rows and not 0 <= col < cols:  # a column past an edge, inside the rows
         side = "right of the last column" if col >= cols else "left of the first column"
-        return (f"column {col} ({side}; {name} has {cols})",
+        return (f"column {col} of row {row} ({side}; {name} has {cols})",
                 f"its column offsets below {name}.shape[1]")  # fmt: skip
+    if row < 0:
+        return (f"row {row} (above the first row)", "its row offsets at 0 or more")
+    if row >= rows:  # past the last element: rows, or the last row's columns, overran
+        lanes = ": the K lanes of a product too" if stray.kind == "load" else ""
+        return (f"row {row}, column {col}, past its last element",
+                f"every offset it steps along below its size ({name}.shape[0] for the rows, "
+                f"{name}.shape[1] for the columns{lanes})")  # fmt: skip
     return None
 
 

@@ -32,7 +32,9 @@ The record (``data``), version 1::
     {"version": 1,
      "tensors": ["a", "b", "c"],                     # the case's tensors, output last
      "launches": [{"kernel": KEY, "grid": [g0, g1, g2],
-                   "args": [VALUE, ...], "kwargs": {"BLOCK_M": VALUE, "num_warps": VALUE}}],
+                   "args": [VALUE, ...], "kwargs": {"BLOCK_M": VALUE, "num_warps": VALUE},
+                   "hooks": {"zero": ["c"], "restore": ["c"]}}],  # @triton.autotune's
+                   # reset_to_zero (before the launch) and restore_value (after it), by name
      "buffers": [{"bytes": 4096, "dtype": "float32",
                   "fill": {"kind": "poison"}
                         | {"kind": "constant", "value": 0.0}
@@ -171,12 +173,15 @@ class Recorder:
             given = {}
         for name, value in list(given.items())[len(launch.args) :]:
             kwargs.setdefault(name, value)
-        return {
+        found = {
             "kernel": key,
             "grid": self._grid(launch),
             "args": [self._value(a) for a in launch.args],
             "kwargs": {k: self._value(v) for k, v in kwargs.items()},
         }
+        if launch.hooks:
+            found["hooks"] = {k: [str(n) for n in v] for k, v in launch.hooks.items()}
+        return found
 
     def _grid(self, launch: Launch) -> list[int]:
         try:
@@ -523,7 +528,8 @@ class _Memory:
 def replay(data: Mapping, tensors: Mapping[str, torch.Tensor], kernels: Mapping[str, Any]) -> None:
     """Launch the record's kernels in order on ``tensors`` (the case's, by the record's names:
     fresh inputs and a poisoned output), every buffer the launcher allocated made anew: a
-    copy of a case tensor from the fresh tensor, a constant kept, anything else poison.
+    copy of a case tensor from the fresh tensor, a constant kept, anything else poison; an
+    autotuner's reset_to_zero and restore_value done around the launches it made them for.
     ``kernels`` maps the record's keys to kernels (:attr:`Recorder.kernels` in the recording
     process, :func:`rebuild` elsewhere)."""
     if data.get("version") != VERSION:
@@ -533,7 +539,16 @@ def replay(data: Mapping, tensors: Mapping[str, torch.Tensor], kernels: Mapping[
         kernel = kernels[launch["kernel"]]
         args = [memory.value(a) for a in launch["args"]]
         kwargs = {k: memory.value(v) for k, v in launch["kwargs"].items()}
+        hooks = launch.get("hooks") or {}
+        named = {**dict(zip(getattr(kernel, "arg_names", ()), args, strict=False)), **kwargs}
+        held = {k: v for k, v in named.items() if isinstance(v, torch.Tensor)}
+        for name in hooks.get("zero", ()):  # as the autotuner does: reset_to_zero
+            if name in held:
+                held[name].zero_()
+        saved = {n: held[n].clone() for n in hooks.get("restore", ()) if n in held}
         kernel[tuple(launch["grid"])](*args, **kwargs)
+        for name, before in saved.items():  # restore_value
+            held[name].copy_(before)
     if any(t.device.type == "cuda" for t in tensors.values()):
         torch.cuda.synchronize()
 

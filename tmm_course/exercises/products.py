@@ -154,6 +154,8 @@ NO_K_STRIDE = (
     "a_ptrs += BLOCK_K * stride_ak and b_ptrs += BLOCK_K * stride_bk."
 )
 
+K_STRIDE_EXPLAINS = ("out_of_bounds_read", "ignores_strides")
+
 
 def _without_k_stride(a64: torch.Tensor, b64: torch.Tensor, block: int) -> torch.Tensor:
     """A @ B as a K loop computes it whose pointers advance BLOCK_K elements, not BLOCK_K
@@ -185,9 +187,10 @@ def k_loop_mistakes(a64: torch.Tensor, b64: torch.Tensor, scale=lambda p: p) -> 
             wrong.append(Mistake("wrong_values", scale(a64[:, last:] @ b64[last:]), ONLY_LAST_SLAB))
             again = full * (a64[:, :block] @ b64[:block]) + a64[:, :rest] @ b64[:rest]
             wrong.append(Mistake("wrong_values", scale(again), FIRST_SLAB_AGAIN))
-            # strided operands read between their cells there: the stride is the cause
-            wrong.append(Mistake("wrong_values", scale(_without_k_stride(a64, b64, block)),
-                                 NO_K_STRIDE, explains=("out_of_bounds_read",)))  # fmt: skip
+            # strided operands go wrong too (or read between their cells): the K stride
+            # left out of the step is the cause there as well
+            stepped = scale(_without_k_stride(a64, b64, block))
+            wrong.append(Mistake("wrong_values", stepped, NO_K_STRIDE, explains=K_STRIDE_EXPLAINS))
     return wrong
 
 
