@@ -174,10 +174,14 @@ def _edge(stray: Stray) -> tuple[str, str] | None:
     return None
 
 
-def stray(seen: Seen) -> Cause | None:
+def stray(seen: Seen, strided: bool = False) -> Cause | None:
     """Lanes that left their view past an edge: a load whose mask is missing (every store in
-    bounds: ``out_of_bounds_read``, whatever the ragged shapes also show) or a store whose
-    mask is missing or lets the edge through (``out_of_bounds_write``)."""
+    bounds: ``out_of_bounds_read``, ahead of what the ragged shapes also show) or a store whose
+    mask is missing or lets the edge through (``out_of_bounds_write``). A lane beside a row of
+    a strided view may be the stride's doing: ``strided`` cases name no mask there."""
+    if strided and any(s.cell is not None and 0 <= s.cell[0] < s.shape[0] for s in seen.strays
+                       if len(s.shape) == 2):  # fmt: skip
+        return None
     stores = [s for s in seen.strays if s.kind == "store"]
     loads = [s for s in seen.strays if s.kind == "load"]
     if stores:
@@ -190,7 +194,7 @@ def stray(seen: Seen) -> Cause | None:
         return Cause("out_of_bounds_write", (
             f"the tl.store into {seen.output} wrote outside it, first at {where}: its mask is "
             f"missing or lets that edge through. Mask the store so that it keeps {index} "
-            f"(a strict <, on every axis).{also}"), ("ragged_edge",))  # fmt: skip
+            f"(a strict <, on every axis).{also}"))  # fmt: skip
     if not loads:
         return None
     edge = _edge(loads[0])
@@ -201,8 +205,7 @@ def stray(seen: Seen) -> Cause | None:
     return Cause("out_of_bounds_read", (
         f"the tl.load of {name} read outside it, first at {where}, while every store stayed "
         f"inside {seen.output}: that load's mask is missing or too loose. Mask it so that it "
-        f"keeps {index}, with other=0.0 (tl.load(ptrs, mask=..., other=0.0))."),
-        ("ragged_edge",))  # fmt: skip
+        f"keeps {index}, with other=0.0 (tl.load(ptrs, mask=..., other=0.0))."))  # fmt: skip
 
 
 TOO_MANY_PROGRAMS = (
@@ -296,11 +299,12 @@ def grids_of(launches: Sequence[Launch]) -> dict[int, Program]:
     return found
 
 
-def first(facts: Seen, code: str | None) -> Cause | None:
-    """The cause that explains a case's ``code`` (its symptom), or None."""
+def first(facts: Seen, code: str | None, strided: bool = False) -> Cause | None:
+    """The cause that explains a case's ``code`` (its symptom), or None; ``strided``: the case
+    has a tensor that is not contiguous."""
     if code == "unwritten":
         return grid(facts)
     if code in ("out_of_bounds_read", "out_of_bounds_write"):
-        found = stray(facts)
+        found = stray(facts, strided)
         return found if found is not None and found.code == code else None
     return None

@@ -353,7 +353,8 @@ def _run_trial(
     if trace is not None:
         learner = {i for i, x in enumerate(trace.launches) if mine(x, allow_course_kernels)}
         trial.seen = causes.seen(trace, views, learner, causes.grids_of(trace.launches))
-        found = None if case.passed or case.cause else causes.first(trial.seen, case.code)
+        strided = bool(case.strided)
+        found = None if case.passed or case.cause else causes.first(trial.seen, case.code, strided)
         if found is not None:
             case.code, case.cause, case.explains = found.code, found.sentence, found.explains
     if case.code is None and not allow_course_kernels:
