@@ -70,6 +70,24 @@ def add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
     tl.store(out_ptr + offs, x + tl.load(y_ptr + offs, mask=inside), mask=inside)
 
 
+@triton.jit
+def add_into_kernel(x_ptr, y_ptr, sum_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    inside = offs < n
+    x = tl.load(x_ptr + offs, mask=inside)
+    tl.atomic_add(sum_ptr + offs, x + tl.load(y_ptr + offs, mask=inside), mask=inside)
+
+
+def add_into_leftover_memory(x, y, out):
+    """Adds into a buffer whose memory is zero where it is read, as torch.empty's often is by
+    chance (one leftover value past the end makes it no constant), then copies it out."""
+    n = out.numel()
+    total = torch.zeros(n + 1, device=out.device)
+    total[n] = 7.0  # what torch.empty may leave: zeros here only by chance
+    add_into_kernel[(triton.cdiv(n, 256),)](x, y, total, n, BLOCK=256)
+    add_kernel[(triton.cdiv(n, 256),)](total, torch.zeros_like(out), out, n, BLOCK=256)
+
+
 def add(grid=lambda n, block: (triton.cdiv(n, block),), block=256):
     def launch(x, y, out):
         n = out.numel()
@@ -992,6 +1010,9 @@ BANK = [
     Entry("vector_add", "grid of n programs", add(grid=lambda n, b: (n,)), "too_many_programs"),
     Entry(
         "vector_add", "grid given as an int", add(grid=lambda n, b: triton.cdiv(n, b)), "crashed"
+    ),
+    Entry(
+        "vector_add", "adds into leftover zeros", add_into_leftover_memory, "uninitialised_buffer"
     ),
 ]
 

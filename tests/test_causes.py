@@ -28,6 +28,7 @@ def checked(check: str, name: str):
         ("outer_product", "store without mask", "out_of_bounds_write", "the tl.store into out"),
         ("vector_add", "grid given as an int", "crashed", "(the comma makes it a tuple)"),
         ("vector_add", "grid of n programs", "too_many_programs", "touched no memory"),
+        ("vector_add", "adds into leftover zeros", "uninitialised_buffer", "torch.zeros"),
         (
             "fill_column_major",
             "right value at the column-major address",

@@ -416,7 +416,11 @@ REPLAYED = (
 
 
 def _launch_again(
-    fresh: Trial, data: dict, recorder: record.Recorder, names: Sequence[str]
+    fresh: Trial,
+    data: dict,
+    recorder: record.Recorder,
+    names: Sequence[str],
+    empty: float | None = None,
 ) -> tuple[dict[str, torch.Tensor], Trace | None]:
     """The recorded launches (``data``) again on ``fresh``'s tensors, every buffer the
     launcher allocated made anew (:func:`tmm_course.check.record.replay`), under the memory
@@ -427,7 +431,7 @@ def _launch_again(
     views = dict(zip(names, [*tensors, fresh.guard.out], strict=True))
     stack, _, trace = watch(views)
     with stack, time_limit.time_limit(tmm_course.BACKEND == INTERPRETER):
-        record.replay(data, views, recorder.kernels)
+        record.replay(data, views, recorder.kernels, empty)
     return views, trace
 
 
@@ -469,9 +473,30 @@ def _replayed(trial: Trial, recorder: record.Recorder, names: Sequence[str]) -> 
             case.code, case.problem, case.cause = mistake.code, mistake.cause, mistake.cause
             return False
         bad = int((~_isclose(out, fresh.expected, fresh.atol)).sum())
+        if _needs_zeros(fresh, data, recorder, names):  # right by luck on torch.empty's zeros
+            empty = sum(b["fill"].get("kind") == "poison" for b in data["buffers"])
+            case.code = "uninitialised_buffer"
+            case.problem = case.cause = UNINITIALISED.format(
+                bad=int(out.isnan().sum()) or bad, cells=out.numel(), output=output, count=empty
+            )
+            return False
         case.code = "no_triton_kernel"
         case.problem = case.cause = REPLAYED.format(bad=bad, cells=out.numel(), output=output)
     return False
+
+
+def _needs_zeros(fresh: Trial, data: dict, recorder: record.Recorder, names) -> bool:
+    """Whether the replay is right once the buffers it poisoned hold zeros instead: the
+    kernels read or added into torch.empty's memory, which held zeros by chance."""
+    if not any(b["fill"].get("kind") == "poison" for b in data["buffers"]):
+        return False
+    again = _copy_of(fresh)
+    try:
+        _launch_again(again, data, recorder, names, empty=0.0)
+    except Exception:
+        return False
+    out = again.guard.out
+    return again.guard.canaries_intact() and _close(out, again.expected, again.atol)
 
 
 UNINITIALISED = (

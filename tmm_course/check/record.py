@@ -467,8 +467,10 @@ def _view(storage: torch.UntypedStorage, byte_base: int, geometry: Mapping, devi
 class _Memory:
     """The tensors of one replay: the case's (fresh) and the launcher's buffers (refilled)."""
 
-    def __init__(self, data: Mapping, tensors: Mapping[str, torch.Tensor]) -> None:
-        self.data, self.tensors = data, tensors
+    def __init__(
+        self, data: Mapping, tensors: Mapping[str, torch.Tensor], empty: float | None = None
+    ) -> None:
+        self.data, self.tensors, self.empty = data, tensors, empty
         self.device = next(iter(tensors.values())).device
         self.buffers: dict[int, torch.UntypedStorage] = {}
 
@@ -491,7 +493,7 @@ class _Memory:
             if fill["kind"] == "constant":
                 whole.fill_(_from_number(fill["value"]))
             else:
-                poison_fill(whole)
+                poison_fill(whole) if self.empty is None else whole.fill_(self.empty)
             storage = whole.untyped_storage()
             self.buffers[index] = storage
             if fill["kind"] == "copy":
@@ -525,16 +527,23 @@ class _Memory:
         return value  # int, bool, str, none
 
 
-def replay(data: Mapping, tensors: Mapping[str, torch.Tensor], kernels: Mapping[str, Any]) -> None:
+def replay(
+    data: Mapping,
+    tensors: Mapping[str, torch.Tensor],
+    kernels: Mapping[str, Any],
+    empty: float | None = None,
+) -> None:
     """Launch the record's kernels in order on ``tensors`` (the case's, by the record's names:
     fresh inputs and a poisoned output), every buffer the launcher allocated made anew: a
     copy of a case tensor from the fresh tensor, a constant kept, anything else poison; an
     autotuner's reset_to_zero and restore_value done around the launches it made them for.
     ``kernels`` maps the record's keys to kernels (:attr:`Recorder.kernels` in the recording
-    process, :func:`rebuild` elsewhere)."""
+    process, :func:`rebuild` elsewhere). ``empty``: the buffers that would be poisoned hold
+    this value instead (0.0: whether the kernels only need them zeroed, as torch.empty's
+    memory often is by chance)."""
     if data.get("version") != VERSION:
         raise ValueError(f"a launch record of version {data.get('version')}, not {VERSION}")
-    memory = _Memory(data, tensors)
+    memory = _Memory(data, tensors, empty)
     for launch in data["launches"]:
         kernel = kernels[launch["kernel"]]
         args = [memory.value(a) for a in launch["args"]]
