@@ -89,3 +89,16 @@ def test_a_stray_between_cells_names_no_mask():
     stray = causes.Stray("load", "x", (4, 4), None, 3)
     facts = causes.Seen("out", (4, 4), [], None, 0, (stray,))
     assert causes.stray(facts) is None
+
+
+def test_a_grouped_map_packed_into_scalars_cannot_carry_the_biggest_case():
+    """The grouped order depends on the shape alone: one case's map needs more bits than
+    sixty-four int64 arguments hold, so a map computed on the host and handed over as scalars
+    cannot pass (the replay runs the same shape)."""
+    from tmm_course.exercises import grouped_tile, spec
+
+    def bits(grid_m: int, grid_n: int) -> int:
+        return grid_m * grid_n * 2 * max(grid_m, grid_n).bit_length()
+
+    cases = grouped_tile.EXERCISE.draw(spec.generator(0), "interpreter")
+    assert max(bits(*c.shape) for c in cases) > grouped_tile.SCALAR_BITS
