@@ -133,10 +133,18 @@ MASKED_LAST_SLAB = (
 )
 
 
-def short_k_cause(trace) -> str | None:
-    """A short K sum from a loop that stops early or from a mask that drops the last slab:
-    the memory guard saw loads whose every lane was masked off only in the second."""
-    return MASKED_LAST_SLAB if getattr(trace, "loads_masked_off", 0) else None
+SHORT_K_SUM = (
+    "the last, partial K-slab never reached the sum: either the K loop runs K // BLOCK_K "
+    "times (loop for k in range(0, tl.cdiv(K, BLOCK_K))) or the K mask switches off every lane "
+    "of that slab (mask each step's K lanes with offs_k < K - k * BLOCK_K)."
+)
+
+
+def short_k_cause(trace) -> str:
+    """Which of the two gave a short K sum, from the memory guard's record: a mask that drops
+    the last slab leaves loads whose every lane was masked off, a loop that stops early
+    none."""
+    return MASKED_LAST_SLAB if getattr(trace, "loads_masked_off", 0) else SHORT_K_LOOP
 
 
 ONLY_LAST_SLAB = (
@@ -181,7 +189,8 @@ def k_loop_mistakes(a64: torch.Tensor, b64: torch.Tensor, scale=lambda p: p) -> 
         trips = full + (rest > 0)
         if rest:
             short = a64[:, : full * block] @ b64[: full * block]
-            wrong.append(Mistake("ragged_edge", scale(short), SHORT_K_LOOP, refine=short_k_cause))
+            wrong.append(Mistake("ragged_edge", scale(short), SHORT_K_SUM, ambiguous=True,
+                                 refine=short_k_cause))  # fmt: skip
         if trips > 1:
             last = (trips - 1) * block
             wrong.append(Mistake("wrong_values", scale(a64[:, last:] @ b64[last:]), ONLY_LAST_SLAB))

@@ -429,33 +429,19 @@ def course_kernels(record: Mapping, by_source: bool = True) -> str | None:
 
 
 def fix_problem(exercise: Exercise, record: Mapping) -> str | None:
-    """Lesson 9: why the kernel the function really launched is not a repair of the broken
-    one (None if it is): a repair changes at most a few statements of it."""
+    """Lesson 9: why the kernels the function really launched are not a repair of the broken
+    one (None if they are): :func:`tmm_course.check.fixes.not_a_repair`."""
     if exercise.fix_of is None:
         return None
     from tmm_course.check import fixes
     from tmm_course.kernels import pitfalls
 
     broken = getattr(pitfalls, exercise.fix_of)
-    launched = dict.fromkeys(launch["kernel"] for launch in record["launches"])
-    changes = []
-    for key in launched:
-        entry = record["kernels"][key]
-        try:
-            changes.append(
-                (fixes.lines_changed(broken, SimpleNamespace(src=entry["source"])), entry["name"])
-            )
-        except (SyntaxError, ValueError, StopIteration, RecursionError):
-            continue
-    if not changes:
-        return "no kernel of yours was launched"
-    changed, name = min(changes)
-    if changed == 0:
-        return f"{name} is {exercise.fix_of} unchanged: find its bug and fix it"
-    if changed > fixes.MOST_LINES_CHANGED:
-        return (
-            f"{name} differs from {exercise.fix_of} in {changed} statements (at most "
-            f"{fixes.MOST_LINES_CHANGED}): the exercise is to repair that kernel, not to launch "
-            "another"
-        )
-    return None
+    entries = [
+        record["kernels"][key] for key in dict.fromkeys(x["kernel"] for x in record["launches"])
+    ]
+    kernels = [
+        (e["name"], SimpleNamespace(src=e["source"])) for e in entries if not e.get("course")
+    ]
+    found = fixes.not_a_repair(broken, kernels)
+    return None if found is None else found[0]
