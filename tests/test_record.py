@@ -184,3 +184,93 @@ def test_an_argument_that_is_not_plain_data_is_refused_in_words():
 
 
 assert tmm_course.BACKEND  # the backend was chosen before the kernels above were decorated
+
+
+# --- what the replay keeps and redoes, by the launcher's meaning ------------------------------
+@triton.jit
+def scaled_add_kernel(x_ptr, y_ptr, s_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    inside = offs < n
+    s = tl.load(s_ptr)
+    x = tl.load(x_ptr + offs, mask=inside)
+    tl.store(out_ptr + offs, x * s + tl.load(y_ptr + offs, mask=inside), mask=inside)
+
+
+@triton.jit
+def tuple_add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCKS: tl.constexpr, BLOCK: tl.constexpr = 64):
+    offs = tl.program_id(0) * BLOCKS[0] + tl.arange(0, BLOCK)
+    inside = offs < n
+    x = tl.load(x_ptr + offs, mask=inside)
+    tl.store(out_ptr + offs, x + tl.load(y_ptr + offs, mask=inside), mask=inside)
+
+
+def timed_twice(fn, quantiles):
+    """The autotuner's timing on the interpreter (which Triton's do_bench cannot time): two
+    runs of each configuration, as a GPU's timing makes several."""
+    fn()
+    fn()
+    return [1.0, 1.0, 1.0]
+
+
+@triton.autotune(
+    configs=[triton.Config({"BLOCK": 32}), triton.Config({"BLOCK": 64})],
+    key=["n"],
+    reset_to_zero=["out_ptr"],
+    do_bench=timed_twice,
+)
+@triton.jit
+def tuned_add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    """Adds into out (tl.atomic_add): right only if out starts at zero, as reset_to_zero
+    leaves it before every launch the autotuner times and before the one it keeps."""
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    inside = offs < n
+    x = tl.load(x_ptr + offs, mask=inside)
+    tl.atomic_add(out_ptr + offs, x + tl.load(y_ptr + offs, mask=inside), mask=inside)
+
+
+def one_element_scale(x, y, out):
+    scale = torch.ones(1, device=x.device)  # a one-element constant, as alpha = torch.ones(1)
+    scaled_add_kernel[(triton.cdiv(x.numel(), 64),)](x, y, scale, out, x.numel(), BLOCK=64)
+
+
+def tuple_and_default(x, y, out):
+    tuple_add_kernel[(triton.cdiv(x.numel(), 64),)](x, y, out, x.numel(), BLOCKS=(64, 1))
+
+
+def autotuned_with_reset(x, y, out):
+    """Split-K's pattern: partial sums added into a buffer of zeros, which the autotuner zeroes
+    again before each launch it times (without that, the timed launches' sums add up too)."""
+    total = torch.zeros_like(out)
+    tuned_add_kernel[lambda meta: (triton.cdiv(x.numel(), meta["BLOCK"]),)](x, y, total, x.numel())
+    tuple_add_kernel[(triton.cdiv(x.numel(), 64),)](total, torch.zeros_like(out), out, x.numel(),
+                                                    BLOCKS=(64, 1))  # fmt: skip
+
+
+def from_a_thread(x, y, out):
+    import threading
+
+    worker = threading.Thread(target=tuple_and_default, args=(x, y, out))
+    worker.start()
+    worker.join()
+
+
+@pytest.mark.parametrize(
+    "launcher", [one_element_scale, tuple_and_default, autotuned_with_reset, from_a_thread]
+)
+def test_honest_launchers_pass_the_check_and_the_grader(launcher):
+    from grade_parity import graded
+
+    from tmm_course.check import check_vector_add
+
+    torch.manual_seed(0)
+    result = check_vector_add(launcher)
+    assert result.passed, str(result)
+    assert graded("vector_add", launcher) == ("pass", [])
+
+
+def test_autotunes_resets_are_recorded_by_name():
+    recorder = recorded(autotuned_with_reset, vectors(200))
+    *timed, kept, copied = recorder.record()["launches"]
+    assert len(timed) == 4  # two configurations, each timed twice
+    assert all(x["hooks"] == {"zero": ["out_ptr"]} for x in [*timed, kept])
+    assert "hooks" not in copied
