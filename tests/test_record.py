@@ -274,3 +274,33 @@ def test_autotunes_resets_are_recorded_by_name():
     assert len(timed) == 4  # two configurations, each timed twice
     assert all(x["hooks"] == {"zero": ["out_ptr"]} for x in [*timed, kept])
     assert "hooks" not in copied
+
+
+# --- a course kernel is the course's under any names, unless it is the exercise's solution ------
+def _renamed(kernel, renames: dict[str, str]) -> dict:
+    """A record whose one kernel is ``kernel``'s source with whole names renamed."""
+    import re
+
+    from tmm_course.source import source_of
+
+    source = source_of(kernel).replace(f"def {kernel.fn.__name__}(", "def my_kernel(")
+    for old, new in renames.items():
+        source = re.sub(rf"\b{old}\b", new, source)
+    return {"kernels": {"my_kernel": {"name": "my_kernel", "source": source, "course": False}}}
+
+
+def test_a_course_kernel_with_its_local_names_changed_is_still_the_courses():
+    from tmm_course.teach.judge import course_kernels
+
+    record = _renamed(vector_add_kernel, {"offsets": "where", "pid": "me", "x_ptr": "xs"})
+    assert "tmm_course.kernels.vector_add.vector_add_kernel" in course_kernels(record)
+
+
+def test_lesson_3s_own_solution_is_never_a_course_kernel():
+    from tmm_course.exercises import strided_copy
+    from tmm_course.kernels.strides import strided_copy_kernel
+    from tmm_course.teach.judge import course_kernels
+
+    record = _renamed(strided_copy_kernel, {})
+    assert course_kernels(record) is not None  # the kernel lesson 3 prints
+    assert course_kernels(record, own=strided_copy.EXERCISE.solution_kernels) is None

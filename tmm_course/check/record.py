@@ -398,6 +398,38 @@ def _qualified(entry: Mapping) -> str:
     return f"{entry['module']}.{entry['name']}"
 
 
+def abstracted(source: str) -> str | None:
+    """A kernel's source as a key that ignores what a copy may rename: its name, decorators,
+    comments, layout, and every name it binds itself (parameters, locals, loop variables,
+    numbered in order of first appearance); the globals and attributes it reads (``tl.load``,
+    ``BLOCK``) stay. None when it is not a function's source."""
+    import ast
+
+    from tmm_course.source import parse
+
+    try:
+        tree = parse(textwrap.dedent(source))
+    except (SyntaxError, ValueError, RecursionError):
+        return None
+    fn = next((n for n in tree.body if isinstance(n, ast.FunctionDef)), None)
+    if fn is None:
+        return None
+    fn.name, fn.decorator_list, fn.returns = "kernel", [], None
+    bound = [a.arg for a in [*fn.args.posonlyargs, *fn.args.args, *fn.args.kwonlyargs]]
+    for node in ast.walk(fn):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            bound.append(node.id)
+    names = {name: f"v{i}" for i, name in enumerate(dict.fromkeys(bound))}
+    for node in ast.walk(fn):
+        if isinstance(node, ast.arg):
+            node.arg = names.get(node.arg, node.arg)
+        elif isinstance(node, ast.Name) and node.id in names:
+            node.id = names[node.id]
+        elif isinstance(node, ast.Expr) and isinstance(getattr(node, "value", None), ast.Constant):
+            node.value.value = ""  # a docstring says nothing about what the kernel does
+    return ast.dump(fn)
+
+
 # --- rebuilding kernels from their source (another process) ---------------------------------
 def rebuild(data: Mapping) -> dict[str, Any]:
     """Every kernel of the record built afresh from its source, as ``@triton.jit`` functions

@@ -138,6 +138,10 @@ class Exercise:
     requires: Requirement | None = None
     # what they compile to on a problem too large to run here (lesson 8: split-K's figures)
     at_scale: AtScale | None = None
+    # course kernels (module.name) that are this exercise's own solution, as the lesson prints
+    # it: a learner's copy of one, its names changed or not, is the exercise done, not
+    # course_kernel (launching the course's own still is)
+    solution_kernels: tuple[str, ...] = ()
     # once the values are right, how each launch's programs shared the reading of the inputs
     # (from the record of their loads, on the interpreter): a sentence when they did not share
     # it as the exercise asks (lesson 8: each K-slice of a tile reads its own share of K)
