@@ -16,6 +16,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+import torch
+
 from tmm_course.check.launches import Launch, grid_of
 from tmm_course.check.memory_guard import Trace
 
@@ -238,8 +240,6 @@ def seen(
 ) -> Seen:
     """:class:`Seen` of one case from the guard's ``trace``: ``learner`` numbers the launches
     that are the learner's (an index into ``trace.launches``), ``grids`` their grids."""
-    import torch
-
     names = list(views)
     output = names[-1]
     out = trace.views[output]
@@ -261,7 +261,7 @@ def seen(
             boxes[a.launch][a.program] = box
     for s in trace.scratch:
         if s.launch in learner:
-            active.setdefault(s.launch, set()).add((-1, -1, -1))  # programs unknown: not idle
+            active.setdefault(s.launch, set()).add(s.program)
     stored = trace.cells("store", output, learner)
     leading = None
     if bool(stored.any()):

@@ -146,6 +146,7 @@ class ScratchAccess:
     kind: str
     start: int  # the storage's first address
     elements: np.ndarray  # storage elements touched
+    program: tuple[int, int, int] = (0, 0, 0)  # the program that touched them
 
 
 @dataclass
@@ -286,7 +287,9 @@ class _Judge:
             if region.position is None:
                 offset = lanes[owner == index] - np.uint64(region.start)
                 elements = (offset // np.uint64(region.itemsize)).astype(np.int64)
-                self.trace.scratch.append(ScratchAccess(launch, kind, region.start, elements))
+                self.trace.scratch.append(
+                    ScratchAccess(launch, kind, region.start, elements, program)
+                )
                 continue
             here = owner == index
             offset = lanes[here] - np.uint64(region.start)
