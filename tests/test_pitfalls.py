@@ -277,3 +277,22 @@ def test_mystery_a_with_a_mask_that_drops_the_last_slab_is_not_told_its_masks_ar
     assert not result.passed and result.primary.code == "ragged_edge", str(result)
     assert "masks are fine" not in result.primary.message
     assert "switches off every lane" in result.primary.message
+
+
+def test_the_grader_judges_every_kernel_a_repair_launches(tmp_path):
+    """The grader reads the record's kernels by their source, with the same rule as check_fix."""
+    from tmm_course.exercises import BY_NAME
+    from tmm_course.teach.judge import fix_problem
+
+    fixed = _learner_copy(tmp_path, pitfalls.mystery_a_kernel, "rec_fixed_a", FIXES["a"])
+    other = _learner_copy(tmp_path, pitfalls.correct_kernel, "rec_other_kernel")
+
+    def record(*kernels):
+        entries = {k.fn.__name__: {"name": k.fn.__name__, "source": source_of(k), "course": False}
+                   for k in kernels}  # fmt: skip
+        return {"kernels": entries, "launches": [{"kernel": k} for k in entries]}
+
+    (exercise,) = [e for e in BY_NAME.values() if e.fix_of == "mystery_a_kernel"]
+    assert fix_problem(exercise, record(fixed)) is None
+    said = fix_problem(exercise, record(fixed, other))
+    assert said is not None and "rec_other_kernel differs from mystery_a_kernel" in said
