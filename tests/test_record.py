@@ -304,3 +304,16 @@ def test_lesson_3s_own_solution_is_never_a_course_kernel():
     record = _renamed(strided_copy_kernel, {})
     assert course_kernels(record) is not None  # the kernel lesson 3 prints
     assert course_kernels(record, own=strided_copy.EXERCISE.solution_kernels) is None
+
+
+def test_restore_value_puts_back_what_a_timed_launch_changed():
+    """As the autotuner's restore_value does around each launch it times."""
+    case = vectors()
+    data = json.loads(json.dumps(record.recorded(lambda: plain(*case.values()), case)))
+    data["launches"][0]["hooks"] = {"restore": ["out_ptr"]}
+    fresh = vectors()
+    replay(data, fresh, rebuild(data))
+    assert bool(fresh["out"].isnan().all())  # stored, then restored
+    data["launches"][0]["hooks"] = {"zero": ["out_ptr"]}
+    replay(data, fresh, rebuild(data))
+    assert torch.allclose(fresh["out"], 2 * fresh["x"] + fresh["y"])
