@@ -164,8 +164,10 @@ def _noting_hooks(original: Callable, record: Launches) -> Callable:
     replayed, and Triton then runs neither reset nor restore)."""
 
     def run(self, *args, **kwargs):
-        zero, restore = list(self.reset_to_zero), list(self.restore_value)
-        if getattr(self, "user_defined_pre_hook", False) or not (zero or restore):
+        zero = list(getattr(self, "reset_to_zero", None) or ())
+        restore = list(getattr(self, "restore_value", None) or ())
+        mine = getattr(self, "user_defined_pre_hook", False) or not hasattr(self, "pre_hook")
+        if mine or not (zero or restore):
             return original(self, *args, **kwargs)
         pre = self.pre_hook
 
