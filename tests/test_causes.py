@@ -22,6 +22,8 @@ def checked(check: str, name: str):
     [
         ("fill_column_major", "grid rounded down", "unwritten", "triton.cdiv(M, BLOCK_M)"),
         ("vector_add", "grid n // BLOCK", "unwritten", "triton.cdiv(n, BLOCK)"),
+        # a program per tile, not per block of cells: no cdiv to name, the exercise's sentence
+        ("grouped_tile", "one program short", "unwritten", "(grid_m * grid_n,)"),
         ("outer_product", "grid axes swapped", "unwritten", "axes are swapped"),
         ("outer_product", "loads without masks", "out_of_bounds_read", "every store stayed"),
         ("strided_copy", "store masked, load not", "out_of_bounds_read", "the tl.load of x"),

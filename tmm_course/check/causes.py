@@ -111,7 +111,7 @@ def grid(seen: Seen) -> Cause | None:
     have_rows, have_cols = g[rows_axis], g[cols_axis] if not one_d else 1
     out = seen.output
     if one_d:
-        if have_rows >= need_rows:
+        if have_rows >= need_rows or height == 1:  # one element a program: no BLOCK to cdiv by
             return None
         return Cause("unwritten", (
             f"the grid is too small: its {have_rows} program(s) of {height} elements cover "
@@ -132,7 +132,7 @@ def grid(seen: Seen) -> Cause | None:
         short.append((rows_axis, have_rows, height, rows, "rows", "M", "BLOCK_M"))
     if have_cols < need_cols:
         short.append((cols_axis, have_cols, width, cols, "columns", "N", "BLOCK_N"))
-    if not short:
+    if not short or any(size == 1 for _, _, size, *_ in short):  # a program per row: no cdiv
         return None
     said = "; ".join(
         f"axis {axis} has {have} program(s) of {size} {what}, {have * size} of the {total} "
