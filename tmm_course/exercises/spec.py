@@ -142,6 +142,8 @@ class Exercise:
     # it: a learner's copy of one, its names changed or not, is the exercise done, not
     # course_kernel (launching the course's own still is)
     solution_kernels: tuple[str, ...] = ()
+    # the GPUs the check's compile gate covers (None: every GPU the course names)
+    gpus: tuple[str, ...] | None = None
     # once the values are right, how each launch's programs shared the reading of the inputs
     # (from the record of their loads, on the interpreter): a sentence when they did not share
     # it as the exercise asks (lesson 8: each K-slice of a tile reads its own share of K)
