@@ -41,6 +41,8 @@ MESSAGES = {
     "the clock): the case list names the knob to turn.",
     "too_many_programs": "The values are right, but most programs of the grid did nothing: "
     "launch one program per tile, triton.cdiv(n, BLOCK) on each axis.",
+    "wrong_prediction": "A prediction is not what the compiler shows: the case list names "
+    "each wrong one and the figure, before and after the change, that shows it.",
     "course_kernel": "The output was written by one of the course's own kernels (tmm_course), "
     "not by a kernel written here.",
     "out_of_bounds_read": "The kernel loaded lanes outside its inputs' elements (the check did "
