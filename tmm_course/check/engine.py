@@ -19,7 +19,7 @@ import triton
 import tmm_course
 from tmm_course import hints
 from tmm_course.backend import GPU, INTERPRETER
-from tmm_course.check import gpu_rules, launches, record, time_limit
+from tmm_course.check import causes, gpu_rules, launches, record, time_limit
 from tmm_course.check.buffers import Guarded, guarded_output, padded_input
 from tmm_course.check.memory_guard import (
     OutOfBoundsAccess,
@@ -47,6 +47,7 @@ PRIORITY = (
     "no_descriptor",
     # right values, the work not shared as the exercise asks (split-K's slices)
     "goal_missed",
+    "too_many_programs",
     # a known mistake matched exactly: strays and crashes elsewhere follow from it
     "transposed",
     "precision",
@@ -109,6 +110,8 @@ class Trial:
     # the exercise's look at how the launches shared the reading once the values are right
     # (spec.Exercise.work), or None
     work: Callable[[spec.Reads], str | None] | None = None
+    # what the learner's launches did, once run on the interpreter (causes.Seen)
+    seen: causes.Seen | None = None
 
 
 def trial(case: spec.Case) -> Trial:
@@ -270,6 +273,12 @@ def run_trials(
                             else "the GPU context was lost"
                         )
                 break
+        if all(c.passed for c in cases):  # right values: a grid far larger than the work?
+            said = causes.too_many_programs([(t.case.label, t.seen) for t in trials if t.seen])
+            if said:
+                biggest = max((t for t in trials if t.seen), key=lambda t: t.seen.programs)
+                biggest.case.passed, biggest.case.code = False, "too_many_programs"
+                biggest.case.problem = biggest.case.cause = said
         if all(c.passed for c in cases):  # every specialization launched, compiled too
             for report, refused in compiler.further():
                 for case in refused:
@@ -344,6 +353,13 @@ def _run_trial(
         trace = replayed if isinstance(replayed, Trace) else None
     case.trace = trace
     _judge(trial, launched, trace, views, allow_course_kernels, snapshot.get("out"), gather)
+    if trace is not None:
+        learner = {i for i, x in enumerate(trace.launches) if mine(x, allow_course_kernels)}
+        trial.seen = causes.seen(trace, views, learner, causes.grids_of(trace.launches))
+        strided = bool(case.strided)
+        found = None if case.passed or case.cause else causes.first(trial.seen, case.code, strided)
+        if found is not None:
+            case.code, case.cause, case.explains = found.code, found.sentence, found.explains
     if case.code is None and not allow_course_kernels:
         _course_inside(case, recorder)
     _compile_verdict(case, compiler, launched)
@@ -403,7 +419,11 @@ REPLAYED = (
 
 
 def _launch_again(
-    fresh: Trial, data: dict, recorder: record.Recorder, names: Sequence[str]
+    fresh: Trial,
+    data: dict,
+    recorder: record.Recorder,
+    names: Sequence[str],
+    empty: float | None = None,
 ) -> tuple[dict[str, torch.Tensor], Trace | None]:
     """The recorded launches (``data``) again on ``fresh``'s tensors, every buffer the
     launcher allocated made anew (:func:`tmm_course.check.record.replay`), under the memory
@@ -414,7 +434,7 @@ def _launch_again(
     views = dict(zip(names, [*tensors, fresh.guard.out], strict=True))
     stack, _, trace = watch(views)
     with stack, time_limit.time_limit(tmm_course.BACKEND == INTERPRETER):
-        record.replay(data, views, recorder.kernels)
+        record.replay(data, views, recorder.kernels, empty)
     return views, trace
 
 
@@ -456,9 +476,30 @@ def _replayed(trial: Trial, recorder: record.Recorder, names: Sequence[str]) -> 
             case.code, case.problem, case.cause = mistake.code, mistake.cause, mistake.cause
             return False
         bad = int((~_isclose(out, fresh.expected, fresh.atol)).sum())
+        if _needs_zeros(fresh, data, recorder, names):  # right by luck on torch.empty's zeros
+            empty = sum(b["fill"].get("kind") == "poison" for b in data["buffers"])
+            case.code = "uninitialised_buffer"
+            case.problem = case.cause = UNINITIALISED.format(
+                bad=int(out.isnan().sum()) or bad, cells=out.numel(), output=output, count=empty
+            )
+            return False
         case.code = "no_triton_kernel"
         case.problem = case.cause = REPLAYED.format(bad=bad, cells=out.numel(), output=output)
     return False
+
+
+def _needs_zeros(fresh: Trial, data: dict, recorder: record.Recorder, names) -> bool:
+    """Whether the replay is right once the buffers it poisoned hold zeros instead: the
+    kernels read or added into torch.empty's memory, which held zeros by chance."""
+    if not any(b["fill"].get("kind") == "poison" for b in data["buffers"]):
+        return False
+    again = _copy_of(fresh)
+    try:
+        _launch_again(again, data, recorder, names, empty=0.0)
+    except Exception:
+        return False
+    out = again.guard.out
+    return again.guard.canaries_intact() and _close(out, again.expected, again.atol)
 
 
 UNINITIALISED = (
@@ -689,14 +730,12 @@ def _consequences_last(codes: list[str], failed: list[Case]) -> list[str]:
 
 def _cause_first(codes: list[str]) -> list[str]:
     """Where the failures cluster names their cause better than what they did: strided
-    tensors explain strays of either kind, ragged edges explain stray reads (a stray write on
-    a ragged edge is named as such: an unmasked store)."""
-    place = next((c for c in ("ignores_strides", "ragged_edge") if c in codes), None)
+    tensors explain strays of either kind. (A stray on a ragged edge is named as such: a load
+    or a store whose mask is missing.)"""
     strays = ("out_of_bounds_write", "out_of_bounds_read")
-    if place == "ragged_edge":
-        strays = ("out_of_bounds_read",)
     first = next((c for c in codes if c in strays), None)
-    if place is None or first is None or codes.index(place) < codes.index(first):
+    place = "ignores_strides"
+    if place not in codes or first is None or codes.index(place) < codes.index(first):
         return codes
     codes = [c for c in codes if c != place]
     codes.insert(codes.index(first), place)

@@ -21,7 +21,6 @@ The diagnoses are the check's (:mod:`tmm_course.check.result`), ranked as the ch
 
 from __future__ import annotations
 
-import ast
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -33,7 +32,6 @@ import torch
 from tmm_course.check.buffers import CANARY
 from tmm_course.check.result import Case as Result
 from tmm_course.exercises.spec import Case, Exercise, Goal
-from tmm_course.source import parse
 from tmm_course.teach import triton_only
 
 RECORD_BYTES = 4 * 2**20  # the most a launch record may be
@@ -182,7 +180,9 @@ def judge_record(trial: Trial, record: dict) -> Result | None:
         )
         return result(case, code="no_triton_kernel", problem=problem, cause=problem)
     # lesson 9 starts from a course kernel's source: there a copy of one is judged a repair
-    course = course_kernels(record, by_source=trial.exercise.fix_of is None)
+    course = course_kernels(
+        record, by_source=trial.exercise.fix_of is None, own=trial.exercise.solution_kernels
+    )
     if course:
         return result(case, code="course_kernel", problem=course, cause=course)
     copied = host_copy(trial, record) if trial.exercise.gather else None
@@ -401,19 +401,14 @@ def _source(fn) -> str:
 
 
 def _normalised(source: str) -> str | None:
-    """A kernel's source with its name, decorators, comments and layout left out."""
-    try:
-        tree = parse(source.strip() if source.startswith((" ", "\t")) else source)
-    except (SyntaxError, ValueError, RecursionError):
-        return None
-    fn = next((n for n in tree.body if isinstance(n, ast.FunctionDef)), None)
-    if fn is None:
-        return None
-    fn.name, fn.decorator_list = "kernel", []
-    return ast.dump(fn)
+    """A kernel's source with its name, decorators, comments, layout and the names it binds
+    left out (:func:`tmm_course.check.record.abstracted`)."""
+    from tmm_course.check.record import abstracted
+
+    return abstracted(source)
 
 
-def course_kernels(record: Mapping, by_source: bool = True) -> str | None:
+def course_kernels(record: Mapping, by_source: bool = True, own: Sequence[str] = ()) -> str | None:
     """A sentence naming the course's kernels among the record's (launched or called inside a
     launched one): those the record says ship with the course and, ``by_source``, any whose
     source is a course kernel's under another name; None if none."""
@@ -421,6 +416,7 @@ def course_kernels(record: Mapping, by_source: bool = True) -> str | None:
     found = []
     for entry in record["kernels"].values():
         course = index.get(_normalised(entry["source"]) or "")
+        course = None if course in own else course  # the exercise's own solution, copied
         if course or entry.get("course"):
             found.append(f"{entry['name']} is the course's {course or entry['module']}")
     if not found:
@@ -429,33 +425,19 @@ def course_kernels(record: Mapping, by_source: bool = True) -> str | None:
 
 
 def fix_problem(exercise: Exercise, record: Mapping) -> str | None:
-    """Lesson 9: why the kernel the function really launched is not a repair of the broken
-    one (None if it is): a repair changes at most a few statements of it."""
+    """Lesson 9: why the kernels the function really launched are not a repair of the broken
+    one (None if they are): :func:`tmm_course.check.fixes.not_a_repair`."""
     if exercise.fix_of is None:
         return None
     from tmm_course.check import fixes
     from tmm_course.kernels import pitfalls
 
     broken = getattr(pitfalls, exercise.fix_of)
-    launched = dict.fromkeys(launch["kernel"] for launch in record["launches"])
-    changes = []
-    for key in launched:
-        entry = record["kernels"][key]
-        try:
-            changes.append(
-                (fixes.lines_changed(broken, SimpleNamespace(src=entry["source"])), entry["name"])
-            )
-        except (SyntaxError, ValueError, StopIteration, RecursionError):
-            continue
-    if not changes:
-        return "no kernel of yours was launched"
-    changed, name = min(changes)
-    if changed == 0:
-        return f"{name} is {exercise.fix_of} unchanged: find its bug and fix it"
-    if changed > fixes.MOST_LINES_CHANGED:
-        return (
-            f"{name} differs from {exercise.fix_of} in {changed} statements (at most "
-            f"{fixes.MOST_LINES_CHANGED}): the exercise is to repair that kernel, not to launch "
-            "another"
-        )
-    return None
+    entries = [
+        record["kernels"][key] for key in dict.fromkeys(x["kernel"] for x in record["launches"])
+    ]
+    kernels = [
+        (e["name"], SimpleNamespace(src=e["source"])) for e in entries if not e.get("course")
+    ]
+    found = fixes.not_a_repair(broken, kernels)
+    return None if found is None else found[0]
