@@ -5,6 +5,7 @@ of the same signature straight from that prepared launch. :func:`reset` forgets 
 from __future__ import annotations
 
 import contextlib
+import functools
 from collections.abc import Callable, Iterator
 
 import torch
@@ -102,7 +103,7 @@ def _prepare(
         return _without_a_kernel, config
     if chosen.path == "persistent_tma":
         return prepare_persistent_tma, config
-    return prepare_grouped, config
+    return functools.partial(prepare_grouped, copies=not chosen.in_place), config
 
 
 def _without_a_kernel(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, *_: object) -> Ready:

@@ -1,5 +1,6 @@
 """The fit's records: on each fitted problem, what every candidate configuration measured
-(:class:`Fitted`), as the results files store it; and the fit the package ships."""
+(:class:`Fitted`), as the results files store it; and the fits the package ships, one per GPU
+measured (:data:`MEASURED`), read by the GPU's name (:func:`card_for`)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import json
 from dataclasses import dataclass
 from importlib import resources
 
+from tmm_course import gpu
 from tmm_course.capstone.config import Config
 from tmm_course.capstone.problems import Problem
 
@@ -60,9 +62,44 @@ class Fitted:
         }  # fmt: skip
 
 
-def shipped() -> list[Fitted]:
-    """The fit that ships with the package (measured on an H200), or none."""
-    found = resources.files("tmm_course.perf") / "data/grid_h200.json"
+# the GPUs whose fit ships (their names as tmm_course.gpu.KNOWN keys them), each in its grid
+# file (python -m tmm_course.perf.bench fit grid layouts --out grid_<card>.json on that GPU)
+MEASURED = ("H100", "H200")
+
+
+@dataclass(frozen=True)
+class Card:
+    """Whose fit the plan reads on a GPU: ``name`` (a :data:`MEASURED` card), and whether it was
+    measured on that very GPU (``derived``: no fit ships for it, so the measured card with the
+    nearest figures stands in: the same compute capability, then the nearest SM count)."""
+
+    name: str
+    derived: bool = False
+
+    def __str__(self) -> str:
+        return f"derived from the {self.name}'s fit" if self.derived else f"the {self.name}'s fit"
+
+
+def card_for(here: gpu.Gpu | None) -> Card:
+    """The fit for ``here`` (None, the interpreter: the H200's, which the lessons quote)."""
+    if here is None:
+        return Card("H200")
+    for name in MEASURED:
+        if gpu.KNOWN[name].name == here.name:
+            return Card(name)
+
+    def apart(name: str) -> tuple:
+        card = gpu.KNOWN[name]
+        return (card.capability != here.capability, abs(card.sms - here.sms), name not in here.name)
+
+    return Card(min(MEASURED, key=apart), derived=True)
+
+
+def shipped(card: str = "H200") -> list[Fitted]:
+    """The fit measured on ``card`` (one of :data:`MEASURED`) that ships with the package."""
+    if card not in MEASURED:
+        raise ValueError(f"no fit ships for {card!r}; expected one of {', '.join(MEASURED)}")
+    found = resources.files("tmm_course.perf") / f"data/grid_{card.lower()}.json"
     if not found.is_file():
         return []
     data = json.loads(found.read_text(encoding="utf-8"))

@@ -16,7 +16,7 @@ from tmm_course import gpu
 from tmm_course.backend import GPU
 from tmm_course.capstone.candidates import candidates_for, for_float32, size_class
 from tmm_course.capstone.config import Config
-from tmm_course.capstone.fitted import Fitted, shipped
+from tmm_course.capstone.fitted import Card, Fitted, card_for, shipped
 from tmm_course.capstone.kernels import rows_on_16_bytes, tma_problem
 from tmm_course.capstone.launches import program_slots, slices_of_the_tail, tile_count
 
@@ -29,6 +29,7 @@ class Plan:
     config: Config
     reason: str
     stage: bool = False  # persistent_tma: A, B the TMA cannot read copied; such a C by pointer
+    in_place: bool = False  # grouped: lines off 16-byte boundaries read as they are, not copied
 
     def __str__(self) -> str:
         return f"{self.path} kernel, {self.config}: {self.reason}"
@@ -45,9 +46,11 @@ LARGE_GROUPED = Config(128, 256, 64, num_warps=8, num_stages=4)
 
 def plan(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None) -> Plan:
     """Choose a kernel and a configuration for ``a @ b`` (into ``out``) on this backend: on a
-    GPU, the best candidate on the nearest fitted problems (:func:`plan_by_fit`), else rules."""
-    chosen = plan_by_fit(a, b, out) if tmm_course.BACKEND == GPU else None
-    chosen = chosen or _plan_by_shape(a, b, out)
+    GPU, the best candidate on the nearest fitted problems (:func:`plan_by_fit`), else rules;
+    the grouped kernel reading operands in place where copying them does not pay."""
+    in_place = tmm_course.BACKEND == GPU and not copies_pay(a, b)
+    chosen = plan_by_fit(a, b, out, in_place) if tmm_course.BACKEND == GPU else None
+    chosen = chosen or _plan_by_shape(a, b, out, in_place)
     here, config = gpu.current(), chosen.config
     fitted = config if here is None else fit_shared_memory(config, a.element_size(), here)
     if fitted == config:
@@ -73,21 +76,30 @@ def fit_shared_memory(config: Config, itemsize: int, here: gpu.Gpu) -> Config:
     return config
 
 
-_FIT: list[Fitted] | None = None  # the fitted problems plan() reads (None: not loaded yet)
+_USED: list[Fitted] | None = None  # use_fit's table (None: the shipped fit of the GPU in hand)
+_SHIPPED: dict[str, list[Fitted]] = {}  # each measured card's shipped fit, read once
+
+
+def fit_card() -> Card | None:
+    """Whose shipped fit the plan reads on the GPU in hand (None: :func:`use_fit`'s table)."""
+    return None if _USED is not None else card_for(gpu.current())
 
 
 def fit_table() -> list[Fitted]:
-    """The fit the plan reads: :func:`use_fit`'s, else the shipped H200 fit (none: the rules)."""
-    global _FIT
-    if _FIT is None:
-        _FIT = shipped()
-    return _FIT
+    """The fit the plan reads: :func:`use_fit`'s, else the shipped fit of this GPU
+    (:func:`fitted.card_for`: measured on it, or derived from the nearest measured card)."""
+    card = fit_card()
+    if card is None:
+        return _USED
+    if card.name not in _SHIPPED:
+        _SHIPPED[card.name] = shipped(card.name)
+    return _SHIPPED[card.name]
 
 
 def use_fit(fitted: Sequence[Fitted] | None) -> None:
     """Plan from ``fitted`` (None: the shipped fit); ``capstone.use_fit`` calls it, then resets."""
-    global _FIT
-    _FIT = None if fitted is None else list(fitted)
+    global _USED
+    _USED = None if fitted is None else list(fitted)
 
 
 OTHER_DTYPE = 0.5  # how much further away a fitted problem of another 16-bit dtype counts
@@ -182,7 +194,23 @@ def _scores(table: list, apart: dict[int, float], candidates: list[tuple[str, Co
     return scores
 
 
-def plan_by_fit(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None) -> Plan | None:
+# below this many floating-point operations per byte of A and B copied (read and written
+# once), the grouped kernel reads lines off 16-byte boundaries as they are: a copy's bytes cost
+# more than its 16-byte loads save (measured: see copies_pay)
+COPY_PAYS = 0.0
+
+
+def copies_pay(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """Whether copying the operands whose lines are off 16-byte boundaries (:func:`kernels.
+    rows_on_16_bytes`) onto 128-byte lines pays: the product's floating-point operations per
+    byte the copies move (each copied operand read and written) at least :data:`COPY_PAYS`."""
+    moved = sum(2 * t.numel() * t.element_size() for t in (a, b) if not rows_on_16_bytes(t))
+    (m, k), n = a.shape, b.shape[1]
+    return moved == 0 or 2 * m * n * k >= COPY_PAYS * moved
+
+
+def plan_by_fit(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None,
+                in_place: bool = False) -> Plan | None:  # fmt: skip
     """Score every candidate by its log-ratio to torch on the NEIGHBOURS nearest fitted problems
     that timed it (weighed by e**-NEARNESS per unit of :func:`_distance`), each corrected for
     the square root of how full the kernel keeps the SMs here against there (:func:`filled`:
@@ -201,8 +229,8 @@ def plan_by_fit(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None) -> P
     if not table:
         return None
     scores = _scores(table, apart, candidates_for(m, n, k, dtype), m, n, k)
-    readable = tma_problem(a, b, out) is None
-    stage = not readable and tma_problem(a, b, out, stage=True) is None
+    readable = tma_problem(a, b, out) is None and not in_place
+    stage = not readable and not in_place and tma_problem(a, b, out, stage=True) is None
     runnable = [key for key in scores if key[0] == "grouped" or readable or stage]
     if not runnable:  # nothing fitted at this size: what won on the nearest problem
         nearest = table[0]
@@ -214,10 +242,18 @@ def plan_by_fit(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None) -> P
     path, config = max(runnable, key=lambda key: scores[key][0])
     score, nearest = scores[path, config]
     config = as_run(config, m, n, k, program_slots())  # grouped: as it is
-    why = f"fitted on {nearest.problem.label} and nearby ({math.exp(score):.2f}x torch expected)"
+    card = fit_card()
+    whose = "" if card is None else f", {card}"
+    why = (f"fitted on {nearest.problem.label} and nearby{whose} "
+           f"({math.exp(score):.2f}x torch expected)")  # fmt: skip
     if path == "persistent_tma" and not readable:
         return Plan(path, config, why + "; rows the TMA cannot read are copied", stage=True)
+    if in_place:
+        return Plan(path, config, f"{why}; {IN_PLACE}", in_place=True)
     return Plan(path, config, why)
+
+
+IN_PLACE = "lines off 16-byte boundaries read in place: copies would cost more than they save"
 
 
 def by_rules(path: str, dtype: torch.dtype) -> Config:
@@ -229,7 +265,8 @@ def by_rules(path: str, dtype: torch.dtype) -> Config:
     return for_float32(config) if dtype == torch.float32 else config
 
 
-def _plan_by_shape(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None) -> Plan:
+def _plan_by_shape(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None,
+                   in_place: bool = False) -> Plan:  # fmt: skip
     """The rules' plan: on a GPU, the persistent kernel wherever the TMA can read the tensors
     or copies of them, else the grouped one. Where rows are off 16-byte lines both kernels copy,
     and the persistent one ran as fast or faster on an H200 (grid_h200.json's paths: in large
@@ -239,6 +276,8 @@ def _plan_by_shape(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None) -
         return Plan(
             "grouped", by_rules("grouped", a.dtype), "the interpreter: small tiles run fastest"
         )
+    if in_place:
+        return Plan("grouped", by_rules("grouped", a.dtype), f"no fit; {IN_PLACE}", in_place=True)
     if (why_not := tma_problem(a, b, out)) is None:
         path, why = "persistent_tma", "no fit: large tiles, read by the TMA"
     elif tma_problem(a, b, out, stage=True) is None:
