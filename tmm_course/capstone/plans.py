@@ -48,9 +48,14 @@ def plan(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None) -> P
     """Choose a kernel and a configuration for ``a @ b`` (into ``out``) on this backend: on a
     GPU, the best candidate on the nearest fitted problems (:func:`plan_by_fit`), else rules;
     the grouped kernel reading operands in place where copying them does not pay."""
-    in_place = tmm_course.BACKEND == GPU and not copies_pay(a, b)
-    chosen = plan_by_fit(a, b, out, in_place) if tmm_course.BACKEND == GPU else None
-    chosen = chosen or _plan_by_shape(a, b, out, in_place)
+    in_place = reads_in_place(a, b)
+    (m, k), n = a.shape, b.shape[1]
+    if in_place and 2 * m * n * k < TINY:
+        why = f"a product under 2**{TINY.bit_length() - 1} FLOPs; {IN_PLACE}"
+        chosen = Plan("grouped", SMALL.for_depth(k), why, in_place=True)
+    else:
+        chosen = plan_by_fit(a, b, out, in_place) if tmm_course.BACKEND == GPU else None
+        chosen = chosen or _plan_by_shape(a, b, out, in_place)
     here, config = gpu.current(), chosen.config
     fitted = config if here is None else fit_shared_memory(config, a.element_size(), here)
     if fitted == config:
@@ -109,7 +114,7 @@ FILLED = 0.5  # how much of the waves' fill (see filled) the scores take over: i
 
 
 def _distance(fitted: Fitted, m: int, n: int, k: int, dtype: str, layouts: tuple[bool, bool],
-              aligned: bool) -> float:  # fmt: skip
+              aligned: bool, in_place: bool = False) -> float:  # fmt: skip
     """How far apart two problems are: the sizes' log2 distances, and half a unit each for a
     different layout of A or of B (``layouts``: whether each is column-major) and the other
     16-bit dtype (the same bytes through the same kernels); infinitely far for an element of
@@ -118,11 +123,14 @@ def _distance(fitted: Fitted, m: int, n: int, k: int, dtype: str, layouts: tuple
     not, or the other way round (``aligned``: :attr:`Problem.rows_on_16_bytes`). Off them, both
     kernels copy such operands first, which their neighbours on them never timed: on an H200 the
     aligned neighbours of 333x7777x2222 float16 planned the grouped kernel reading B 2 bytes a
-    load, 0.45x torch where the persistent one ran at 1.74x."""
+    load, 0.45x torch where the persistent one ran at 1.74x. Likewise one whose operands the
+    grouped kernel reads in place where these are copied (``in_place``), or the other way round."""
     p = fitted.problem
     if getattr(torch, p.dtype).itemsize != getattr(torch, dtype).itemsize:
         return math.inf
     if size_class(p.m, p.n) != size_class(m, n) or p.rows_on_16_bytes != aligned:
+        return math.inf
+    if in_place == copies_pay(p.m, p.n, p.k, p.odd_operands):
         return math.inf
     apart = sum(abs(math.log2(max(x, 1)) - math.log2(max(y, 1))) for x, y in
                 ((m, p.m), (n, p.n), (k, p.k)))  # fmt: skip
@@ -194,19 +202,44 @@ def _scores(table: list, apart: dict[int, float], candidates: list[tuple[str, Co
     return scores
 
 
-# below this many floating-point operations per byte of A and B copied (read and written
-# once), the grouped kernel reads lines off 16-byte boundaries as they are: a copy's bytes cost
-# more than its 16-byte loads save (measured: see copies_pay)
-COPY_PAYS = 0.0
+# where copying the lines off 16-byte boundaries costs more than it saves (copies_pay), on an
+# H100 (grid_h100.json's notes: the grouped kernel in place beside copies, both kernels):
+TINY = 1 << 26  # a product of fewer FLOPs is launch-bound: a copy's launch costs more than it
+BIG_MN = 4 << 20  # bytes of an operand contiguous along M or N, off lines, that is copied
+COPY_PAYS = 128.0  # FLOPs per byte copied (read and written) from which copies pay
+SMALL = Config(32, 32, 64, num_warps=4, num_stages=2, group_m=4)  # a tiny product's tiles
 
 
-def copies_pay(a: torch.Tensor, b: torch.Tensor) -> bool:
-    """Whether copying the operands whose lines are off 16-byte boundaries (:func:`kernels.
-    rows_on_16_bytes`) onto 128-byte lines pays: the product's floating-point operations per
-    byte the copies move (each copied operand read and written) at least :data:`COPY_PAYS`."""
-    moved = sum(2 * t.numel() * t.element_size() for t in (a, b) if not rows_on_16_bytes(t))
+def odd_operands(a: torch.Tensor, b: torch.Tensor) -> list[tuple[int, bool]]:
+    """(bytes, contiguous along K) of each of A and B whose lines are off 16-byte boundaries."""
+    return [(t.numel() * t.element_size(), t.stride(axis) == 1)
+            for t, axis in ((a, 1), (b, 0)) if not rows_on_16_bytes(t)]  # fmt: skip
+
+
+def copies_pay(m: int, n: int, k: int, odd: Sequence[tuple[int, bool]]) -> bool:
+    """Whether to copy the ``odd`` operands (:func:`odd_operands`) onto 128-byte lines before an
+    m x n x k product, or read them in place, 2 bytes a load and never asynchronously. Not for a
+    product under :data:`TINY` FLOPs: on an H100, 63x65x67 float16 took 43 us a call copied,
+    9 in place (torch.matmul 10.5). Always for an operand contiguous along M or N larger than
+    :data:`BIG_MN` bytes: read in place, 64x4097x4093 ran at 0.51x torch at best, copied 0.63x.
+    Else where the product has :data:`COPY_PAYS` FLOPs or more per byte copied: in place, 3000x30x
+    4097 (15 FLOPs a byte) ran at 0.86x torch, copied 0.55x; copied, 4096x4096x4093 (2048) at
+    4.0x."""
+    if not odd:
+        return True
+    flops = 2 * m * n * k
+    if flops < TINY:
+        return False
+    if any(not along_k and size > BIG_MN for size, along_k in odd):
+        return True
+    return flops >= COPY_PAYS * sum(2 * size for size, _ in odd)
+
+
+def reads_in_place(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """Whether the grouped kernel reads ``a`` and ``b`` in place on this backend: on a GPU, where
+    they have lines off 16-byte boundaries and :func:`copies_pay` says no."""
     (m, k), n = a.shape, b.shape[1]
-    return moved == 0 or 2 * m * n * k >= COPY_PAYS * moved
+    return tmm_course.BACKEND == GPU and not copies_pay(m, n, k, odd_operands(a, b))
 
 
 def plan_by_fit(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None,
@@ -224,7 +257,7 @@ def plan_by_fit(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None,
         and rows_on_16_bytes(b)
         and (new_c if out is None else rows_on_16_bytes(out))
     )
-    apart = {id(f): _distance(f, m, n, k, dtype, layouts, aligned) for f in fit_table()}
+    apart = {id(f): _distance(f, m, n, k, dtype, layouts, aligned, in_place) for f in fit_table()}
     table = sorted((f for f in fit_table() if apart[id(f)] < math.inf), key=lambda f: apart[id(f)])
     if not table:
         return None
