@@ -7,7 +7,6 @@ On a GPU::
     python -m tmm_course.perf.bench goals host tiny --out goals_mine.json  # and tiny products
     python -m tmm_course.perf.bench sweep --out sweep_mine.json         # every configuration
     python -m tmm_course.perf.bench fit grid --out grid_mine.json       # fit the plan, race it
-    python -m tmm_course.perf.bench fit --finalists grid_h200.json --out grid_mine.json  # quicker
     python -m tmm_course.perf.bench refit --again grouped --out grid_mine.json  # kernel changed
     python -m tmm_course.perf.bench layouts pitches --out grid_mine.json  # layouts, row pitches
     python -m tmm_course.perf.bench held-out-inductor --out grid_mine.json  # Inductor's column
@@ -110,34 +109,12 @@ def _say(line: str) -> None:
 FIT = FITTED + EXTRA_FITTED + ODD_ROWS_FITTED  # the problems the plan is fitted on
 
 
-Narrowed = dict[str, list[tuple[str, Config]]]  # problem label -> the (path, config) pairs raced
-
-
-def finalists(earlier: Sequence[Fitted], top: int) -> Narrowed:
-    """Per problem of another GPU's fit, the pairs a fit on this one races: that fit's ``top``
-    best, and its best grouped one (which the persistent kernel's problems fall back on)."""
-    chosen = {}
-    for f in earlier:
-        ranked = sorted(f.measured().items(), key=lambda item: -item[1])
-        chosen[f.problem.label] = list(dict.fromkeys(
-            [key for key, _ in ranked[:top]] + [("grouped", f.grouped)]))  # fmt: skip
-    return chosen
-
-
-def suite_fit(rounds: int, done: list[dict], keep: Keep, narrowed: Narrowed | None = None
-              ) -> list[dict]:  # fmt: skip
-    """fit_one on every problem of :data:`FIT` (``keep`` saves the rows after each), racing
-    every candidate, or where ``narrowed`` names a problem (:func:`finalists`) those alone;
+def suite_fit(rounds: int, done: list[dict], keep: Keep) -> list[dict]:
+    """fit_one on every problem of :data:`FIT` (``keep`` saves the rows after each);
     matmul_fast plans from the result at once."""
     rows = list(done)
-    timed = _timer(rounds)
-    for problem in _progress(FIT, {r["problem"]["label"] for r in done}, "fit"):
-        pairs = (narrowed or {}).get(problem.label)
-        fitted = fit.fit_one(problem, timed, _say, pairs)
-        if fitted is None:
-            _say(f"{problem.label}: no candidate ran, left out of the fit")
-            continue
-        _say(f"{problem.label:34s} {fitted.ratio:.3f} {fitted.path} {fitted.config}")
+    left = _progress(FIT, {r["problem"]["label"] for r in done}, "fit")
+    for fitted in fit.fit(left, _timer(rounds), _say):
         rows.append(fitted.as_dict())
         keep(rows)
     capstone.use_fit([Fitted.from_dict(r) for r in rows])
@@ -526,10 +503,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--everything", action="store_true", help="paths: the rest of the grid after them"
     )
-    parser.add_argument(
-        "--finalists", help="fit: race on each problem only the best --top candidates of another"
-        " GPU's fit in this grid file (e.g. grid_h200.json), and its best grouped one")  # fmt: skip
-    parser.add_argument("--top", type=int, default=3, help="fit: with --finalists, how many")
     args = parser.parse_args(argv)
     unknown = sorted(set(args.suites) - set(SUITES))
     if unknown:
@@ -575,9 +548,6 @@ def main(argv: list[str] | None = None) -> int:
             run = SUITES[suite]
             if suite == "refit":
                 run = functools.partial(suite_refit, again=tuple(args.again))
-            if suite == "fit" and args.finalists:
-                earlier = results.grid(args.finalists).fit
-                run = functools.partial(suite_fit, narrowed=finalists(earlier, args.top))
             if suite == "paths":
                 picked = paths_problems(args.shape, args.everything)
                 run = functools.partial(suite_paths, problems=picked)
