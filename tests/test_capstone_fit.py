@@ -220,7 +220,7 @@ def test_the_plan_reads_the_fit_measured_on_the_gpu_in_hand(monkeypatch):
     from tmm_course.capstone import plans
     from tmm_course.capstone.fitted import MEASURED
 
-    a, b = torch.empty(3000, 2000, dtype=torch.float16), torch.empty(2000, 5000, dtype=torch.float16)
+    a, b = torch.empty(3000, 2000).half(), torch.empty(2000, 5000).half()
     read = {}
     for card in MEASURED:
         _fake_gpu(monkeypatch, gpu.KNOWN[card])
@@ -241,7 +241,7 @@ def test_a_gpu_without_a_fit_plans_from_the_nearest_measured_one_and_says_so(mon
 
     pcie = dataclasses.replace(gpu.KNOWN["H100"], name="NVIDIA H100 PCIe", sms=114)
     _fake_gpu(monkeypatch, pcie)
-    a, b = torch.empty(4096, 4096, dtype=torch.float16), torch.empty(4096, 4096, dtype=torch.float16)
+    a, b = torch.empty(4096, 4096).half(), torch.empty(4096, 4096).half()
     assert "derived from the H100's fit" in plans.plan_by_fit(a, b, None).reason
     _fake_gpu(monkeypatch, gpu.KNOWN["A100"])  # no TMA: the grouped kernel, from a Hopper's fit
     chosen = plans.plan_by_fit(a, b, None)

@@ -529,3 +529,13 @@ def test_a_c_the_tma_cannot_write_is_stored_by_pointer_and_nothing_around_it():
         c = matmul_fast(a, b, path="persistent_tma", config=config, out=out)
         assert c is out and error(c, a, b) <= tolerance(torch.float16, tmm_course.BACKEND)
         assert memory[30:].isnan().all()  # the rows past C untouched
+
+
+@pytest.mark.parametrize("copies", [False, True])
+def test_the_grouped_kernel_reads_odd_rows_in_place_or_copied_alike(copies):
+    a, b = operands(63, 65, 67, torch.float16)  # rows 134 and 130 bytes apart
+    out = poisoned(63, 65, torch.float16)
+    arguments, _, _, _, before = launches.grouped_setup(a, b, out, plans.SMALL, "tf32", copies)
+    assert (before is None) != copies and (arguments(a, b, out)[0] is a) != copies
+    launches.launch_grouped(a, b, out, plans.SMALL, copies=copies)
+    assert error(out, a, b) <= tolerance(torch.float16, tmm_course.BACKEND)
