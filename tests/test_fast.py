@@ -254,11 +254,11 @@ def out_of_shared_memory_above(stages, real):
 
     tried = []
 
-    def launch(a, b, out, config, *rest):
+    def launch(a, b, out, config, *rest, **options):
         tried.append(config)
         if config.num_stages > stages:
             raise OutOfResources(300_000, 232_448, "shared memory")
-        return real(a, b, out, config, *rest)
+        return real(a, b, out, config, *rest, **options)
 
     return launch, tried
 
