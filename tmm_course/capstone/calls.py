@@ -104,7 +104,9 @@ def _prepare(
         return _without_a_kernel, config
     if chosen.path == "persistent_tma":
         return prepare_persistent_tma, config
-    return functools.partial(prepare_grouped, copies=not chosen.in_place), config
+    if chosen.in_place:
+        return functools.partial(prepare_grouped, copies=False), config
+    return prepare_grouped, config
 
 
 def _without_a_kernel(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, *_: object) -> Ready:
