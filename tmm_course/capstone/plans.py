@@ -202,9 +202,9 @@ def _scores(table: list, apart: dict[int, float], candidates: list[tuple[str, Co
     return scores
 
 
-# where copying the lines off 16-byte boundaries costs more than it saves (copies_pay), on an
-# H100 (grid_h100.json's notes: the grouped kernel in place beside copies, both kernels):
-TINY = 1 << 26  # a product of fewer FLOPs is launch-bound: a copy's launch costs more than it
+# where copying the lines off 16-byte boundaries costs more than it saves (copies_pay), measured
+# on an H100 on 2026-12-07 (code 44537e6), in place beside copied, raced against torch.matmul:
+TINY = 1 << 26  # a product of fewer FLOPs is launch-bound: a copy's launch costs more than it saves
 BIG_MN = 4 << 20  # bytes of an operand contiguous along M or N, off lines, that is copied
 COPY_PAYS = 128.0  # FLOPs per byte copied (read and written) from which copies pay
 SMALL = Config(32, 32, 64, num_warps=4, num_stages=2, group_m=4)  # a tiny product's tiles
