@@ -230,7 +230,7 @@ def test_lesson_7s_check_judges_its_launch_at_4096_by_the_compiler():
     assert "BLOCK_M and BLOCK_N" in small.primary.message
     # one buffer: every load waits (the C store's 32 KB of shared memory is not a second)
     flat = at_scale(lambda a, w, c: fn(a, w, c, num_stages=1), "descriptor_matmul")
-    assert flat.codes == ["goal_missed"] and "num_stages=1: 1 slabs" in flat.primary.message
+    assert flat.codes == ["goal_missed"] and "1 slab of 32 KB: a 32 KB ring" in flat.primary.message
     assert "Turn num_stages" in flat.primary.message
 
 
