@@ -43,6 +43,8 @@ _POINTER_TYPES: dict[torch.dtype, str] = {
     torch.bfloat16: "bf16",
     torch.float32: "fp32",
     torch.float64: "fp64",
+    torch.float8_e4m3fn: "fp8e4nv",
+    torch.float8_e5m2: "fp8e5",
     torch.int8: "i8",
     torch.uint8: "u8",
     torch.int16: "i16",

@@ -38,7 +38,7 @@ NOT_CONSTEXPR = "must be of type tl.constexpr"  # a block size passed as a runti
 # the most shared memory one program may use, per GPU the course names
 SHARED_MEMORY_LIMIT = {target: gpus.for_target(target).shared_per_block for target in GPUS}
 SHORT_NAMES = {target: gpus.label(target) for target in GPUS}
-ONE_GPU = "sm_80"  # what each further specialization of a kernel is compiled for
+ONE_GPU = "sm_80"  # what each further specialization is compiled for, where the targets have it
 OPTIONS = ("num_warps", "num_stages")
 DEFAULT_OPTIONS = {"num_warps": 4, "num_stages": 3}
 
@@ -177,12 +177,13 @@ class Compiler:
         """Compile each further specialization for one GPU; (report, cases) for each the
         compiler refuses."""
         refused = []
+        gpu = ONE_GPU if ONE_GPU in self.targets else self.targets[0]
         for key, (launch, spec, options, cases) in self.pending.items():
-            compiled = fits(compile_for(launch.jit, spec, ONE_GPU, **options))
+            compiled = fits(compile_for(launch.jit, spec, gpu, **options))
             report = KernelReport(
                 launch.kernel,
                 _describe(launch, spec.constexprs, options, spec),
-                {ONE_GPU: compiled},
+                {gpu: compiled},
             )
             self.covered.add(key)
             if report.refused:

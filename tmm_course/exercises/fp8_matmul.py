@@ -14,6 +14,7 @@ from typing import NamedTuple
 
 import torch
 
+from tmm_course import gpus
 from tmm_course.exercises import products
 from tmm_course.exercises.spec import Case, Cells, Exercise, Mistake, Output, Resize, label, same
 from tmm_course.exercises.spec import ragged as ragged_axes
@@ -221,4 +222,6 @@ EXERCISE = Exercise(
     cases=cases,
     cells=Cells("10_low_precision", "lp20", "lp21", "lp22"),
     messages=MESSAGES,
+    # float8 tiles compile only where the GPU has float8 tensor cores
+    gpus=tuple(target for target, card in gpus.TARGETS.items() if gpus.CARDS[card].fp8),
 )
