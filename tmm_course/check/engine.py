@@ -131,20 +131,6 @@ def _first_line(error: BaseException) -> str:
     return f"{type(error).__name__}: {text[-1] if text else ''}"
 
 
-def _unwritten(out: torch.Tensor) -> torch.Tensor:
-    return out.isnan() if out.is_floating_point() else out == -1
-
-
-def _isclose(a: torch.Tensor, b: torch.Tensor, atol: float | torch.Tensor) -> torch.Tensor:
-    """Where ``a`` is within ``atol`` of ``b`` (on ``a``'s device; NaN compares False)."""
-    atol = atol.to(a.device) if isinstance(atol, torch.Tensor) else atol
-    return (a.double() - b.to(a.device).double()).abs() <= atol
-
-
-def _close(a: torch.Tensor, b: torch.Tensor, atol: float | torch.Tensor) -> bool:
-    return bool(_isclose(a, b, atol).all())
-
-
 def where(cell: tuple[int, int] | None, shape: tuple[int, ...]) -> str:
     """'row 33, column 0 (below the last row)' for a cell just outside a view."""
     if cell is None:
@@ -386,21 +372,28 @@ def _replayed(trial: Trial, recorder: record.Recorder, names: Sequence[str]) -> 
         )
         return _gpu_context_lost(error)
     out = fresh.guard.out
-    strayed = _stray(trace, "store", views) is not None or not fresh.guard.canaries_intact()
     answer = fresh.source
-    if strayed or not _close(out, answer.expected, answer.atol):
-        # a known mistake the kernels made on their own: a value-dependent slip (a bias added
-        # after the ReLU) can be right by chance on the first draw and wrong on this one
-        mistake = None if strayed else next(
-            (m for m in answer.mistakes if m.value.shape == out.shape
-             and _close(out, m.value, answer.atol)), None)  # fmt: skip
-        case.passed = False
-        if mistake is not None:
-            case.code, case.problem, case.cause = mistake.code, mistake.cause, mistake.cause
-            return False
-        bad = int((~_isclose(out, answer.expected, answer.atol)).sum())
-        case.code = "no_triton_kernel"
-        case.problem = case.cause = REPLAYED.format(bad=bad, cells=out.numel(), output=output)
+    found = verdict.judge_stored(
+        fresh.exercise,
+        answer,
+        verdict.Stored(
+            out,
+            fresh.guard.poison if answer.initial is None else None,
+            canaries_intact=fresh.guard.canaries_intact(),
+            stray_store=_stray(trace, "store", views),
+        ),
+    )
+    if found.passed:
+        return False
+    case.passed = False
+    # a known mistake the kernels made on their own: a value-dependent slip (a bias added
+    # after the ReLU) can be right by chance on the first draw and wrong on this one
+    if found.code in {m.code for m in answer.mistakes} - {"out_of_bounds_write"}:
+        case.code, case.problem, case.cause = found.code, found.cause, found.cause
+        return False
+    bad = int(verdict.wrong_cells(answer, out).sum())
+    case.code = "no_triton_kernel"
+    case.problem = case.cause = REPLAYED.format(bad=bad, cells=out.numel(), output=output)
     return False
 
 

@@ -104,13 +104,13 @@ def judge_stored(exercise: Exercise, case: Case, stored: Stored) -> Result:
     if stored.stray_load:
         return result(case, code="out_of_bounds_read", problem=stored.stray_load)
     expected = case.expected.double()
-    close = (got - expected).abs() <= case.atol  # NaN compares False
+    close = ~wrong_cells(case, got)
     if bool(close.all()):
         return _right_values(exercise, case, got, stored)
     for mistake in case.mistakes:
         if mistake.code == "out_of_bounds_write" or mistake.value.shape != got.shape:
             continue
-        if bool(((got - mistake.value).abs() <= case.atol).all()):
+        if bool(_within(got, mistake.value, case.atol).all()):
             cause, ambiguous = mistake.cause, mistake.ambiguous
             precise = mistake.refine(stored.trace) if mistake.refine and stored.trace else None
             if precise:  # the trace tells which of two causes it was
@@ -123,7 +123,7 @@ def judge_stored(exercise: Exercise, case: Case, stored: Stored) -> Result:
     else:  # cells still holding what was there, although they should have changed
         before = before.double()
         same = (got == before) | (got.isnan() & before.isnan())
-        holes = int((same & ~((before - expected).abs() <= case.atol)).sum())
+        holes = int((same & ~_within(before, expected, case.atol)).sum())
     if holes:
         return result(
             case, code="unwritten", problem=f"{holes} of {got.numel()} cells never written"
@@ -138,6 +138,15 @@ def judge_stored(exercise: Exercise, case: Case, stored: Stored) -> Result:
         problem=f"{int(bad.sum())} of {got.numel()} cells wrong, e.g. at {where}: "
         f"{float(got[where]):.4g} instead of {float(expected[where]):.4g}",
     )
+
+
+def wrong_cells(case: Case, out: torch.Tensor) -> torch.Tensor:
+    """Where ``out`` is not within the exercise's tolerance of the reference (NaN never is)."""
+    return ~_within(out.detach().cpu().double(), case.expected, case.atol)
+
+
+def _within(got: torch.Tensor, value: torch.Tensor, atol: float | torch.Tensor) -> torch.Tensor:
+    return (got - value.double()).abs() <= atol  # NaN compares False
 
 
 def _right_values(exercise: Exercise, case: Case, got: torch.Tensor, stored: Stored) -> Result:

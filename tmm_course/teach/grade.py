@@ -439,6 +439,25 @@ def _terminate_as_exit():
         signal.signal(signal.SIGTERM, previous)
 
 
+@contextlib.contextmanager
+def grading(reference: dict, exercises: list, limits: sandbox.Limits, isolated: bool):
+    """A :class:`Grader` for ``reference``'s ``exercises``, with its read-only copy of the
+    package (and, unisolated, the workers' home) in a scratch folder removed afterwards."""
+    scratch = Path(
+        tempfile.mkdtemp(prefix="tmm-grade-", dir="/var/tmp" if os.path.isdir("/var/tmp") else None)
+    )
+    try:
+        os.chmod(scratch, stat.S_IRWXU)
+        site = package_copy(scratch / "site")
+        (scratch / "home").mkdir(mode=0o700)
+        setup = graded_notebook.setup_source(reference)
+        yield Grader(exercises, setup, site, limits, isolated=isolated, reference=reference)
+    finally:  # removed without recursion
+        with contextlib.suppress(OSError):
+            os.chmod(scratch, stat.S_IRWXU)
+            remove_tree(scratch)
+
+
 def _grade(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     if not args.submissions.is_dir():
         parser.error("name the folder of submitted notebooks")
@@ -472,31 +491,12 @@ def _grade(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     jobs, gpus = default_jobs(limits.memory_bytes)
     jobs = args.jobs or jobs
     before = digest(args.submissions)
-    scratch = Path(
-        tempfile.mkdtemp(prefix="tmm-grade-", dir="/var/tmp" if os.path.isdir("/var/tmp") else None)
-    )
     started = time.time()
-    try:
-        os.chmod(scratch, stat.S_IRWXU)
-        site = package_copy(scratch / "site")
-        (scratch / "home").mkdir(mode=0o700)
-        grader = Grader(
-            exercises,
-            graded_notebook.setup_source(reference),
-            site,
-            limits,
-            isolated=not args.no_isolation,
-            reference=reference,
-        )
+    with grading(reference, exercises, limits, isolated=not args.no_isolation) as grader:
         out = CsvOut(args.out, args.resume)
         names = entries_to_grade(args.submissions, out, args.shard)
         rows = grade_folder(args.submissions, grader, out, jobs, not args.no_progress, names, gpus)
-        code = report.code_version(site)
-    finally:
-        # the package copy, and (unisolated) the workers' home: removed without recursion
-        with contextlib.suppress(OSError):
-            os.chmod(scratch, stat.S_IRWXU)
-            remove_tree(scratch)
+        code = report.code_version(grader.site)
     after = digest(args.submissions)
     changed = sorted(k for k in before.keys() | after.keys() if before.get(k) != after.get(k))
     if changed:
