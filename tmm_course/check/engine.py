@@ -224,9 +224,7 @@ def _run_trial(
     if trial.source.only_if_all_passed and not all(c.passed for c in earlier):
         case.code, case.problem = "skipped", "not run: fix the other cases first"
         return False
-    inputs = [padded_input(x) if isinstance(x, torch.Tensor) else x for x in trial.inputs]
-    if trial.fresh is not None:  # drawn by trial(): the inputs have their room already
-        inputs = list(trial.inputs)
+    inputs = list(trial.inputs)  # framed by trial() or _copy_of()
     if trial.initial is not None:
         trial.guard.out.copy_(trial.initial)
     tensors = [x for x in inputs if isinstance(x, torch.Tensor)]
