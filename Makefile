@@ -2,7 +2,7 @@
 #   make course   open the course in JupyterLab (installs the course and JupyterLab, nothing else)
 #   make test     lint, unit tests, and every notebook executed (the site build, solved; adds
 #                 the test and grading tools to .venv)
-#   make site     the course as web pages in build/site (Sphinx and myst-nb run every lesson)
+#   make site     the course as web pages in build/site (every lesson run, then Sphinx, myst-nb)
 # Whichever command creates .venv installs torch; on a machine without an NVIDIA GPU, give it the
 # CPU build (far smaller): TORCH_INDEX_URL=https://download.pytorch.org/whl/cpu make course
 PYTHON ?= python3
@@ -18,7 +18,7 @@ LAB_ARGS ?=
 AS_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root,)
 SETUP = PYTHON=$(PYTHON) VENV=$(VENV) bash tools/setup-venv.sh
 
-.PHONY: course test setup setup-test site colab-links student grade clean
+.PHONY: course test setup setup-test site colab-links wheel student grade clean
 
 # kernels talk to JupyterLab over local sockets (ipc), not TCP: nothing listens on the network
 # but JupyterLab itself, and ipykernel has no reason to warn about eavesdropping
@@ -57,9 +57,13 @@ $(GRADE_ENV): pyproject.toml tools/setup-venv.sh
 	EXTRAS=grade $(SETUP)
 	touch $@
 
-# regenerate colab_links.md and the notebooks' Colab install cells
+# regenerate colab_links.md and the notebooks' Colab install cells and runtime (a T4)
 colab-links: $(COURSE_ENV)
 	$(BIN)/python -m tmm_course.teach.colab
+
+# the release wheel, dist/tmm_course-<version>-py3-none-any.whl (CONTRIBUTING.md: releases)
+wheel: $(COURSE_ENV)
+	$(BIN)/python -m pip wheel --no-deps -w dist .
 
 # the student copy: every notebook without its solutions (make student STUDENT=handout/);
 # make student FORCE=1 replaces the notebooks of an existing copy

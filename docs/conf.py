@@ -1,21 +1,21 @@
 """Sphinx settings for the course's web pages (built by ``make site``, see docs/build.py).
 
-myst-nb executes every lesson at build time on Triton's CPU interpreter, so each page shows the
-outputs its kernels produced; the widgets draw their pictures ahead (``TMM_PRERENDER_WIDGETS``).
+docs/build.py runs every lesson on Triton's CPU interpreter before Sphinx starts, so each page
+shows the outputs its kernels produced (myst-nb renders them and runs nothing); the widgets
+draw their pictures ahead (``TMM_PRERENDER_WIDGETS``).
 """
 
-project = "tmm-course"
-html_title = "Tiled matrix multiplication in Triton"
+project = "Tiled matrix multiplication in Triton"  # the title: every page's and the sidebar's
+author = "the tmm-course authors"  # the footer's "By ..."
+copyright = "the tmm-course authors, MIT license"
+html_title = project
 extensions = ["myst_nb"]
 exclude_patterns = ["_doctrees", "_extra", "**.ipynb_checkpoints"]
 html_extra_path = ["_extra"]  # the student notebooks, for the Download links
 html_static_path = ["_static"]
 html_css_files = ["course.css"]
 
-nb_execution_mode = "force"
-nb_execution_timeout = 600  # a cell; the slowest lesson runs for about a minute
-nb_execution_raise_on_error = True  # a failing cell fails the build
-nb_execution_show_tb = True
+nb_execution_mode = "off"  # build.py has run them: one line per lesson, kernels over sockets
 nb_merge_streams = True
 # a check's verdict also carries its JSON (for tools); the page shows the check's HTML
 suppress_warnings = ["mystnb.unknown_mime_type"]

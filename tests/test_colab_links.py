@@ -24,6 +24,20 @@ def test_every_notebook_has_a_badge():
         assert colab.colab_url(f"notebooks/{path.name}") in stored
 
 
+def test_every_notebook_asks_colab_for_a_t4_and_no_more():
+    for path in NOTEBOOKS:
+        metadata = json.loads(path.read_text(encoding="utf-8"))["metadata"]
+        assert metadata["accelerator"] == "GPU", path.name
+        assert metadata["colab"]["gpuType"] == "T4", f"{path.name}: run `make colab-links`"
+
+
+def test_the_generator_sets_the_runtime_a_notebook_asks_for():
+    notebook = {"metadata": {"accelerator": "GPU", "colab": {"gpuType": "A100", "x": 1}}}
+    assert colab.sync_runtime(notebook)
+    assert notebook["metadata"]["colab"] == {"gpuType": "T4", "x": 1}
+    assert not colab.sync_runtime(notebook)
+
+
 def test_url_names_repository_and_branch():
     url = colab.colab_url("notebooks/x.ipynb", "me/fork", "dev")
     assert url == "https://colab.research.google.com/github/me/fork/blob/dev/notebooks/x.ipynb"

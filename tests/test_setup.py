@@ -3,7 +3,11 @@ JupyterLab only, `make test` everything the tests and the grader need."""
 
 from __future__ import annotations
 
+import os
 import re
+import subprocess
+import sys
+import time
 
 import pytest
 from conftest import ROOT
@@ -59,7 +63,68 @@ def test_setup_installs_the_extras_it_is_given():
 
 def test_setup_shows_pips_progress_through_the_torch_download():
     script = (ROOT / "tools" / "setup-venv.sh").read_text(encoding="utf-8")
-    command = script.split('"torch==$TORCH_VERSION"')[0].rsplit("\n", 2)[-2:]  # its two lines
-    words = " ".join(command).split()
+    loud = next(line for line in script.splitlines() if line.startswith("loud_pip()"))
+    words = loud.split()
     assert "--progress-bar" in words and words[words.index("--progress-bar") + 1] == "on"
     assert "-q" not in words and '"${pip[@]}"' not in words  # the quiet pip of the other steps
+    assert 'loud_pip "torch==$TORCH_VERSION"' in script and 'loud_pip "$TORCH_WHEEL"' in script
+
+
+# a .venv whose python answers as one without torch would, and logs every pip command it gets
+FAKE_PYTHON = """#!/bin/sh
+if [ "$1" = -c ]; then exit 1; fi
+echo "$*" >> "$PIP_LOG"
+case "$*" in *--no-index*) exit "$LOCAL_WHEEL_MISSING" ;; esac
+exit 0
+"""
+
+
+def run_setup(tmp_path, local_wheel: bool = False, **env: str):
+    """tools/setup-venv.sh on a fake .venv: what it printed, the pip commands, its seconds."""
+    venv = tmp_path / "venv"
+    (venv / "bin").mkdir(parents=True)
+    (venv / "bin" / "python").write_text(FAKE_PYTHON)
+    (venv / "bin" / "python").chmod(0o755)
+    log = tmp_path / "pip.log"
+    start = time.monotonic()
+    done = subprocess.run(
+        ["bash", str(ROOT / "tools" / "setup-venv.sh")], capture_output=True, text=True,
+        timeout=60, env={**os.environ, "PYTHON": sys.executable, "VENV": str(venv),
+                         "PIP_LOG": str(log), "LOCAL_WHEEL_MISSING": "0" if local_wheel else "1",
+                         **env},
+    )  # fmt: skip
+    pips = log.read_text().splitlines() if log.exists() else []
+    return done, pips, time.monotonic() - start
+
+
+# nothing listens on port 1 of the loopback: refused at once; 10.255.255.1: never answers
+UNREACHABLE = ["http://127.0.0.1:1/whl/cpu", "http://10.255.255.1/whl/cpu"]
+
+
+@pytest.mark.parametrize("index", UNREACHABLE)
+def test_an_unreachable_cpu_index_stops_in_one_line_with_the_commands_that_work(tmp_path, index):
+    done, pips, seconds = run_setup(tmp_path, TORCH_INDEX_URL=index, TORCH_INDEX_TIMEOUT="3")
+    assert done.returncode == 1
+    said = done.stderr.strip().splitlines()
+    assert len(said) == 1 and said[0].startswith(f"Cannot reach {index} ("), done.stderr
+    assert "without TORCH_INDEX_URL" in said[0] and "TORCH_WHEEL=/path/to/it" in said[0]
+    assert "torch-2.13.0+cpu-cp" in said[0]
+    assert not any("--index-url" in p for p in pips), "pip was sent to the unreachable index"
+    assert seconds < 15, f"{seconds:.0f} s"  # one try, a short timeout: no retries
+
+
+def test_an_unreachable_cpu_index_falls_back_to_pips_local_cpu_wheel(tmp_path):
+    done, pips, _ = run_setup(tmp_path, local_wheel=True, TORCH_INDEX_URL=UNREACHABLE[0])
+    assert done.returncode == 0, done.stderr
+    assert "from pip's local wheels instead" in done.stdout.splitlines()[0]
+    local = next(p for p in pips if "--no-index" in p)
+    assert "--no-deps torch==2.13.0+cpu" in local  # the CPU build only, never a CUDA one
+    assert any(p.endswith("install -e .[course]") for p in pips)
+
+
+def test_a_torch_wheel_given_is_installed_without_asking_an_index(tmp_path):
+    done, pips, _ = run_setup(tmp_path, TORCH_WHEEL="/wheels/torch-2.13.0+cpu.whl",
+                              TORCH_INDEX_URL=UNREACHABLE[0])  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert any(p.endswith("--progress-bar on /wheels/torch-2.13.0+cpu.whl") for p in pips)
+    assert not any("torch==" in p for p in pips)

@@ -1,7 +1,9 @@
 """The course's web pages (`make site`): built once from this checkout on the CPU, then read as
-a learner reads them, in headless Chromium: every page loads without a console error, every
-image shows, every pre-drawn widget swaps its picture when a slider moves, and no link inside
-the site is broken. Screenshots of lessons 1 and 4 go to artifacts/screenshots/.
+a learner reads them, in headless Chromium: every page loads without a console error, opens
+with its lesson's title and first paragraph (the install cell folded), every image shows, every
+pre-drawn widget swaps its picture when a slider moves, and no link inside the site is broken.
+The build says one line per lesson and nothing from the kernels. Screenshots of lessons 0's
+top, 1 and 4 go to artifacts/screenshots/.
 
 The build runs once per test session, into a temporary folder (build/site is left alone); it
 needs the `site` extra (Sphinx, myst-nb, the book theme), installed by `make test`.
@@ -27,18 +29,21 @@ import pytest
 from conftest import NOTEBOOKS, ROOT, skip_for_missing
 from test_browser import CHROMIUM, FLAGS, SCREENSHOTS, _need_browser
 
+from tmm_course.teach.colab import notebook_title
+
 # the whole build on CI's two cores, every lesson executed: about 3 minutes when the machine is
 # otherwise idle; the bound leaves room for the rest of `make test` running beside it
 BUILD_BUDGET_S = 900
 LESSONS = [path.stem for path in NOTEBOOKS]
+SMART_QUOTES = {0x2019: "'", 0x201C: '"', 0x201D: '"'}  # Sphinx's typography, undone
 
 
 @pytest.fixture(scope="module")
-def site(tmp_path_factory) -> Path:
-    """The site built from this checkout; TMM_SITE names one built already (make site's
-    build/site), to read its pages without building them again."""
+def built(tmp_path_factory) -> tuple[Path, str | None]:
+    """The site built from this checkout and what the build printed; TMM_SITE names one built
+    already (make site's build/site), to read its pages without building them again."""
     if os.environ.get("TMM_SITE"):
-        return Path(os.environ["TMM_SITE"]).resolve()
+        return Path(os.environ["TMM_SITE"]).resolve(), None
     for module in ("sphinx", "myst_nb", "sphinx_book_theme"):
         try:
             __import__(module)
@@ -54,7 +59,12 @@ def site(tmp_path_factory) -> Path:
     said = built.stdout[-3000:] + built.stderr[-3000:]
     assert built.returncode == 0, f"the site did not build:\n{said}"
     print(f"site built in {seconds:.0f} s")
-    return out
+    return out, built.stdout + built.stderr
+
+
+@pytest.fixture(scope="module")
+def site(built) -> Path:
+    return built[0]
 
 
 @pytest.fixture(scope="module")
@@ -92,6 +102,35 @@ def test_one_page_per_lesson_with_where_its_outputs_were_made(site):
         assert "CPU interpreter" in page and "from tmm-course at" in page, lesson
         assert "Open in Colab" in page and f'href="notebooks/{lesson}.ipynb"' in page, lesson
         assert 'class="cell_output' in page, f"{lesson} shows no output"
+
+
+def test_the_build_says_one_line_per_lesson_and_no_kernel_warning(built):
+    _, said = built
+    if said is None:
+        pytest.skip("TMM_SITE: a site built elsewhere, its output not seen")
+    for lesson in LESSONS:
+        lines = re.findall(rf"^\[\d+/{len(LESSONS)}\] {lesson} ran in \d+ s$", said, re.M)
+        assert len(lines) == 1, f"{lesson}: {lines}\n{said[-2000:]}"
+    assert "without encryption" not in said and "over TCP" not in said, said[-2000:]
+
+
+def test_title_and_author_are_set_once_and_no_page_says_not_set(site):
+    title = re.search(r"<title>(.*?)</title>", (site / "index.html").read_text()).group(1)
+    assert title.count("Tiled matrix multiplication in Triton") == 1, title
+    for page in site.glob("*.html"):
+        text = page.read_text(encoding="utf-8")
+        assert "not set" not in text, f"{page.name} says 'not set'"
+        assert "the tmm-course authors" in text, f"{page.name}: no author in its footer"
+
+
+def test_the_index_lists_each_lesson_in_one_line_with_what_it_teaches(site):
+    index = (site / "index.html").read_text(encoding="utf-8")
+    items = re.findall(r"<li>(.*?)</li>", index, re.S)
+    for path in NOTEBOOKS:
+        (item,) = [i for i in items if f'href="{path.stem}.html"' in i and ":" in i]
+        text = re.sub(r"<[^>]+>", "", item).strip()
+        title = notebook_title(path)
+        assert text.startswith(f"{title}: ") and len(text) > len(title) + 10, text
 
 
 def test_every_lesson_ran_and_no_untouched_exercise_passed(site):
@@ -225,6 +264,33 @@ def test_every_page_loads_shows_its_images_and_moves_its_widgets(browser, served
                 label = slider.get_attribute("aria-label")
                 assert _pictures(widget) != before, f"moving {label} did not change the picture"
         assert not errors, f"console errors on {name}: {errors[:3]}"
+    finally:
+        page.close()
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=LESSONS)
+def test_a_lesson_page_opens_with_its_title_and_first_paragraph_not_code(browser, served, path):
+    """The Colab install cell is folded behind a toggle: the page opens with the lesson's own
+    words; the toggle shows the cell."""
+    page, errors = _open(browser, f"{served}/{path.stem}.html")
+    try:
+        main = page.locator("main")
+        text = main.inner_text().translate(SMART_QUOTES)
+        first = next(
+            c for c in json.loads(path.read_text())["cells"] if c["cell_type"] == "markdown"
+        )
+        paragraph = "".join(first["source"]).split("\n\n")[1].split()[:3]
+        words = re.sub(r"[*`_]", "", " ".join(paragraph))
+        toggle = main.locator("details.above-input summary").first
+        assert toggle.inner_text().strip() == "Show code cell source"
+        assert text.index(notebook_title(path)) < text.index(words) < text.index("Show code")
+        assert "COURSE_URL" not in text, "the install cell shows its code"
+        if path == NOTEBOOKS[0]:
+            SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+            page.screenshot(path=str(SCREENSHOTS / f"site_{path.stem}_top.png"))
+        toggle.click()
+        assert "COURSE_URL" in main.inner_text(), "the toggle does not show the install cell"
+        assert not errors, errors[:3]
     finally:
         page.close()
 

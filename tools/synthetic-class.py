@@ -1,6 +1,6 @@
 """Write a synthetic class into an inbox: honest submissions whose right verdicts are known.
 
-    python tools/synthetic-class.py inbox/ 200
+    .venv/bin/python tools/synthetic-class.py inbox/ 200
 
 A third solve everything, a third leave everything untouched, a third solve everything but
 leave Part 3's masks out (that exercise fails, the others pass). Prints nothing; the verdicts

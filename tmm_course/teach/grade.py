@@ -73,6 +73,7 @@ from tmm_course.teach.clients import (
 )
 from tmm_course.teach.safe_io import (
     Unreadable,
+    clipped,
     csv_cell,
     entry_key,
     kind,
@@ -116,7 +117,7 @@ class Grader:
         return "isolated" if self.isolated else "unisolated"
 
     def row(self, submission: str, exercise: str, verdict: str, codes: str = "", detail: str = ""):
-        return Row(submission, exercise, verdict, codes, detail[:500], self.isolation)
+        return Row(submission, exercise, verdict, codes, clipped(detail, 2000), self.isolation)
 
     def grade(self, inbox: Path, name: str) -> list[Row]:
         """Grade one inbox entry; always returns its rows."""
@@ -415,6 +416,7 @@ def main(argv: list[str] | None = None) -> int:
         help="grade share K (0 to N-1) of N of the inbox alone (a job array's task index)",
     )
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    parser.add_argument("--roster", type=Path, help=report.ROSTER_HELP)
     parser.add_argument(
         "--no-isolation",
         action="store_true",
@@ -461,6 +463,7 @@ def grading(reference: dict, exercises: list, limits: sandbox.Limits, isolated: 
 def _grade(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     if not args.submissions.is_dir():
         parser.error("name the folder of submitted notebooks")
+    roster = report.roster_or_exit(args.roster, parser)  # before a long run, not after
     if not args.reference.is_file():
         parser.error(f"no reference notebook at {args.reference}: pass --reference PATH")
     if args.out is None:
@@ -510,7 +513,9 @@ def _grade(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     )  # fmt: skip
     earlier = report.companions(args.out)["json"]  # a resumed CSV holds earlier runs' rows
     runs = json.loads(earlier.read_text()) if args.resume and earlier.is_file() else []
-    written = report.write_all(args.out, [e.name for e, _ in exercises], [*runs, provenance])
+    written = report.write_all(
+        args.out, [e.name for e, _ in exercises], [*runs, provenance], roster
+    )
     print(
         f"graded {len({r.submission for r in rows})} submission(s) into {args.out} "
         f"(run {grader.run}); the report: {written}"

@@ -2,16 +2,22 @@
 export and the run's provenance.
 
 - ``grades.html``: one page, no network (its plot is a PNG inside it): each exercise's pass
-  rate and verdicts, the most common diagnoses per exercise with one example each, the
-  submissions that went to ``timeout`` or ``error``, and where, when and with what the run
-  graded (course version, device, time).
+  rate and verdicts, every student's verdict and primary diagnosis per exercise (most failures
+  first), the most common diagnoses per exercise with one example each, the submissions that
+  went to ``timeout`` or ``error``, and where, when and with what the run graded (course
+  version, device, time).
 - ``grades-lms.csv``: one row per submission, one column per exercise (1 for a pass, else 0)
-  and a total, under the column names Canvas's and Moodle's grade imports match on.
+  and a total. Without a roster, the student is the notebook's file name (``Student`` and
+  ``SIS Login ID``, Canvas's names): it imports only where submissions are named by login.
+  With a roster (``--roster``: a ``file`` column naming each submission, then the LMS's own
+  identity columns, e.g. Canvas's ``Student, ID, SIS User ID, SIS Login ID`` or Moodle's
+  ``Email address``), each row carries those columns instead.
 - ``grades.json``: the provenance of each run whose rows the CSV holds (one, or one per shard).
 """
 
 from __future__ import annotations
 
+import argparse
 import base64
 import csv
 import hashlib
@@ -24,9 +30,10 @@ import socket
 import sys
 import time
 from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
 
-from tmm_course.teach.safe_io import csv_cell
+from tmm_course.teach.safe_io import csv_cell, entry_name
 
 VERDICTS = ["pass", "fail", "not_implemented", "missing", "review", "timeout", "error", "invalid"]
 COLOURS = {"pass": "#2e7d32", "fail": "#c62828", "not_implemented": "#9e9e9e",
@@ -110,13 +117,83 @@ def read_rows(csv_path: Path) -> list[dict]:
         return list(csv.DictReader(f))
 
 
-def write_all(csv_path: Path, exercises: list[str], runs: list[dict]) -> Path:
+class RosterError(ValueError):
+    """The roster CSV cannot map submissions to students."""
+
+
+ROSTER_FILE = "file"  # the roster's column naming each submission (with or without .ipynb)
+PLAIN_IDENTITY = ["Student", "SIS Login ID"]  # without a roster: the file name in both
+
+
+@dataclass(frozen=True)
+class Roster:
+    """Who handed in which notebook: the LMS's identity columns for each submission's file."""
+
+    columns: list[str]  # the LMS's, in the roster's order
+    people: dict[str, dict[str, str]]  # file name without .ipynb -> column -> value
+
+    def who(self, file: str) -> dict[str, str] | None:
+        """The identity of the student who handed in ``file``, or None."""
+        return self.people.get(file.removesuffix(".ipynb"))
+
+
+def read_roster(path: Path) -> Roster:
+    """The roster CSV at ``path``: a ``file`` column, then the LMS's identity columns."""
+    how = (
+        f"a roster is a CSV with a '{ROSTER_FILE}' column (each submission's file name) and the "
+        "columns your LMS matches students on, e.g. Canvas: Student,ID,SIS User ID,SIS Login ID; "
+        "Moodle: Email address"
+    )
+    try:
+        with path.open(newline="", encoding="utf-8-sig") as f:
+            reader = csv.DictReader(f)
+            header = [c.strip() for c in reader.fieldnames or []]
+            records = list(reader)
+    except (OSError, UnicodeDecodeError, csv.Error) as error:
+        raise RosterError(f"cannot read the roster {path}: {error}") from None
+    if ROSTER_FILE not in header:
+        raise RosterError(f"{path} has the columns {header}: {how}")
+    columns = [c for c in header if c != ROSTER_FILE]
+    if not columns:
+        raise RosterError(f"{path} has no identity column beside '{ROSTER_FILE}': {how}")
+    people: dict[str, dict[str, str]] = {}
+    for line, record in enumerate(records, start=2):
+        record = {(k or "").strip(): (v or "").strip() for k, v in record.items()}
+        file = record[ROSTER_FILE].removesuffix(".ipynb")
+        if not file:
+            raise RosterError(f"{path}, line {line}: no file name in the '{ROSTER_FILE}' column")
+        if file in people:
+            raise RosterError(f"{path}, line {line}: {file} is named twice")
+        people[file] = {c: record.get(c, "") for c in columns}
+    return Roster(columns, people)
+
+
+ROSTER_HELP = (
+    "a CSV naming each submission's student for the LMS export: a 'file' column (the "
+    "notebook's file name), then the LMS's identity columns (Canvas: Student,ID,SIS User ID,"
+    "SIS Login ID; Moodle: Email address)"
+)
+
+
+def roster_or_exit(path: Path | None, parser: argparse.ArgumentParser) -> Roster | None:
+    """The roster ``--roster`` names (None without one); a bad one stops the command."""
+    if path is None:
+        return None
+    try:
+        return read_roster(path)
+    except RosterError as error:
+        parser.error(str(error))
+
+
+def write_all(
+    csv_path: Path, exercises: list[str], runs: list[dict], roster: Roster | None = None
+) -> Path:
     """The report, the LMS export and the provenance of ``csv_path``; the report's path."""
     rows = read_rows(csv_path)
     places = companions(csv_path)
     places["json"].write_text(json.dumps(runs, indent=1) + "\n", encoding="utf-8")
-    write_lms(places["lms"], rows, exercises)
-    places["html"].write_text(page(rows, exercises, runs, csv_path.name), encoding="utf-8")
+    write_lms(places["lms"], rows, exercises, roster)
+    places["html"].write_text(page(rows, exercises, runs, csv_path.name, roster), encoding="utf-8")
     return places["html"]
 
 
@@ -129,16 +206,34 @@ def _entries(rows: list[dict]) -> dict[str, list[dict]]:
     return found
 
 
-def write_lms(path: Path, rows: list[dict], exercises: list[str]) -> None:
-    """One row per submission: 1 per exercise passed, 0 otherwise, and the total."""
+def unmatched(rows: list[dict], roster: Roster) -> tuple[list[str], list[str]]:
+    """Submissions the roster does not name, and roster files with no submission."""
+    files = [entry_name(key) for key in _entries(rows)]
+    handed_in = {f.removesuffix(".ipynb") for f in files}
+    return ([f for f in files if roster.who(f) is None],
+            [f for f in roster.people if f not in handed_in])  # fmt: skip
+
+
+def write_lms(
+    path: Path, rows: list[dict], exercises: list[str], roster: Roster | None = None
+) -> None:
+    """One row per submission: its student, 1 per exercise passed, 0 otherwise, and the total.
+    With a roster, the student is the roster's identity columns, and a submission it does not
+    name is left out (the report lists it)."""
     with path.open("w", newline="", encoding="utf-8") as f:
         out = csv.writer(f)
-        out.writerow(["Student", "SIS Login ID", *exercises, "Total"])
-        for graded in _entries(rows).values():
+        out.writerow([*(roster.columns if roster else PLAIN_IDENTITY), *exercises, "Total"])
+        for key, graded in _entries(rows).items():
             verdicts = {r["exercise"]: r["verdict"] for r in graded}
             points = [int(verdicts.get(e) == "pass") for e in exercises]
-            name = graded[0]["submission"].removeprefix("'").removesuffix(".ipynb")
-            out.writerow([csv_cell(name), csv_cell(name), *points, sum(points)])
+            if roster is None:
+                name = graded[0]["submission"].removeprefix("'").removesuffix(".ipynb")
+                identity = [name, name]
+            elif (person := roster.who(entry_name(key))) is not None:
+                identity = [person[c] for c in roster.columns]
+            else:
+                continue
+            out.writerow([*map(csv_cell, identity), *points, sum(points)])
 
 
 def _plot(rows: list[dict], exercises: list[str]) -> str:
@@ -166,7 +261,55 @@ def _plot(rows: list[dict], exercises: list[str]) -> str:
     return "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode()
 
 
-def page(rows: list[dict], exercises: list[str], runs: list[dict], source: str) -> str:
+def _primary(row: dict) -> str:
+    """A row's primary diagnosis (the cause: the CSV lists it first), else its verdict."""
+    return (row["codes"].split() or [row["verdict"]])[0]
+
+
+def students_table(
+    rows: list[dict], exercises: list[str], roster: Roster | None = None
+) -> list[str]:
+    """Every submission's verdict and primary diagnosis per exercise, as HTML table rows: the
+    most exercises not passed first, then by name; the full detail on hovering a cell."""
+    e = html.escape
+    table = []
+    for key, graded in _entries(rows).items():
+        file = entry_name(key)
+        person = roster.who(file) if roster else None
+        name = next((v for v in (person or {}).values() if v), None) or graded[0]["submission"]
+        by_exercise = {r["exercise"]: r for r in graded}
+        whole = by_exercise.get("*")  # an invalid entry: one row for the whole submission
+        cells, failed = [], 0
+        for exercise in exercises:
+            row = by_exercise.get(exercise, whole)
+            if row is None:
+                cells.append("<td></td>")
+                continue
+            verdict = row["verdict"]
+            failed += verdict != "pass"
+            code = _primary(row)
+            shown = f"<br><code>{e(code)}</code>" if code != verdict else ""
+            cells.append(
+                f"<td class='v' style='border-left:4px solid {COLOURS.get(verdict, '#000')}' "
+                f"title='{e(row['detail'])}'>{e(verdict)}{shown}</td>"
+            )
+        table.append((-failed, name.casefold(), name, file, failed, cells))
+    table.sort(key=lambda item: item[:2])
+    return [
+        f"<tr><td>{e(name)}"
+        + (f"<br><small>{e(file)}</small>" if name != file else "")
+        + f"</td><td class='n'>{failed}</td>{''.join(cells)}</tr>"
+        for _, _, name, file, failed, cells in table
+    ]
+
+
+def page(
+    rows: list[dict],
+    exercises: list[str],
+    runs: list[dict],
+    source: str,
+    roster: Roster | None = None,
+) -> str:
     """The report as one HTML page."""
     e = html.escape
     entries = _entries(rows)
@@ -176,8 +319,10 @@ def page(rows: list[dict], exercises: list[str], runs: list[dict], source: str) 
         f"<title>Grades: {e(source)}</title>",
         "<style>body{font-family:sans-serif;max-width:64em;margin:2em auto;padding:0 1em}"
         "table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;"
-        "padding:.25em .6em;text-align:left;vertical-align:top}th{background:#f4f4f4}"
-        "td.n{text-align:right}code{font-size:90%}</style></head><body>",
+        "padding:.25em .6em;text-align:left;vertical-align:top}"
+        "th{background:#f4f4f4}td.n{text-align:right}code{font-size:90%}"
+        ".example{white-space:pre-wrap;overflow-wrap:anywhere}.students{font-size:90%}"
+        "</style></head><body>",
         f"<h1>The class at a glance</h1><p>{len(entries)} submissions, "
         f"{len(exercises)} exercises, from <code>{e(source)}</code>.</p>",
         "<h2>Pass rates</h2><table><tr><th>exercise</th><th>pass rate</th>"
@@ -199,6 +344,27 @@ def page(rows: list[dict], exercises: list[str], runs: list[dict], source: str) 
     parts.append("</table>")
     if exercises:
         parts.append(f"<img alt='verdicts per exercise' src='{_plot(rows, exercises)}'>")
+    parts.append(
+        "<h2>Students</h2><p>Each submission's verdict per exercise and, under it, the primary "
+        "diagnosis (hover a cell for the detail); the most exercises not passed first.</p>"
+        "<table class='students'><tr><th>student</th><th>not passed</th>"
+        + "".join(f"<th>{e(x)}</th>" for x in exercises)
+        + "</tr>"
+    )
+    parts += students_table(rows, exercises, roster)
+    parts.append("</table>")
+    if roster is not None:
+        strangers, absent = unmatched(rows, roster)
+        parts.append(
+            f"<p>Roster: {len(roster.people)} students ({e(', '.join(roster.columns))} in the "
+            "LMS export).</p>"
+        )
+        if strangers:
+            parts.append("<p><strong>Not in the roster, so not in the LMS export</strong>: "
+                         f"{e(', '.join(strangers))}</p>")  # fmt: skip
+        if absent:
+            parts.append(f"<p><strong>In the roster, no submission</strong>: "
+                         f"{e(', '.join(absent))}</p>")  # fmt: skip
     parts.append("<h2>Most common diagnoses</h2>")
     for exercise in exercises:
         codes: Counter[str] = Counter()
@@ -207,7 +373,7 @@ def page(rows: list[dict], exercises: list[str], runs: list[dict], source: str) 
             if row["exercise"] == exercise and row["verdict"] != "pass":
                 # the primary diagnosis, the cause (the CSV lists it first): a submission counts
                 # once, not once more for each symptom that followed from it
-                code = (row["codes"].split() or [row["verdict"]])[0]
+                code = _primary(row)
                 codes[code] += 1
                 example.setdefault(code, row)
         if not codes:
@@ -218,7 +384,7 @@ def page(rows: list[dict], exercises: list[str], runs: list[dict], source: str) 
             row = example[code]
             parts.append(
                 f"<tr><td><code>{e(code)}</code></td><td class='n'>{count}</td>"
-                f"<td>{e(row['submission'])}: {e(row['detail'])}</td></tr>"
+                f"<td class='example'>{e(row['submission'])}: {e(row['detail'])}</td></tr>"
             )
         parts.append("</table>")
     trouble = [r for r in rows if r["verdict"] in TROUBLE and r.get("key")]

@@ -80,6 +80,17 @@ def csv_cell(value: object) -> str:
     return text
 
 
+def clipped(text: str, limit: int) -> str:
+    """``text`` whole if it has at most ``limit`` characters, else cut at the last word break
+    before the limit and marked with an ellipsis: a CSV cell stays bounded and never ends
+    mid-word."""
+    if len(text) <= limit:
+        return text
+    head = text[: limit - 1]
+    cut = head.rstrip().rsplit(None, 1)[0] if " " in head.strip() else head
+    return cut.rstrip(" ,;:") + "…"
+
+
 def shown_name(name: str) -> str:
     """An inbox entry's name as a person reads it: bytes that are not UTF-8 as ``\\xff``."""
     return os.fsencode(name).decode("utf-8", "backslashreplace")

@@ -104,9 +104,11 @@ def main(argv: list[str]) -> int:
     parser.add_argument("parts", nargs="+", type=Path, help="the shards' CSVs")
     parser.add_argument("--inbox", type=Path, required=True, help="the folder they graded")
     parser.add_argument("--out", type=Path, default=Path("grades.csv"), help="CSV to write")
+    parser.add_argument("--roster", type=Path, help=report.ROSTER_HELP)
     args = parser.parse_args(argv)
     if not args.inbox.is_dir():
         parser.error(f"no folder at {args.inbox}: --inbox names the folder the shards graded")
+    roster = report.roster_or_exit(args.roster, parser)
     if args.out.resolve() in {p.resolve() for p in args.parts}:
         parser.error(f"--out {args.out} is one of the shards: name another file")
     try:
@@ -118,7 +120,7 @@ def main(argv: list[str]) -> int:
         csv.writer(f).writerows([header, *rows])
     exercise_at = header.index("exercise")
     exercises = list(dict.fromkeys(r[exercise_at] for r in rows if r[exercise_at] != "*"))
-    written = report.write_all(args.out, exercises, runs)
+    written = report.write_all(args.out, exercises, runs, roster)
     print(f"merged {len(args.parts)} shard(s), {len(rows)} rows into {args.out}; the report: "
           f"{written}")  # fmt: skip
     return 0
