@@ -115,3 +115,12 @@ def guarded_output(
     else:
         out.copy_(fill)
     return Guarded(frame, out, out.detach().clone())
+
+
+def same_bits(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """Whether two tensors hold the same bits (NaN equal to the same NaN)."""
+    bits = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
+    a, b = a.detach().cpu().contiguous(), b.detach().cpu().contiguous()
+    if a.shape != b.shape or a.element_size() != b.element_size():
+        return False
+    return bool(torch.equal(a.view(bits[a.element_size()]), b.view(bits[b.element_size()])))

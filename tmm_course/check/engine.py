@@ -20,7 +20,7 @@ import tmm_course
 from tmm_course import hints
 from tmm_course.backend import GPU, INTERPRETER
 from tmm_course.check import gpu_rules, launches, record, time_limit, verdict
-from tmm_course.check.buffers import Guarded, guarded_output, padded_input
+from tmm_course.check.buffers import Guarded, guarded_output, padded_input, same_bits
 from tmm_course.check.memory_guard import (
     OutOfBoundsAccess,
     Trace,
@@ -498,9 +498,13 @@ def _judge(
     stray_store = _stray(trace, "store", views)
     if stray_store is None and not trial.guard.canaries_intact():
         stray_store = "memory around the output changed" + ("" if trace else " " + GPU_CANNOT_SEE)
+    inputs = list(views.values())[:-1]
     stored = verdict.Stored(
         out,
         trial.guard.poison if trial.initial is None else None,
+        inputs_changed=not all(
+            same_bits(x, given) for x, given in zip(inputs, trial.source.tensors, strict=True)
+        ),
         stray_store=stray_store,
         stray_load=_stray(trace, "load", views),
         output_loaded=None if trace is None else trace.touched("load", output) > 0,

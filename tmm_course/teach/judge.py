@@ -28,7 +28,7 @@ from dataclasses import dataclass
 import torch
 
 from tmm_course.check import verdict
-from tmm_course.check.buffers import Framed, framed, guarded_output
+from tmm_course.check.buffers import Framed, framed, guarded_output, same_bits
 from tmm_course.check.result import Case as Result
 from tmm_course.exercises.spec import Case, Exercise
 from tmm_course.teach import triton_only
@@ -148,8 +148,10 @@ def judge_replay(trial: Trial, reply: dict, returned: list[bytes] | None) -> Res
     facts = verdict.Stored(
         out.view(stored[-1]),
         trial.poison,
-        inputs_changed=not all(_same(s, b.storage) for b, s in zip(inputs, stored, strict=False)),
-        canaries_intact=_same(stored[-1][~region], out.storage[~region]),
+        inputs_changed=not all(
+            same_bits(s, b.storage) for b, s in zip(inputs, stored, strict=False)
+        ),
+        canaries_intact=same_bits(stored[-1][~region], out.storage[~region]),
         stray_store=None if stray_store is None else str(stray_store)[:300],
         stray_load=None if stray_load is None else str(stray_load)[:300],
         output_loaded=loaded if isinstance(loaded, bool) else None,
@@ -162,8 +164,3 @@ def judge_replay(trial: Trial, reply: dict, returned: list[bytes] | None) -> Res
 
 def _names(counts: object) -> str:
     return ", ".join(str(k) for k in counts) if isinstance(counts, dict) else "a tensor"
-
-
-def _same(a: torch.Tensor, b: torch.Tensor) -> bool:
-    bits = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
-    return bool(torch.equal(a.view(bits[a.element_size()]), b.view(bits[b.element_size()])))
