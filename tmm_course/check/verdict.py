@@ -302,32 +302,40 @@ def course_kernel(record: Mapping, by_source: bool = True) -> str | None:
 
 
 def not_the_fix(exercise: Exercise, record: Mapping) -> str | None:
-    """Lesson 9: why the kernel the function really launched is not a repair of the broken
-    one (None if it is): a repair changes at most a few statements of it."""
+    """Lesson 9: why the kernels the record's function launched are not a repair of the broken
+    one (None if one is): :func:`repair_problem` on each launched kernel's source."""
     if exercise.fix_of is None:
         return None
-    from tmm_course.check import fixes
     from tmm_course.kernels import pitfalls
 
-    broken = getattr(pitfalls, exercise.fix_of)
-    launched = dict.fromkeys(launch["kernel"] for launch in record["launches"])
+    entries = [
+        record["kernels"][key] for key in dict.fromkeys(x["kernel"] for x in record["launches"])
+    ]
+    kernels = [(entry["name"], SimpleNamespace(src=entry["source"])) for entry in entries]
+    return repair_problem(getattr(pitfalls, exercise.fix_of), exercise.fix_of, kernels)
+
+
+def repair_problem(broken: object, name: str, kernels: list[tuple[str, object]]) -> str | None:
+    """Why none of ``kernels`` ((name, kernel or anything with its ``src``)) is ``broken``
+    (called ``name``) repaired by a small edit, judged on the least changed one; None if it is
+    one: a repair changes at most :data:`~tmm_course.check.fixes.MOST_LINES_CHANGED`
+    statements, and at least one."""
+    from tmm_course.check import fixes
+
     changes = []
-    for key in launched:
-        entry = record["kernels"][key]
+    for kernel_name, kernel in kernels:
         try:
-            changes.append(
-                (fixes.lines_changed(broken, SimpleNamespace(src=entry["source"])), entry["name"])
-            )
-        except (SyntaxError, ValueError, StopIteration, RecursionError):
+            changes.append((fixes.lines_changed(broken, kernel), kernel_name))
+        except (SyntaxError, ValueError, StopIteration, RecursionError, OSError, TypeError):
             continue
     if not changes:
         return "no kernel of yours was launched"
-    changed, name = min(changes)
+    changed, fixed = min(changes)
     if changed == 0:
-        return f"{name} is {exercise.fix_of} unchanged: find its bug and fix it"
+        return f"{fixed} is {name} unchanged: find its bug and fix it"
     if changed > fixes.MOST_LINES_CHANGED:
         return (
-            f"{name} differs from {exercise.fix_of} in {changed} statements (at most "
+            f"{fixed} differs from {name} in {changed} statements (at most "
             f"{fixes.MOST_LINES_CHANGED}): the exercise is to repair that kernel, not to launch "
             "another"
         )
