@@ -70,5 +70,5 @@ count=$(ls "$work"/empty/*.ipynb | wc -l)
 (cd "$root" && TMM_EXPECT_INSTALLED=1 "$work/venv/bin/pytest" -q -p no:cacheprovider \
   -o addopts="" tests/test_memory_guard.py tests/test_check.py tests/test_environment.py \
   tests/test_results.py tests/test_viz.py tests/test_gpu_tiers.py tests/test_claims_compiled.py \
-  tests/test_capstone_compiles.py)
+  tests/test_capstone_compiles.py tests/test_gpus.py)
 echo "== $job: $count notebooks from an empty folder, installed package; tested in $(( $(date +%s) - start )) s"

@@ -72,7 +72,11 @@ def test_unknown_suite_is_named(tmp_path, capsys):
 
 def _on_a_pretend_gpu(monkeypatch, today: str) -> None:
     monkeypatch.setattr(tmm_course, "BACKEND", GPU)
-    monkeypatch.setattr(bench.results, "provenance", lambda *_: {"date": today, "command": "now"})
+    monkeypatch.setattr(
+        bench.results,
+        "provenance",
+        lambda *_: {"date": today, "command": "now", "timing": "with_host"},
+    )
     monkeypatch.setattr(bench, "gpu_clocks", lambda: None)
     monkeypatch.setattr(bench, "copy_bandwidth_gbs", lambda: 0.0)
     monkeypatch.setitem(bench.SUITES, "grid", lambda rounds, done, keep: [*done, {"row": "new"}])
@@ -80,7 +84,8 @@ def _on_a_pretend_gpu(monkeypatch, today: str) -> None:
 
 def test_a_resumed_file_stamps_each_row_it_adds_with_the_code_and_date(tmp_path, monkeypatch):
     out = tmp_path / "grid.json"
-    before = {"date": "2026-12-01", "command": "then", "code": "aaaaaaa", "grid": [{"row": "old"}]}
+    before = {"date": "2026-12-01", "command": "then", "code": "aaaaaaa", "timing": "with_host",
+              "grid": [{"row": "old"}]}  # fmt: skip
     out.write_text(json.dumps(before))
     _on_a_pretend_gpu(monkeypatch, "2026-12-02")
     assert bench.main(["grid", "--out", str(out), "--code-version", "bbbbbbb"]) == 0
@@ -88,6 +93,15 @@ def test_a_resumed_file_stamps_each_row_it_adds_with_the_code_and_date(tmp_path,
     assert data["code"] == "aaaaaaa"  # the file's code is that of the rows it kept
     assert data["grid"] == [{"row": "old"}, {"row": "new", "code": "bbbbbbb", "date": "2026-12-02"}]
     assert data["earlier"] == [{"date": "2026-12-01", "command": "then", "code": "aaaaaaa"}]
+
+
+def test_a_file_timed_another_way_is_not_resumed(tmp_path, monkeypatch, capsys):
+    out = tmp_path / "grid.json"
+    out.write_text(json.dumps({"date": "2026-12-01", "command": "then", "grid": [{"row": "old"}]}))
+    _on_a_pretend_gpu(monkeypatch, "2026-12-02")
+    assert bench.main(["grid", "--out", str(out)]) == 2
+    assert "was timed do_bench's" in capsys.readouterr().err  # a file from before named none
+    assert json.loads(out.read_text())["grid"] == [{"row": "old"}]
 
 
 def test_a_new_file_names_its_code_once(tmp_path, monkeypatch):

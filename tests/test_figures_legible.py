@@ -28,6 +28,7 @@ from matplotlib.patches import Patch, Rectangle
 from matplotlib.text import Text
 from matplotlib.transforms import Bbox
 
+from tmm_course.exercises import column_order_fill
 from tmm_course.kernels.broadcast import broadcast_tiles, element_offsets
 from tmm_course.kernels.launch_order import launch_order, tiles_fetched
 from tmm_course.kernels.matmul import matmul_kloop_frames
@@ -215,6 +216,34 @@ def _accesses() -> Figure:
     return accesses_figure(trace, "64x48x20, six programs of twelve")
 
 
+def _accesses_1d(n: int, block: int, lesson: int) -> Callable[[], Figure]:
+    """The check's picture of 1-D tensors: lesson 0's vector add (``x``, ``y``, ``out``,
+    ``n`` long, in blocks of ``block``, the last block's mask dropped: lanes past the end) or
+    lesson 2's broadcast (``x`` down the rows, ``y`` along the columns)."""
+
+    def draw() -> Figure:
+        from tmm_course.check.memory_guard import only_these_tensors
+        from tmm_course.kernels.broadcast import broadcast_kernel
+        from tmm_course.kernels.vector_add import vector_add_kernel
+        from tmm_course.viz.accesses import accesses_figure
+
+        if lesson == 0:
+            views = {"x": torch.randn(n), "y": torch.randn(n), "out": torch.zeros(n)}
+            launch = lambda: vector_add_kernel[(-(-n // block),)](*views.values(), n, BLOCK=block)
+        else:
+            views = {"x": torch.randn(n), "y": torch.randn(n + 3), "out": torch.zeros(n, n + 3)}
+            grid = (-(-n // block), -(-(n + 3) // block))
+            launch = lambda: broadcast_kernel[grid](*views.values(), n, n + 3, WHAT=2,
+                                                    BLOCK_M=block, BLOCK_N=block)  # fmt: skip
+        with only_these_tensors(views) as trace:
+            if trace is None:
+                pytest.skip("the memory guard does not know this Triton's interpreter")
+            launch()
+        return accesses_figure(trace, f"lesson {lesson}, n = {n}")
+
+    return draw
+
+
 FIGURES: dict[str, Callable[[], Figure]] = {
     # lesson 1: the notebook's shape, the explorer's extremes (sliders 1..64, blocks 1..64,
     # at most widgets.MAX_PROGRAMS programs) and the issue's 33x17 in 16x4 tiles
@@ -226,6 +255,9 @@ FIGURES: dict[str, Callable[[], Figure]] = {
     "01 ownership 64x64 in 64x1": _ownership(64, 64, 64, 1),
     "01 ownership 64x64 in 1x64": _ownership(64, 64, 1, 64),
     "01 ownership 1x64 in 1x1": _ownership(1, 64, 1, 1),
+    "01 column-order exercise picture": lambda: ownership_figure(
+        column_order_fill.target(20, 10), labels="owner"
+    ),
     "01 overlap": lambda: overlap_figure(overlapping_fill(8, 10, block_m=4, block_n=4), "on cpu"),
     # lesson 2
     "02 broadcast": lambda: broadcast_figure(
@@ -280,8 +312,11 @@ FIGURES: dict[str, Callable[[], Figure]] = {
     "08 goals": _lesson_8("goals"),
     "08 grid": _lesson_8("grid"),
     "08 loads in flight": _lesson_8_in_flight,
-    # lessons 5 and 9: a failing check's picture
+    # lessons 5 and 9: a failing check's picture; lessons 0 and 2's 1-D tensors in it
     "09 accesses": _accesses,
+    "00 accesses 1-D, n = 1000": _accesses_1d(1000, 128, lesson=0),
+    "00 accesses 1-D, n = 7": _accesses_1d(7, 128, lesson=0),
+    "02 accesses 1-D, x and y": _accesses_1d(20, 8, lesson=2),
     # lesson 9
     "09 accumulator": lambda: accumulator_figure(accumulator_error_curve([16, 64]), "cpu"),
 }
@@ -751,3 +786,27 @@ def test_no_category_is_grey_and_blank_cells_have_a_key(drawn):
                 assert any(np.allclose(to_rgb(h.get_facecolor()), background) for h in keyed), (
                     f"{name}: {len(blank)} blank cells and no key for them"
                 )
+
+
+MIN_CELL_PX = 4  # a cell of an access picture one can see and point at
+
+
+def test_every_tensor_of_an_access_picture_has_cells_one_can_see(drawn):
+    """The check's picture of where a kernel read and wrote: every tensor, 1-D ones included,
+    drawn in cells at least MIN_CELL_PX on a side (a 1-D tensor wraps into rows, not a strip
+    a pixel high), its rows labelled by the element that starts them."""
+    name, fig, renderer = drawn
+    if "accesses" not in name:
+        return
+    for ax in fig.axes:
+        for image in ax.get_images():
+            rows, cols = np.shape(image.get_array())
+            x0, y0, x1, y1 = image.get_window_extent(renderer).extents
+            assert (x1 - x0) / cols >= MIN_CELL_PX and (y1 - y0) / rows >= MIN_CELL_PX, (
+                f"{name}: {ax.get_title()!r} draws cells {(x1 - x0) / cols:.1f} x "
+                f"{(y1 - y0) / rows:.1f} px"
+            )
+        if "a row" in ax.get_title():  # a wrapped 1-D tensor
+            labels = [t.get_text() for t in ax.get_yticklabels() if t.get_text()]
+            width = int(ax.get_title().split(", ")[1].split(" a row")[0])
+            assert all(int(label) % width == 0 for label in labels), (name, labels)

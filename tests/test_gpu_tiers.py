@@ -1,6 +1,7 @@
 """Every choice the course makes per GPU, on faked GPUs: a T4 (7.5), an A100 (8.0), an H200
-(9.0). The course reads the GPU through tmm_course.gpu.current(); faking it (and the backend)
-exercises the GPU branches on a machine without one, without launching anything."""
+(9.0), a B200 (10.0) and an RTX 5090 (12.0). The course reads the GPU through
+tmm_course.gpu.current(); faking it (and the backend) exercises the GPU branches on a machine
+without one, without launching anything."""
 
 from __future__ import annotations
 
@@ -8,13 +9,13 @@ import pytest
 import torch
 
 import tmm_course
-from tmm_course import gpu, validate
+from tmm_course import gpu, gpus, validate
 from tmm_course.backend import GPU
 from tmm_course.capstone import kernels, matmul_fast, plans
 from tmm_course.capstone.problems import GOALS
 
 
-@pytest.fixture(params=["T4", "A100", "H200"])
+@pytest.fixture(params=["T4", "A100", "H200", "B200", "RTX 5090"])
 def card(request, monkeypatch) -> gpu.Gpu:
     fake = gpu.KNOWN[request.param]
     monkeypatch.setattr(tmm_course, "BACKEND", GPU)
@@ -26,12 +27,21 @@ def operands(m: int, n: int, k: int, dtype: torch.dtype = torch.float16):
     return torch.empty(m, k, dtype=dtype), torch.empty(k, n, dtype=dtype)
 
 
-def test_tiers_by_capability():
-    assert [gpu.KNOWN[k].tier for k in ("T4", "A100", "H200")] == [
+def test_five_tiers_by_capability_and_none_assumes_newer_means_more_shared_memory():
+    cards = ("T4", "A100", "H200", "B200", "RTX 5090")
+    assert [gpu.KNOWN[k].tier for k in cards] == [
         "before Ampere",
         "Ampere or Ada",
-        "Hopper or newer",
+        "Hopper",
+        "Blackwell",
+        "consumer Blackwell",
     ]
+    assert set(gpus.TIERS) == {gpu.KNOWN[k].tier for k in cards}
+    # the newest capability has less shared memory per program than an A100 (8.0)
+    assert gpu.KNOWN["RTX 5090"].shared_memory < gpu.KNOWN["A100"].shared_memory
+    assert gpu.KNOWN["RTX 5090"].tma and gpu.KNOWN["B200"].tma
+    said = " ".join(gpu.KNOWN["RTX 5090"].skipped())
+    assert "mma.sync" in said and "99 KB" in said
 
 
 def test_a_t4_leaves_out_bfloat16_tf32_pipelining_and_tma():
@@ -51,7 +61,8 @@ def test_bfloat16_is_refused_in_plain_words_before_ampere(card):
     if card.bfloat16:
         validate.dtype("a", a, [torch.bfloat16], GPU)
     else:
-        with pytest.raises(validate.KernelInputError, match=r"needs 8\.0"):
+        said = r"compute capability 8\.0 \(Ampere\) or newer"
+        with pytest.raises(validate.KernelInputError, match=said):
             validate.dtype("a", a, [torch.bfloat16], GPU)
 
 

@@ -10,7 +10,7 @@ hand: the compiler's own verdict, shared memory, registers and instructions, per
     launch = specialize(kernel, (a, b, c, M, N, K, ...), {"BLOCK_M": 64, ...})
     compiled = compile_for(kernel, launch, "sm_80", num_warps=4, num_stages=3)
     compiled.ok, compiled.error, compiled.shared_bytes, compiled.registers, compiled.matrix_unit
-    compiled.spilled_bytes, compiled.occupancy.programs, compiled.occupancy.limited_by
+    compiled.spilled_bytes, compiled.tensor_memory, compiled.occupancy.programs
 
 Works on the interpreter too: the kernel (and every kernel it calls) is compiled from its source.
 """
@@ -32,13 +32,11 @@ from typing import Any
 import torch
 import triton
 
-# the GPUs the course names, by the compute capability Triton compiles for
-GPUS: dict[str, int] = {"sm_75": 75, "sm_80": 80, "sm_90": 90}
-GPU_NAMES: dict[str, str] = {
-    "sm_75": "a T4 (compute capability 7.5, Colab's free GPU)",
-    "sm_80": "an A100 (compute capability 8.0, Ampere)",
-    "sm_90": "an H100 or H200 (compute capability 9.0, Hopper)",
-}
+from tmm_course import gpus
+
+# the GPUs the course names (tmm_course.gpus.TARGETS), by the compute capability Triton compiles for
+GPUS: dict[str, int] = {target: int(target.removeprefix("sm_")) for target in gpus.TARGETS}
+GPU_NAMES: dict[str, str] = {target: gpus.described(target) for target in gpus.TARGETS}
 
 _POINTER_TYPES: dict[torch.dtype, str] = {
     torch.float16: "fp16",
@@ -55,26 +53,6 @@ _POINTER_TYPES: dict[torch.dtype, str] = {
 
 
 @dataclass(frozen=True)
-class SmLimits:
-    """What one SM of a compute capability holds (the CUDA occupancy calculator's figures)."""
-
-    registers: int = 65536  # 32-bit registers, in four quarters of 16,384 (one per scheduler)
-    warps: int = 64
-    programs: int = 32  # resident blocks
-    shared_bytes: int = 228 * 1024
-    reserved_shared: int = 1024  # the driver keeps this much of each block's share
-    shared_unit: int = 128  # shared memory is handed out in steps of this many bytes
-
-
-SM_LIMITS: dict[str, SmLimits] = {
-    "sm_75": SmLimits(warps=32, programs=16, shared_bytes=64 * 1024, reserved_shared=0,
-                      shared_unit=256),
-    "sm_80": SmLimits(shared_bytes=164 * 1024),
-    "sm_90": SmLimits(shared_bytes=228 * 1024),
-}  # fmt: skip
-
-
-@dataclass(frozen=True)
 class Occupancy:
     """How many programs (blocks) of one kernel an SM holds at once, and what each resource
     alone would allow: ``programs`` is the smallest, ``limited_by`` names it."""
@@ -83,39 +61,50 @@ class Occupancy:
     by_registers: int
     by_shared: int
     by_warps: int
-    limited_by: str  # "registers", "shared memory" or "warps": the one allowing fewest
+    limited_by: str  # "registers", "shared memory", "warps" or "tensor memory": the fewest
+    by_tensor_memory: int | None = None  # None: the kernel holds no tensor memory
 
     def summary(self) -> str:
+        held = (
+            f"registers allow {self.by_registers}, shared memory {self.by_shared}, "
+            + (f"tensor memory {self.by_tensor_memory}, " if self.by_tensor_memory is not None
+               else "")
+            + f"warps {self.by_warps}"
+        )  # fmt: skip
         if not self.programs:
-            return (
-                f"no program fits on an SM ({self.limited_by} allow none: registers allow "
-                f"{self.by_registers}, shared memory {self.by_shared}, warps {self.by_warps})"
-            )
+            return f"no program fits on an SM ({self.limited_by} allow none: {held})"
         return (
             f"{self.programs} program{'s' * (self.programs != 1)} per SM (limited by "
-            f"{self.limited_by}: registers allow {self.by_registers}, shared memory "
-            f"{self.by_shared}, warps {self.by_warps})"
+            f"{self.limited_by}: {held})"
         )
 
 
-def occupancy(gpu: str, registers: int, shared_bytes: int, num_warps: int) -> Occupancy:
-    """Programs per SM of a kernel with ``registers`` per thread, ``shared_bytes`` per program
-    and ``num_warps`` warps, on ``gpu``, as the CUDA occupancy calculator counts them:
-    registers go to each warp in steps of 256 and a warp lives in one quarter of the SM's
-    register file; shared memory goes in steps, with the driver's reserve per program."""
-    limits = SM_LIMITS[gpu]
+def occupancy(
+    gpu: str, registers: int, shared_bytes: int, num_warps: int, tensor_memory: int = 0
+) -> Occupancy:
+    """Programs per SM of a kernel with ``registers`` per thread, ``shared_bytes`` per program,
+    ``num_warps`` warps and ``tensor_memory`` columns of tensor memory, on ``gpu``, as the CUDA
+    occupancy calculator counts them: registers go to each warp in steps of 256 and a warp lives
+    in one quarter of the SM's register file; shared memory goes in steps, with the driver's
+    reserve per program; tensor memory (Blackwell's 10.x) in powers of two of at least 32
+    columns, of the SM's 512 (the figures: :mod:`tmm_course.gpus`)."""
+    limits = gpus.for_target(gpu)
     per_warp = -(-registers * 32 // 256) * 256
     quarter = limits.registers // 4
     warps_by_registers = 4 * (quarter // per_warp) if per_warp else limits.warps
     by_registers = warps_by_registers // num_warps
     unit = limits.shared_unit
     per_program = -(-(shared_bytes + limits.reserved_shared) // unit) * unit
-    by_shared = limits.shared_bytes // per_program if per_program else limits.programs
+    by_shared = limits.shared_per_sm // per_program if per_program else limits.programs
     by_warps = min(limits.warps // num_warps, limits.programs)
     found = {"registers": by_registers, "shared memory": by_shared, "warps": by_warps}
+    if tensor_memory:
+        columns = max(32, 1 << (tensor_memory - 1).bit_length())  # what tcgen05.alloc hands out
+        found["tensor memory"] = limits.tensor_memory // columns
     programs = min(found.values())
     limited_by = min(found, key=found.get)
-    return Occupancy(programs, by_registers, by_shared, by_warps, limited_by)
+    return Occupancy(programs, by_registers, by_shared, by_warps, limited_by,
+                     found.get("tensor memory"))  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -128,7 +117,9 @@ class Compiled:
     shared_bytes: int | None = None
     registers: int | None = None
     spilled_bytes: int | None = None  # per thread, the binary's stack: registers spilled
-    matrix_unit: str | None = None  # "wgmma" (Hopper), "mma" (tensor cores), "fma" (none)
+    matrix_unit: str | None = None  # a key of tmm_course.gpus.MATRIX_UNITS: "tcgen05", "wgmma",
+    # "mma" (tensor cores), "fma" (none), "none" (no tl.dot)
+    tensor_memory: int | None = None  # columns of tensor memory a program allocates (10.x)
     scratch_bytes: int | None = None  # global memory a launch asks the allocator for
     ptx: str = ""
     ttgir: str = ""
@@ -141,7 +132,9 @@ class Compiled:
         no ``cuobjdump`` to read the registers with)."""
         if not self.ok or self.registers is None or self.shared_bytes is None:
             return None
-        return occupancy(self.gpu, self.registers, self.shared_bytes, self.num_warps)
+        return occupancy(
+            self.gpu, self.registers, self.shared_bytes, self.num_warps, self.tensor_memory or 0
+        )
 
     @property
     def gpu_name(self) -> str:
@@ -164,7 +157,8 @@ class Compiled:
         return (
             f"{self.gpu}: compiles; {self.shared_bytes / 1024:.1f} KB shared memory, "
             f"{self.registers} registers per thread, {self.spilled_bytes} bytes spilled, "
-            f"tl.dot on {_UNIT_WORDS[self.matrix_unit or 'none']}"
+            + (f"{self.tensor_memory} columns of tensor memory, " if self.tensor_memory else "")
+            + f"tl.dot on {gpus.MATRIX_UNITS[self.matrix_unit or 'none']}"
             + (f"; {held.summary()}" if held else "")
         )
 
@@ -204,14 +198,7 @@ class Launched:
 
 # the fields of a Compiled that are figures (the rest are the compiler's texts)
 FIGURES = ("gpu", "ok", "error", "shared_bytes", "registers", "spilled_bytes", "matrix_unit",
-           "scratch_bytes", "num_warps")  # fmt: skip
-
-_UNIT_WORDS = {
-    "wgmma": "Hopper's warp-group tensor-core instructions (wgmma)",
-    "mma": "tensor cores (mma.sync)",
-    "fma": "plain FMA units (no tensor cores)",
-    "none": "nothing (the kernel has no tl.dot)",
-}
+           "scratch_bytes", "num_warps", "tensor_memory")  # fmt: skip
 
 
 def _type_of(value: Any) -> str:
@@ -407,7 +394,8 @@ def compile_for(
     num_warps: int = 4,
     num_stages: int = 3,
 ) -> Compiled:
-    """Compile ``kernel`` for ``gpu`` (``"sm_75"``, ``"sm_80"`` or ``"sm_90"``) and report it.
+    """Compile ``kernel`` for ``gpu`` (a target of :data:`GPUS`: ``"sm_75"`` ... ``"sm_120"``)
+    and report it.
 
     Results are cached per kernel, specialization, GPU and launch options."""
     if gpu not in GPUS:
@@ -466,9 +454,11 @@ def _compile(
         spilled_bytes=spilled,
         matrix_unit=matrix_unit(ptx),
         scratch_bytes=int(getattr(compiled.metadata, "global_scratch_size", 0)),
+        tensor_memory=int(getattr(compiled.metadata, "tmem_size", 0) or 0),
         ptx=ptx,
         ttgir=compiled.asm.get("ttgir", ""),
-        num_warps=num_warps,
+        # warp specialization (Blackwell) adds warps of its own: the program's real count
+        num_warps=int(getattr(compiled.metadata, "num_warps", num_warps) or num_warps),
         ttir=compiled.asm.get("ttir", ""),
     )
 
@@ -493,7 +483,9 @@ def compiler_message(error: BaseException) -> str:
 
 
 def matrix_unit(ptx: str) -> str:
-    """Which units the PTX multiplies tiles on."""
+    """Which units the PTX multiplies tiles on (a key of :data:`tmm_course.gpus.MATRIX_UNITS`)."""
+    if re.search(r"\btcgen05\.mma\b", ptx):
+        return "tcgen05"
     if "wgmma.mma_async" in ptx:
         return "wgmma"
     if re.search(r"\bmma\.sync\b", ptx):
@@ -531,7 +523,11 @@ def _resource_usage(cubin: bytes) -> tuple[int | None, int | None]:
 
 
 def compile_everywhere(
-    kernel: Any, specialization: Specialization, num_warps: int = 4, num_stages: int = 3
+    kernel: Any,
+    specialization: Specialization,
+    num_warps: int = 4,
+    num_stages: int = 3,
+    targets: Sequence[str] = tuple(GPUS),
 ) -> dict[str, Compiled]:
-    """:func:`compile_for` for every GPU the course names."""
-    return {gpu: compile_for(kernel, specialization, gpu, num_warps, num_stages) for gpu in GPUS}
+    """:func:`compile_for` for every GPU the course names (or those of ``targets``)."""
+    return {gpu: compile_for(kernel, specialization, gpu, num_warps, num_stages) for gpu in targets}

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 from tmm_course.backend import GPU, INTERPRETER
 from tmm_course.gpu import Gpu
+from tmm_course.gpus import TIERS
 
 TRITON_MIN_CAPABILITY = (8, 0)
 
@@ -41,10 +42,12 @@ class Environment:
 
     @property
     def tier(self) -> str:
-        """No GPU, before Ampere, Ampere or Ada, Hopper or newer (see :mod:`tmm_course.gpu`)."""
+        """No GPU, or the GPU's tier and what the course does there (see :mod:`tmm_course.gpus`):
+        before Ampere, Ampere or Ada, Hopper, Blackwell, consumer Blackwell."""
         if self.backend == INTERPRETER or self.capability is None:
             return "no GPU: Triton's interpreter, float16 and float32"
-        return Gpu(self.gpu_name or "GPU", tuple(self.capability), 0, 0).tier
+        tier = Gpu(self.gpu_name or "GPU", tuple(self.capability), 0, 0).tier
+        return f"{tier}: {TIERS[tier]}"
 
     def lines(self) -> list[str]:
         """The report as lines of text."""

@@ -8,15 +8,25 @@ The tiers (compute capability):
 - **before Ampere** (< 8.0, e.g. Colab's free T4, 7.5): ``tl.dot`` compiles without tensor cores
   (Triton 3.3+); no bfloat16, no TF32, no ``cp.async`` (``num_stages`` does nothing), no TMA,
   64 KB of shared memory per block.
-- **Ampere and Ada** (8.x: A100, L4, RTX 30/40): tensor cores, bfloat16, TF32, pipelined loads;
-  no TMA.
-- **Hopper and newer** (9.0+: H100, H200): all of the above, and tensor descriptors (TMA).
+- **Ampere and Ada** (8.x: A100, L4, RTX 30/40): tensor cores (``mma.sync``), bfloat16, TF32,
+  pipelined loads; no TMA.
+- **Hopper** (9.x: H100, H200): all of the above, warp-group tensor cores (``wgmma``), tensor
+  descriptors (TMA), 227 KB of shared memory per block.
+- **Blackwell** (10.x: B200): ``tl.dot`` on ``tcgen05.mma`` with its accumulator in tensor memory,
+  TMA, 227 KB of shared memory per block.
+- **consumer Blackwell** (12.x: RTX 50): ``mma.sync`` as on Ampere (no ``wgmma``, no
+  ``tcgen05``), TMA, and 99 KB of shared memory per block: less than an A100's.
+
+Each figure lives in one table, :mod:`tmm_course.gpus`; a choice that depends on shared memory
+reads the GPU's own figure (:attr:`Gpu.shared_memory`), never its compute capability.
 """
 
 from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
+
+from tmm_course import gpus
 
 AMPERE = (8, 0)
 HOPPER = (9, 0)
@@ -33,11 +43,8 @@ class Gpu:
 
     @property
     def tier(self) -> str:
-        if self.capability >= HOPPER:
-            return "Hopper or newer"
-        if self.capability >= AMPERE:
-            return "Ampere or Ada"
-        return "before Ampere"
+        """Its tier (a key of :data:`tmm_course.gpus.TIERS`)."""
+        return gpus.tier_of(self.capability)
 
     @property
     def bfloat16(self) -> bool:
@@ -54,7 +61,7 @@ class Gpu:
 
     @property
     def tma(self) -> bool:
-        """Whether tensor descriptors load tiles through the TMA unit (9.0+)."""
+        """Whether tensor descriptors load tiles through the TMA unit (9.0+, RTX 50 too)."""
         return self.capability >= HOPPER
 
     def skipped(self) -> list[str]:
@@ -69,6 +76,13 @@ class Gpu:
             out.append("pipelining: num_stages has no effect without cp.async (8.0+)")
         if not self.tma:
             out.append(f"TMA copies: descriptors load with ordinary loads (9.0; this is {c})")
+        if self.tier == "consumer Blackwell":
+            out.append("wgmma and tcgen05: tl.dot runs on mma.sync, as on an A100")
+        if 0 < self.shared_memory < gpus.CARDS["H200"].shared_per_block:
+            out.append(
+                f"the H200's largest tiles: {self.shared_memory // 1024} KB of shared memory per "
+                "program here, so lessons 7 and 8 (the capstone) shrink their tiles to fit"
+            )
         return out
 
     def describe(self) -> str:
@@ -80,13 +94,11 @@ class Gpu:
         )
 
 
-# Colab's GPUs and the ones the course was measured on, for lesson 0's table and for tests
+# every GPU of the table (Colab's, the ones the course was measured on, Blackwell's two), for
+# lesson 0's table and for tests that fake one
 KNOWN = {
-    "T4": Gpu("Tesla T4", (7, 5), 40, 64 * 1024),
-    "L4": Gpu("NVIDIA L4", (8, 9), 58, 99 * 1024),
-    "A100": Gpu("NVIDIA A100-SXM4-40GB", (8, 0), 108, 163 * 1024),
-    "H100": Gpu("NVIDIA H100 80GB HBM3", (9, 0), 132, 227 * 1024),
-    "H200": Gpu("NVIDIA H200", (9, 0), 132, 227 * 1024),
+    short: Gpu(card.name, card.capability, card.sms, card.shared_per_block)
+    for short, card in gpus.CARDS.items()
 }
 
 

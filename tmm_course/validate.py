@@ -48,9 +48,10 @@ def dtype(name: str, value: torch.Tensor, allowed: Iterable[torch.dtype], backen
         here = gpu.current()
         if here is not None and not here.bfloat16:
             raise KernelInputError(
-                f"{name} is bfloat16, which {here.name} (compute capability "
-                f"{here.capability[0]}.{here.capability[1]}) cannot compute: bfloat16 needs 8.0 "
-                f"(Ampere) or newer. Fix: {name}.to(torch.float16)."
+                f"{name} is bfloat16, which the course runs only where tensor cores multiply "
+                f"it, compute capability 8.0 (Ampere) or newer; {here.name} is "
+                f"{here.capability[0]}.{here.capability[1]}, where Triton compiles a bfloat16 "
+                f"tl.dot onto plain FMA instructions. Fix: {name}.to(torch.float16)."
             )
     if value.dtype == torch.bfloat16 and backend == INTERPRETER:
         raise KernelInputError(

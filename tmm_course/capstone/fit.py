@@ -1,6 +1,7 @@
 """The capstone's fit: every candidate raced with torch.matmul on each fitted problem, into the
 records the plan chooses from (:class:`Fitted`). The caller times (``bench fit`` passes
-interleaved do_bench medians): this module measures nothing itself and runs anywhere."""
+interleaved medians of each call with its host time): this module measures nothing itself
+and runs anywhere."""
 
 from __future__ import annotations
 

@@ -19,9 +19,12 @@ exercise, a linear layer, and lesson 9's "find the bug" have modules of their ow
 ``from tmm_course.check import check_matmul`` is what a lesson imports."""
 
 from tmm_course.check.exercises import (
+    check_column_order_fill,
     check_descriptor_matmul,
     check_faster,
     check_fill_column_major,
+    check_five_gpus,
+    check_flip_rows,
     check_grouped_tile,
     check_matmul,
     check_outer_product,
@@ -37,10 +40,13 @@ from tmm_course.check.result import CheckResult
 
 __all__ = [
     "CheckResult",
+    "check_column_order_fill",
     "check_descriptor_matmul",
     "check_faster",
     "check_fill_column_major",
+    "check_five_gpus",
     "check_fix",
+    "check_flip_rows",
     "check_grouped_tile",
     "check_linear_relu",
     "check_matmul",

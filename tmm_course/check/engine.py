@@ -110,6 +110,7 @@ def run_exercise(
         messages=exercise.messages,
         allow_course_kernels=allow_course_kernels,
         gather=exercise.gather,
+        gpus=exercise.gpus,
     )
 
 
@@ -177,15 +178,17 @@ def run_trials(
     messages: Mapping[str, str] | None = None,
     allow_course_kernels: bool = False,
     gather: bool = False,
+    gpus: tuple[str, ...] | None = None,
 ) -> CheckResult:
     """Run ``fn(*inputs, out)`` on every trial and judge it. ``names`` name the tensors among
     the inputs, then the output (for messages and pictures); ``messages`` replace the generic
     sentence of a code with one written for this exercise; ``allow_course_kernels`` accepts an
     output written by the course's own kernels (the pitfalls lab checks those); ``gather`` says
     the exercise is to read strided inputs in place (a contiguous copy made on the host is
-    named)."""
+    named); ``gpus``: the GPUs its kernels are compiled for (None: every one the course
+    names)."""
     cases = [t.case for t in trials]
-    compiler = gpu_rules.Compiler()
+    compiler = gpu_rules.Compiler() if gpus is None else gpu_rules.Compiler(gpus)
     try:
         for index, trial in enumerate(trials):
             if _run_trial(fn, trial, names, compiler, allow_course_kernels, gather, cases[:index]):

@@ -23,9 +23,12 @@ from tmm_course.check.compiled import at_scale_goals, requirement_case
 from tmm_course.check.engine import run_exercise
 from tmm_course.check.result import Case, CheckResult, Diagnosis, from_goals
 from tmm_course.exercises import (
+    column_order_fill,
     descriptor_matmul,
     faster,
     fill_column_major,
+    five_gpus,
+    flip_rows,
     grouped_tile,
     matmul,
     outer_product,
@@ -41,9 +44,12 @@ from tmm_course.exercises.spec import label, ragged
 __all__ = [
     "CheckResult",
     "accumulator_precision",
+    "check_column_order_fill",
     "check_descriptor_matmul",
     "check_faster",
     "check_fill_column_major",
+    "check_five_gpus",
+    "check_flip_rows",
     "check_grouped_tile",
     "check_matmul",
     "check_outer_product",
@@ -79,6 +85,14 @@ def check_fill_column_major(
     return run_exercise(fill_column_major.EXERCISE, fn, allow_course_kernels=allow_course_kernels)
 
 
+def check_column_order_fill(
+    fn: Callable[[torch.Tensor], object], *, allow_course_kernels: bool = False
+) -> CheckResult:
+    """Lesson 1: ``fn(out)`` must store, in each cell, the number of the program that owns it:
+    8 x 4 tiles on a 1-D grid, numbered down the columns of tiles."""
+    return run_exercise(column_order_fill.EXERCISE, fn, allow_course_kernels=allow_course_kernels)
+
+
 def check_outer_product(
     fn: Callable[[torch.Tensor, torch.Tensor, torch.Tensor], object],
     *,
@@ -93,6 +107,16 @@ def check_strided_copy(
 ) -> CheckResult:
     """Lesson 3: ``fn(x, out)`` must copy ``x`` into ``out`` for any strides of either."""
     return run_exercise(strided_copy.EXERCISE, fn, allow_course_kernels=allow_course_kernels)
+
+
+def check_flip_rows(
+    fn: Callable[[torch.Tensor, torch.Tensor], object],
+    *,
+    allow_course_kernels: bool = False,
+) -> CheckResult:
+    """Lesson 3: ``fn(x, out)`` must store ``x[M - 1 - i, j]`` into ``out[i, j]`` for any
+    strides of ``x`` and ``out`` (transposed, sliced, every other column, padded rows)."""
+    return run_exercise(flip_rows.EXERCISE, fn, allow_course_kernels=allow_course_kernels)
 
 
 def check_transpose(
@@ -226,6 +250,21 @@ def check_faster(fn: Callable[[torch.Tensor, torch.Tensor, torch.Tensor], object
     from tmm_course.perf import faster as lab
 
     return _at_scale(faster.EXERCISE, fn, lambda: lab.race(lab.filled(fn)), lab)
+
+
+def check_five_gpus(
+    fn: Callable[[torch.Tensor, torch.Tensor, torch.Tensor], object],
+) -> CheckResult:
+    """Lesson 4: ``fn(a, b, c)`` must store ``a @ b`` into ``c`` as ``my_matmul`` does (the same
+    cases), through a kernel of its own; its launches on a float16 ``4096^3`` product, noted and
+    not run, are compiled for the five GPUs the course names and judged there: within each
+    GPU's limits, no spills, a program per SM (:func:`tmm_course.exercises.five_gpus.judge`).
+    Judged by the compiler alone, on any machine."""
+    result = run_exercise(five_gpus.EXERCISE, fn)
+    if set(result.codes) & NOTHING_MORE:
+        return result
+    return _also(result, from_goals(five_gpus.EXERCISE.name,
+                                    at_scale_goals(five_gpus.EXERCISE, fn)))  # fmt: skip
 
 
 def check_split_k(fn: Callable[[torch.Tensor, torch.Tensor, torch.Tensor], object]) -> CheckResult:

@@ -3,7 +3,8 @@
 A kernel that passes on the interpreter (numpy on the CPU) may still be refused by a GPU's
 compiler, or need more shared memory than the GPU has. For every learner kernel a check sees
 launched, :class:`Compiler` compiles it ahead of time (:mod:`tmm_course.compile_ahead`) for the
-GPUs the course names (a T4, an A100, an H100/H200), from the recorded launch: its arguments'
+GPUs the course names (:data:`tmm_course.gpus.TARGETS`: a T4, an A100, an H100/H200, a B200, an
+RTX 5090), from the recorded launch: its arguments'
 types, its ``tl.constexpr`` values, ``num_warps`` and ``num_stages``. The compiler's refusal is
 the verdict, in its own words; what it produced (shared memory, registers, spills, the matrix
 instructions) is what the check shows the learner, on any machine.
@@ -21,7 +22,7 @@ import dataclasses
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from tmm_course import gpu
+from tmm_course import gpus
 from tmm_course.check.launches import Launch
 from tmm_course.compile_ahead import (
     GPUS,
@@ -35,12 +36,8 @@ from tmm_course.compile_ahead import (
 
 NOT_CONSTEXPR = "must be of type tl.constexpr"  # a block size passed as a runtime value
 # the most shared memory one program may use, per GPU the course names
-SHARED_MEMORY_LIMIT = {
-    "sm_75": gpu.KNOWN["T4"].shared_memory,
-    "sm_80": gpu.KNOWN["A100"].shared_memory,
-    "sm_90": gpu.KNOWN["H200"].shared_memory,
-}
-SHORT_NAMES = {"sm_75": "T4", "sm_80": "A100", "sm_90": "H100/H200"}
+SHARED_MEMORY_LIMIT = {target: gpus.for_target(target).shared_per_block for target in GPUS}
+SHORT_NAMES = {target: gpus.label(target) for target in GPUS}
 ONE_GPU = "sm_80"  # what each further specialization of a kernel is compiled for
 OPTIONS = ("num_warps", "num_stages")
 DEFAULT_OPTIONS = {"num_warps": 4, "num_stages": 3}
@@ -57,17 +54,23 @@ def not_constexpr(message: str) -> str:
 
 
 def fits(compiled: Compiled) -> Compiled:
-    """``compiled``, refused in the words Triton's launcher uses when its shared memory does
-    not fit the GPU."""
-    limit = SHARED_MEMORY_LIMIT[compiled.gpu]
-    if not compiled.ok or compiled.shared_bytes is None or compiled.shared_bytes <= limit:
+    """``compiled``, refused in the words Triton's launcher uses when its shared memory (or
+    tensor memory, on a B200) does not fit the GPU."""
+    if not compiled.ok:
         return compiled
-    return dataclasses.replace(
-        compiled,
-        ok=False,
-        error=f"out of resource: shared memory, Required: {compiled.shared_bytes}, Hardware "
-        f"limit: {limit}. Reducing block sizes or `num_stages` may help.",
-    )
+    card = gpus.for_target(compiled.gpu)
+    for resource, used, limit in (
+        ("shared memory", compiled.shared_bytes, card.shared_per_block),
+        ("tensor memory", compiled.tensor_memory, card.tensor_memory),
+    ):
+        if used and used > limit:
+            return dataclasses.replace(
+                compiled,
+                ok=False,
+                error=f"out of resource: {resource}, Required: {used}, Hardware limit: "
+                f"{limit}. Reducing block sizes or `num_stages` may help.",
+            )
+    return compiled
 
 
 @dataclass
@@ -90,8 +93,8 @@ class KernelReport:
         said = {c.error for c in refused}
         if len(said) == 1:  # one sentence for every GPU that refused
             where = (
-                "every GPU the course names (T4, A100, H100/H200)"
-                if len(refused) == len(self.compiled)
+                f"every GPU the course names ({', '.join(SHORT_NAMES.values())})"
+                if len(refused) == len(GPUS)
                 else " and ".join(c.gpu_name for c in refused)
             )
             return (
@@ -114,6 +117,7 @@ class KernelReport:
                 "registers": c.registers,
                 "spilled_bytes": c.spilled_bytes,
                 "matrix_unit": c.matrix_unit,
+                "tensor_memory": c.tensor_memory,
                 "programs_per_sm": c.occupancy.programs if c.occupancy else None,
             }
             for name, c in self.compiled.items()
@@ -145,8 +149,11 @@ def _describe(
 
 @dataclass
 class Compiler:
-    """Compiles each learner kernel a check sees once per distinct specialization."""
+    """Compiles each learner kernel a check sees once per distinct specialization, for
+    ``targets`` (every GPU the course names, unless an exercise says otherwise:
+    :attr:`tmm_course.exercises.spec.Exercise.gpus`)."""
 
+    targets: tuple[str, ...] = tuple(GPUS)
     reports: dict[tuple, KernelReport] = field(default_factory=dict)
     # the further specializations seen: (launch, its specialization, options, cases), by key
     pending: dict[tuple, tuple[Launch, Specialization, dict, list]] = field(default_factory=dict)
@@ -203,11 +210,11 @@ class Compiler:
         key = (id(getattr(launch.jit, "fn", launch.jit)), kinds, tuple(options.items()))
         exact = (key, _signature_key(spec))
         if key not in self.reports:
-            compiled = compile_everywhere(launch.jit, spec, **options)
+            compiled = compile_everywhere(launch.jit, spec, targets=self.targets, **options)
             self.reports[key] = KernelReport(
                 launch.kernel,
                 _describe(launch, spec.constexprs, options),
-                {name: fits(compiled[name]) for name in GPUS},
+                {name: fits(compiled[name]) for name in self.targets},
             )
             self.covered.add(exact)
         elif exact not in self.covered:

@@ -22,7 +22,8 @@ MESSAGES = {
     "NotImplementedError. Fill in the kernel and its launch, then run the check again.",
     "crashed": "The launcher raised an error (shown in the case list); read its last line first.",
     "gpu_would_reject": "A GPU would refuse this kernel: Triton's compiler, run ahead of time "
-    "for a T4, an A100 and an H100/H200, stopped it (the case list gives its words).",
+    "for a T4, an A100, an H100/H200, a B200 and an RTX 5090, stopped it (the case list gives "
+    "its words).",
     "timed_out": "A case did not finish within the time limit: a loop that never ends? Check "
     "every loop's bounds, and that its counter advances.",
     "host_copy": "The launcher copied a strided input on the host (.contiguous()) for a kernel "
@@ -208,7 +209,8 @@ class CheckResult:
         """What each learner kernel compiled to on each GPU the course names."""
         if not self.compiled:
             return ""
-        units = {"wgmma": "wgmma (Hopper tensor cores)", "mma": "mma.sync (tensor cores)",
+        units = {"tcgen05": "tcgen05 (Blackwell tensor cores)",
+                 "wgmma": "wgmma (Hopper tensor cores)", "mma": "mma.sync (tensor cores)",
                  "fma": "FMA (no tensor cores)", "none": "no tl.dot", None: ""}  # fmt: skip
         rows = []
         for row in self.compiled:
@@ -218,7 +220,12 @@ class CheckResult:
                     f"{row['shared_kb']} KB",
                     str(row["registers"]),
                     f"{row['spilled_bytes']} B",
-                    units.get(row["matrix_unit"], str(row["matrix_unit"])),
+                    units.get(row["matrix_unit"], str(row["matrix_unit"]))
+                    + (
+                        f", {row['tensor_memory']} tensor-memory columns"
+                        if row.get("tensor_memory")
+                        else ""
+                    ),
                     str(row.get("programs_per_sm") or ""),
                 ]
             else:

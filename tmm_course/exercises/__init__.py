@@ -12,10 +12,13 @@ both judge from these; the types are in :mod:`~tmm_course.exercises.spec`.
 from __future__ import annotations
 
 from tmm_course.exercises import (
+    column_order_fill,
     descriptor_matmul,
     faster,
     fill_column_major,
+    five_gpus,
     fixes,
+    flip_rows,
     grouped_tile,
     linear_relu,
     matmul,
@@ -31,10 +34,13 @@ from tmm_course.exercises.spec import Exercise
 EXERCISES: list[Exercise] = [
     vector_add.EXERCISE,
     fill_column_major.EXERCISE,
+    column_order_fill.EXERCISE,
     outer_product.EXERCISE,
     strided_copy.EXERCISE,
+    flip_rows.EXERCISE,
     matmul.EXERCISE,
     linear_relu.EXERCISE,
+    five_gpus.EXERCISE,
     transpose.PART_1,
     transpose.PART_2,
     transpose.EXERCISE,

@@ -138,6 +138,8 @@ class Exercise:
     requires: Requirement | None = None
     # what they compile to on a problem too large to run here (lesson 8: split-K's figures)
     at_scale: AtScale | None = None
+    # the GPUs the check's compile gate covers (None: every GPU the course names)
+    gpus: tuple[str, ...] | None = None
     # once the values are right, how each launch's programs shared the reading of the inputs
     # (from the record of their loads, on the interpreter): a sentence when they did not share
     # it as the exercise asks (lesson 8: each K-slice of a tile reads its own share of K)

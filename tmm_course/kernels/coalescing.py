@@ -60,14 +60,15 @@ TRANSPOSES = {
 
 
 def bandwidth_gbs(x: torch.Tensor, rounds: int = 3) -> dict[str, float]:
-    """Each transpose of ``x``, checked, then timed in turn (lesson 6's interleaved do_bench):
-    bytes read plus bytes written per second (a GPU only)."""
-    from tmm_course.timing import interleaved
+    """Each transpose of ``x``, checked, then timed in turn, L2 flushed before each call
+    (:func:`~tmm_course.timing.cold_cache_ms`: the bytes come from DRAM): bytes read plus
+    bytes written per second (a GPU only)."""
+    from tmm_course.timing import cold_cache_ms, interleaved
 
     for name, fn in TRANSPOSES.items():
         if not torch.equal(fn(x), x.t()):
             raise AssertionError(f"{name} did not transpose x")
     moved = 2 * x.numel() * x.element_size()
     runs = {name: (lambda fn=fn: fn(x)) for name, fn in TRANSPOSES.items()}
-    ms = interleaved(runs, rounds, rep_ms=100)  # do_bench's default repetition time
+    ms = interleaved(runs, rounds, rep_ms=100, timer=cold_cache_ms)
     return {name: moved / (ms[name] * 1e-3) / 1e9 for name in TRANSPOSES}

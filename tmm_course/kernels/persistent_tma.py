@@ -21,7 +21,7 @@ import triton
 import triton.language as tl
 
 import tmm_course
-from tmm_course import gpu, validate
+from tmm_course import gpu, gpus, validate
 from tmm_course.backend import INTERPRETER
 from tmm_course.kernels.making_fast import grouped_tile
 from tmm_course.kernels.matmul import check_operands, output_for
@@ -83,8 +83,21 @@ class PersistentConfig:
 
 
 H200_CONFIG = PersistentConfig()  # the lesson's choice for large float16/bfloat16 products
+# where a program may use less shared memory than on an H200 (an RTX 50: 99 KB): 96 KB of
+# float16 tiles on sm_120 (tests/test_gpus.py compiles it), where H200_CONFIG asks 160 KB
+FITTING_CONFIG = PersistentConfig(128, 128, 64, num_warps=8, num_stages=2)
 SMALL_CONFIG = PersistentConfig(32, 32, 16, group_m=2, num_warps=4, num_stages=2)  # interpreter
 INTERPRETER_PROGRAMS = 4  # "SMs" on the interpreter, so that the persistent loop turns
+
+
+def config_for(here: gpu.Gpu | None) -> PersistentConfig:
+    """The configuration :func:`persistent_matmul` picks: small tiles on the interpreter, the
+    H200's where a program has as much shared memory as there, else tiles that fit 99 KB (an
+    RTX 50's per-program share; the compute capability says nothing about it)."""
+    if here is None:
+        return SMALL_CONFIG
+    roomy = here.shared_memory >= gpus.CARDS["H200"].shared_per_block
+    return H200_CONFIG if roomy else FITTING_CONFIG
 
 
 def descriptors_unavailable() -> str | None:
@@ -147,8 +160,8 @@ def persistent_matmul(
     (m, k), n = a.shape, b.shape[1]
     if m == 0 or n == 0:
         return out
-    cfg = config or (H200_CONFIG if tmm_course.BACKEND != INTERPRETER else SMALL_CONFIG)
     here = gpu.current()
+    cfg = config or config_for(here)
     programs = num_programs or (here.sms if here else INTERPRETER_PROGRAMS)
     validate.positive("num_programs", programs)
     tiles = triton.cdiv(m, cfg.block_m) * triton.cdiv(n, cfg.block_n)
@@ -164,7 +177,9 @@ def persistent_matmul(
 
 
 def compiler_view(
-    config: PersistentConfig = H200_CONFIG, dtype: torch.dtype = torch.float16, programs: int = 132
+    config: PersistentConfig = H200_CONFIG,
+    dtype: torch.dtype = torch.float16,
+    programs: int = gpus.CARDS["H200"].sms,
 ):
     """What the compiler is told about a launch of :func:`persistent_matmul_kernel` (for
     :func:`tmm_course.compile_ahead.compile_for`): three descriptors and the sizes (multiples

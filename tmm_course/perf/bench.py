@@ -33,7 +33,7 @@ from pathlib import Path
 import torch
 
 import tmm_course
-from tmm_course import capstone
+from tmm_course import capstone, timing
 from tmm_course.backend import GPU
 from tmm_course.capstone import fit, launches, plans
 from tmm_course.capstone.candidates import CANDIDATES, NEW
@@ -54,7 +54,6 @@ from tmm_course.capstone.problems import (
 from tmm_course.perf import results, tuning
 from tmm_course.perf.measure import (
     copy_bandwidth_gbs,
-    device_ms,
     gpu_clocks,
     host_microseconds,
     interleaved,
@@ -62,6 +61,7 @@ from tmm_course.perf.measure import (
     torch_precision,
 )
 from tmm_course.perf.sweeps import SWEEPS
+from tmm_course.timing import device_ms
 
 
 def suite_goals(rounds: int) -> list[dict]:
@@ -89,7 +89,8 @@ Keep = Callable[[list[dict]], None]
 
 
 def _timer(rounds: int) -> fit.Timer:
-    """The fit's timing: interleaved do_bench medians, torch.matmul at the problem's precision."""
+    """The fit's timing: interleaved medians of each call with its host time (what a user waits
+    for), torch.matmul at the problem's precision."""
 
     def timed(problem: Problem, runs: dict[str, Callable[[], object]]) -> dict[str, float]:
         with torch_precision(problem):
@@ -480,6 +481,11 @@ def main(argv: list[str] | None = None) -> int:
     data["copy_bandwidth_gbs"] = copy_bandwidth_gbs()
     data.update({suite: earlier[suite] for suite in RESUMABLE if suite in earlier})
     resumed = any(suite in earlier for suite in RESUMABLE)
+    if resumed and timing.stored_timing(earlier) != data["timing"]:
+        print(f"error: {args.out} was timed {timing.TIMINGS[timing.stored_timing(earlier)].words};"
+              f" this run times {timing.TIMINGS[data['timing']].words}: measure it again into a "
+              "new --out file", file=sys.stderr)  # fmt: skip
+        return 2
     if resumed:  # what measured the rows kept
         before = {key: earlier[key] for key in ("date", "command", "code") if key in earlier}
         data["earlier"] = [*earlier.get("earlier", []), before]

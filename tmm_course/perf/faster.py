@@ -16,12 +16,13 @@ from dataclasses import dataclass, replace
 
 import torch
 
-from tmm_course.compile_ahead import GPUS, Compiled, Launched
+from tmm_course import gpus
+from tmm_course.compile_ahead import Compiled, Launched
 from tmm_course.perf.intensity import tile_intensity
 from tmm_course.perf.knobs import BASELINE, Knobs
 
 SIZE = 4096  # float16 SIZE^3: the problem the goals are stated for
-TARGETS = GPUS  # a T4, an A100 and an H200
+TARGETS = ("sm_75", "sm_80", "sm_90")  # a T4, an A100 and an H200: the ones its goals read
 TILE_NAMES = ("BLOCK_M", "BLOCK_N", "BLOCK_K")  # the constexprs a launch's tile is read from
 # the tile class of the stored sweep's fastest launch (128x256x64 on 8 warps: 0.917 of
 # torch.matmul on the H200, lesson 6's section 3): what a float16 tile must reach per byte
@@ -98,13 +99,33 @@ def ring_slabs(ring: int, block_m: int, block_n: int, block_k: int, num_stages: 
     return min(ring // slab_bytes(block_m, block_n, block_k), num_stages)
 
 
+def ring_words(shared: int, block_m: int, block_n: int, block_k: int, num_stages: int) -> str:
+    """The ring a program holds on sm_90, apart from the kernel's whole shared memory
+    (``shared`` bytes, the compiler's figure): '4 slabs of 48 KB: a 192 KB ring, of 208 KB
+    of shared memory'."""
+    slab = slab_bytes(block_m, block_n, block_k)
+    slabs = ring_slabs(shared, block_m, block_n, block_k, num_stages)
+    return (
+        f"{slabs} slab{'' if slabs == 1 else 's'} of {slab / 1024:.0f} KB: a "
+        f"{slabs * slab / 1024:.0f} KB ring, of {shared / 1024:.0f} KB of shared memory"
+    )
+
+
+REUSE_WHY = "the reuse of the stored sweep's fastest tile"  # lesson 6's reuse goal, its reason
+
+
+def reuse_wanted(tile: tuple[int, int], why: str) -> str:
+    """A reuse goal in its words: at least the FLOPs per float16 byte loaded of ``tile``."""
+    return f"at least {tile_intensity(*tile, element_bytes=2):.0f} FLOP per byte loaded ({why})"
+
+
 def reuse_goal(knobs: Knobs, tile: tuple[int, int], why: str) -> Goal:
     """At least the FLOPs per float16 byte loaded of a ``tile`` (``why``: where it comes
     from, in the goal's words)."""
     least = tile_intensity(*tile, element_bytes=2)
     intensity = tile_intensity(knobs.block_m, knobs.block_n, element_bytes=2)
     return Goal(
-        f"at least {least:.0f} FLOP per byte loaded ({why})",
+        reuse_wanted(tile, why),
         intensity >= least,
         f"a {knobs.block_m}x{knobs.block_n} tile does {intensity:.1f}",
         "" if intensity >= least else "BLOCK_M and BLOCK_N (a wider tile)",
@@ -128,16 +149,14 @@ def tiles_goal(dot: Launched, knobs: Knobs, m: int = SIZE, n: int = SIZE) -> Goa
 def ring_goal(knobs: Knobs, h200: Compiled, least: int, knob: str) -> Goal:
     """At least ``least`` slabs in the ring each program holds on sm_90 (:func:`ring_slabs`)."""
     k = knobs
-    slab = slab_bytes(k.block_m, k.block_n, k.block_k)
-    slabs = ring_slabs(h200.shared_bytes or 0, k.block_m, k.block_n, k.block_k, k.num_stages)
-    deep = slabs >= least
+    shared = h200.shared_bytes or 0
+    deep = ring_slabs(shared, k.block_m, k.block_n, k.block_k, k.num_stages) >= least
     return Goal(
         f"a ring of at least {least} slabs per program on sm_90 ({least - 1} loading while "
         "tl.dot works on one)",
         deep,
-        f"{(h200.shared_bytes or 0) / 1024:.0f} KB, num_stages={knobs.num_stages}: {slabs} "
-        f"slabs of {slab / 1024:.0f} KB ({knobs.block_m}x{knobs.block_k} of A and "
-        f"{knobs.block_k}x{knobs.block_n} of B)",
+        f"num_stages={k.num_stages} ({k.block_m}x{k.block_k} slabs of A, {k.block_k}x"
+        f"{k.block_n} of B): {ring_words(shared, k.block_m, k.block_n, k.block_k, k.num_stages)}",
         "" if deep else knob,
     )
 
@@ -147,13 +166,14 @@ def compiler_goals(knobs: Knobs, figures: Mapping[str, Compiled]) -> list[Goal]:
     enough on an H200, no spills, the tensor cores (the occupancy that follows said beside the
     H200's) and fitting a T4."""
     # the tile left unnamed: which tiles reach it is the learner's to work out
-    goals = [reuse_goal(knobs, WIDEST, "the reuse of the stored sweep's fastest tile")]
+    goals = [reuse_goal(knobs, WIDEST, REUSE_WHY)]
     h200 = figures["sm_90"]
     if h200.ok:  # before the spills: a one-slab ring spills on sm_80 (at 128x256x64 on 8 warps,
         # 8 bytes; 0 from 2 stages on), and the shallow ring is the cause to name first
         goals.append(ring_goal(knobs, h200, MIN_SLABS, "num_stages (a deeper ring; BLOCK_K "
-                               "smaller if it then no longer fits an A100, whose ring holds "
-                               "num_stages - 1)"))  # fmt: skip
+                               "smaller if it then no longer fits an A100, where this pointer "
+                               "kernel's ring holds num_stages - 1: ask the compiler, "
+                               "tmm_course.compile_ahead.compile_for)"))  # fmt: skip
     per_thread = knobs.block_m * knobs.block_n // (32 * knobs.num_warps)
     for gpu, unit in (("sm_80", "mma"), ("sm_90", "wgmma")):
         goals += per_gpu_goals(
@@ -162,9 +182,7 @@ def compiler_goals(knobs: Knobs, figures: Mapping[str, Compiled]) -> list[Goal]:
     if h200.ok and h200.occupancy is not None:  # what the registers and the ring allow
         goals[-1] = replace(goals[-1], seen=f"{goals[-1].seen}; {h200.occupancy.summary()}")
     t4 = figures["sm_75"]
-    from tmm_course.gpu import KNOWN
-
-    fits = t4.ok and (t4.shared_bytes or 0) <= KNOWN["T4"].shared_memory
+    fits = t4.ok and (t4.shared_bytes or 0) <= gpus.CARDS["T4"].shared_per_block
     goals.append(Goal(
         "fits a T4's 64 KB of shared memory (sm_75)",
         fits,
@@ -178,7 +196,8 @@ def dot_launch(launched: Sequence[Launched]) -> Launched | None:
     """The launch that multiplies tiles (``tl.dot`` on tensor cores, the one with most
     programs if several), or None."""
     dots = [x for x in launched
-            if any(c.matrix_unit in ("mma", "wgmma") for c in x.compiled.values())]  # fmt: skip
+            if any(c.matrix_unit in ("mma", "wgmma", "tcgen05")
+                   for c in x.compiled.values())]  # fmt: skip
     return max(dots, key=lambda x: x.programs) if dots else None
 
 

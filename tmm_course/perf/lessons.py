@@ -10,7 +10,8 @@
 the grouped-order problem) once, inside the profiled range, so that Nsight Compute counts the
 bytes each one read from and wrote to DRAM. ``measure`` races every step, sweep and the
 persistent TMA kernel against ``torch.matmul`` (interleaved, median of 5 rounds, the launchers'
-host time included, as ``do_bench`` sees it) and stores everything with the device (its L2 size
+each call back to back as a user makes it, host time included:
+:func:`tmm_course.timing.with_host_ms`) and stores everything with the device (its L2 size
 read from it), versions, date, command and code version.
 """
 
@@ -108,8 +109,8 @@ def attach_dram(labels: list[str], kernels: list[dict]) -> dict[str, dict]:
 
 
 def race(size: int, dtype: torch.dtype, contenders: dict[str, Callable]) -> dict:
-    """Milliseconds (median of ROUNDS interleaved do_bench runs), TFLOP/s, ratio to torch and
-    error of every contender on ``size^3``."""
+    """Milliseconds per call with host time (median of ROUNDS interleaved runs), TFLOP/s,
+    ratio to torch and error of every contender on ``size^3``."""
     from tmm_course.numerics import error
     from tmm_course.timing import interleaved
 
@@ -139,7 +140,7 @@ def device_facts() -> dict:
 
     props = torch.cuda.get_device_properties(0)
     a, b = operands(8192)
-    from triton.testing import do_bench
+    from tmm_course.timing import cold_cache_ms
 
     peaks = {}
     for dtype in ("float16", "bfloat16", "tf32"):
@@ -147,7 +148,7 @@ def device_facts() -> dict:
         if dtype == "tf32":
             x, y = a.float(), b.float()
             torch.backends.cuda.matmul.allow_tf32 = True
-        ms = min(do_bench(lambda x=x, y=y: x @ y, rep=100) for _ in range(3))
+        ms = min(cold_cache_ms(lambda x=x, y=y: x @ y, rep_ms=100) for _ in range(3))
         torch.backends.cuda.matmul.allow_tf32 = False
         peaks[dtype] = intensity.flops(8192, 8192, 8192) / (ms * 1e-3) / 1e12
     return {
@@ -173,6 +174,7 @@ def measure(args: argparse.Namespace) -> dict:
             "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
             "code_version": args.code_version,
             "command": "python -m tmm_course.perf.lessons " + " ".join(sys.argv[1:]),
+            "timing": "with_host",  # tmm_course.timing.TIMINGS
             "versions": {
                 "python": platform.python_version(),
                 "torch": torch.__version__,

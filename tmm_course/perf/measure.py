@@ -1,9 +1,10 @@
 """Measuring on a GPU, side by side with ``torch.matmul``.
 
-Candidates are timed in turn (A, B, A, B, ...) with ``triton.testing.do_bench``, so clock and
-power drift hit them alike, and compared as ratios of medians (of each do_bench's repetitions,
-then of the rounds: a stray pause of the host, such as Python's garbage collector, moves a mean
-but not a median). Host time per call and device time alone (CUDA-graph replays) are measured
+Candidates are timed in turn (A, B, A, B, ...), so clock and power drift hit them alike, each
+call as a user makes it (:func:`tmm_course.timing.with_host_ms`: back to back, host time
+included), and compared as ratios of medians over the rounds (a stray pause of the host, such
+as Python's garbage collector, moves a mean but not a median). The host's own cost per call
+and device time alone (CUDA-graph replays, :func:`tmm_course.timing.device_ms`) are measured
 apart.
 """
 
@@ -22,7 +23,7 @@ from tmm_course.capstone.problems import Problem
 from tmm_course.numerics import error
 from tmm_course.perf import intensity
 from tmm_course.perf.results import Race
-from tmm_course.timing import interleaved
+from tmm_course.timing import device_ms, interleaved
 
 Matmul = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
 
@@ -47,17 +48,6 @@ def host_microseconds(fn: Callable[[], object], calls: int = 50) -> float:
     elapsed = time.perf_counter() - start
     torch.cuda.synchronize()
     return elapsed / calls * 1e6
-
-
-def device_ms(fn: Callable[[], object]) -> float | None:
-    """GPU time alone: ``fn`` replayed from a CUDA graph, so no Python runs between launches
-    (and, unlike do_bench, nothing flushes L2 in between). None if it cannot be captured."""
-    from triton.testing import do_bench_cudagraph
-
-    try:
-        return do_bench_cudagraph(fn, rep=20)
-    except Exception:  # a capture can fail in many ways; this figure is optional
-        return None
 
 
 def race(
@@ -110,9 +100,9 @@ def gpu_clocks() -> dict | None:
 
 def copy_bandwidth_gbs(mib: int = 1024) -> float:
     """Device-memory bandwidth a plain copy reaches: bytes read plus bytes written per second."""
-    from triton.testing import do_bench
+    from tmm_course.timing import cold_cache_ms
 
     src = torch.empty(mib * 2**20, dtype=torch.uint8, device=tmm_course.DEVICE)
     dst = torch.empty_like(src)
-    ms = statistics.median(do_bench(lambda: dst.copy_(src), rep=100) for _ in range(3))
+    ms = statistics.median(cold_cache_ms(lambda: dst.copy_(src), rep_ms=100) for _ in range(3))
     return 2 * src.numel() / (ms * 1e-3) / 1e9

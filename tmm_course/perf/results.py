@@ -23,6 +23,7 @@ from pathlib import Path
 
 import torch
 
+from tmm_course import timing
 from tmm_course.capstone.config import Config
 from tmm_course.capstone.fitted import Fitted
 from tmm_course.capstone.problems import Problem, family
@@ -43,6 +44,12 @@ class Provenance:
     date: str
     command: str
     code: str | None = None  # the commit of the code measured, where the file names one
+    timing: str = timing.BEFORE  # how its calls were timed: a key of timing.TIMINGS
+
+    @property
+    def timed(self) -> timing.Timing:
+        """How the file's calls were timed: its column heading, and in words."""
+        return timing.TIMINGS[self.timing]
 
     @property
     def where(self) -> str:
@@ -76,6 +83,7 @@ class Provenance:
             date=data["date"],
             command=data["command"],
             code=data.get("code"),
+            timing=timing.stored_timing(data),
         )
 
     def as_dict(self) -> dict:
@@ -299,7 +307,8 @@ class Grid:
 
     def families(self) -> dict[str, tuple[int, float, float]]:
         """Per family of problems (:func:`~tmm_course.capstone.problems.family`): how many, and
-        the geometric means of matmul_fast's ratio with host time and of device time alone."""
+        the geometric means of matmul_fast's ratio as raced (the file's timing,
+        :attr:`Provenance.timed`) and of device time alone."""
         table = {}
         for name in dict.fromkeys(family(r.problem) for r in self.rows):
             rows = [r for r in self.rows if family(r.problem) == name]
@@ -399,8 +408,9 @@ def transposes(name: str | Path = "transposes_h200.json") -> Transposes:
     return Transposes.from_dict(read(name))
 
 
-def provenance(module: str, argv: list[str] | None = None) -> dict:
-    """Device, capability, versions, date and the command (``python -m module args``)."""
+def provenance(module: str, argv: list[str] | None = None, timed: str = "with_host") -> dict:
+    """Device, capability, versions, date, the command (``python -m module args``) and how its
+    calls are ``timed`` (a key of :data:`tmm_course.timing.TIMINGS`)."""
     import triton
 
     args = sys.argv[1:] if argv is None else argv
@@ -414,6 +424,7 @@ def provenance(module: str, argv: list[str] | None = None) -> dict:
         },
         date=datetime.date.today().isoformat(),
         command=" ".join(["python", "-m", module, *(_no_folders(a) for a in args)]),
+        timing=timed,
     ).as_dict()
 
 

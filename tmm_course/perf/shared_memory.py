@@ -9,15 +9,13 @@ from __future__ import annotations
 
 import torch
 
-from tmm_course import gpu
+from tmm_course import gpus
 
 STAGES_TILE = (128, 128, 64)  # lesson 6's bigger tiles, float16, 8 warps
 STAGES_WARPS = 8
 SHARED_GPUS = {"sm_80": "an A100", "sm_90": "an H100 or H200"}
-SHARED_LIMITS = {  # bytes one program may use, by the GPU the course names for each target
-    "sm_80": gpu.KNOWN["A100"].shared_memory,
-    "sm_90": gpu.KNOWN["H200"].shared_memory,
-}
+# bytes one program may use, by the GPU the course names for each target
+SHARED_LIMITS = {target: gpus.for_target(target).shared_per_block for target in SHARED_GPUS}
 
 
 def compiled_shared_bytes(

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from tmm_course import timing
 from tmm_course.perf import results
 
 FILE = "lessons_h200.json"
@@ -25,6 +26,11 @@ class LessonsRun:
     @property
     def provenance(self) -> dict:
         return self.data["provenance"]
+
+    @property
+    def timed(self) -> timing.Timing:
+        """How its calls were timed: its column heading, and in words."""
+        return timing.TIMINGS[timing.stored_timing(self.provenance)]
 
     @property
     def device(self) -> dict:
@@ -82,6 +88,10 @@ class ExercisesRun:
     @property
     def where(self) -> str:
         return LessonsRun(self.data).where
+
+    @property
+    def timed(self) -> timing.Timing:
+        return LessonsRun(self.data).timed
 
     def lesson(self, number: int) -> dict:
         """``{"solution": {...}, "wrong": {...}}``: each with ``ms`` and ``clock_goal``."""

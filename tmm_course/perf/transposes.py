@@ -2,7 +2,8 @@
 
 ``python -m tmm_course.perf.transposes --out transposes_<gpu>.json`` times ``x.t().contiguous()``
 (torch), one row per program and lesson 3's tiled copy on a ``4096 x 4096`` float32 tensor
-(interleaved do_bench medians) and records GB/s with the device, versions, date and command.
+(interleaved medians, L2 flushed before each call) and records GB/s with the device, versions,
+date and command.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ def gpu_measurements(size: int = SIZE, rounds: int = 5) -> dict:
     torch.manual_seed(0)
     x = torch.randn(size, size, device="cuda")
     return {
-        **results.provenance("tmm_course.perf.transposes"),
+        **results.provenance("tmm_course.perf.transposes", timed="cold_cache"),
         "shape": [size, size],
         "dtype": "float32",
         "rounds": rounds,

@@ -11,6 +11,7 @@ import torch
 from tmm_course.capstone import launches as fast
 from tmm_course.capstone.config import Config
 from tmm_course.numerics import error
+from tmm_course.timing import device_ms
 
 # A few sensible configurations for a large float16 product (the notebook's small sweep)
 LARGE_CANDIDATES = (
@@ -66,15 +67,12 @@ def sweep(
     b: torch.Tensor,
     tolerance: float,
     progress: bool = True,
-    timer: Callable[[Callable[[], object]], float] | None = None,
+    timer: Callable[[Callable[[], object]], float | None] = device_ms,
 ) -> list[Timing]:
-    """Time ``launcher(config)(a, b)`` for every config (with ``timer``, by default
-    triton.testing.do_bench), after checking its result against float64; a wrong or failing
-    configuration is recorded, never timed."""
+    """Time ``launcher(config)(a, b)`` for every config (with ``timer``, by default the GPU
+    alone, :func:`tmm_course.timing.device_ms`), after checking its result against float64; a
+    wrong or failing configuration is recorded, never timed."""
     from tqdm.auto import tqdm
-    from triton.testing import do_bench
-
-    timer = timer or (lambda fn: do_bench(fn, rep=25))
 
     trials = []
     for config in tqdm(list(configs), desc="configurations", disable=not progress):

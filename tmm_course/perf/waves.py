@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tmm_course import validate
+from tmm_course import gpus, validate
 
 
 @dataclass(frozen=True)
@@ -40,7 +40,7 @@ class Waves:
         return self.tiles / (rounds * self.slots)
 
 
-def waves(m: int, n: int, block_m: int, block_n: int, sms: int = 132) -> Waves:
+def waves(m: int, n: int, block_m: int, block_n: int, sms: int = gpus.CARDS["H200"].sms) -> Waves:
     """The tiles of an ``m x n`` product in ``block_m x block_n`` tiles, on ``sms`` SMs."""
     for name, value in (("m", m), ("n", n), ("block_m", block_m), ("block_n", block_n),
                         ("sms", sms)):  # fmt: skip

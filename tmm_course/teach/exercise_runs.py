@@ -39,6 +39,7 @@ from pathlib import Path
 
 import torch
 
+from tmm_course import timing
 from tmm_course.perf import faster
 
 # lesson 6's solution (128x256 tiles) on 4 warps: its accumulator spills
@@ -195,10 +196,10 @@ def split_k_sweep(notebook: Path) -> dict:
 
 def autotune_record(size: int = 4096) -> dict:
     """What ``@triton.autotune`` timed and picked at float16 ``size^3``, and the same
-    candidates raced interleaved afterwards."""
+    candidates raced interleaved afterwards, timed as the autotuner times them (do_bench's
+    :func:`~tmm_course.timing.cold_cache_ms`)."""
     from tmm_course.kernels import autotuned
     from tmm_course.kernels.matmul import matmul
-    from tmm_course.timing import interleaved
 
     generator = torch.Generator(device="cuda").manual_seed(0)
     a = torch.randn(size, size, device="cuda", dtype=torch.float16, generator=generator)
@@ -214,7 +215,8 @@ def autotune_record(size: int = 4096) -> dict:
                               block_k=k["BLOCK_K"], num_warps=config.num_warps,
                               num_stages=config.num_stages)  # fmt: skip
 
-    raced = interleaved({autotuned.short(c): run(c) for c in autotuned.CONFIGS}, rounds=5)
+    raced = timing.interleaved({autotuned.short(c): run(c) for c in autotuned.CONFIGS}, rounds=5,
+                               timer=timing.cold_cache_ms)  # fmt: skip
     record = {"problem": f"{size}^3 float16", "picked": picked,
               "autotune_ms": {k: (v if isinstance(v, float) else list(v)) for k, v in
                               timings.items()},
@@ -241,10 +243,11 @@ def proton_profile(notebook: Path, size: int = 4096) -> dict:
 
 def joined(earlier: dict, provenance: dict) -> dict:
     """``earlier`` (a run's file) ready to take more parts measured under ``provenance``: the
-    same GPU, code and versions, or a ValueError says which differs. Its date stays; its
+    same GPU, code, versions and timing, or a ValueError says which differs. Its date stays; its
     command gains this one."""
     before = earlier.get("provenance", {})
-    for key in ("device", "code_version", "versions"):
+    before = {**before, "timing": timing.stored_timing(before)}  # runs from before name none
+    for key in ("device", "code_version", "versions", "timing"):
         if before.get(key) != provenance[key]:
             raise ValueError(
                 f"it was measured with {key} {before.get(key)!r}, this run has "
@@ -280,6 +283,7 @@ def main(argv: list[str] | None = None) -> int:
             # the command as documented: files by their names, not this machine's paths
             "command": "python -m tmm_course.teach.exercise_runs "
             + " ".join(files.get(a, a) for a in argv or sys.argv[1:]),
+            "timing": "with_host",  # tmm_course.timing.TIMINGS
             "versions": {
                 "python": platform.python_version(),
                 "torch": torch.__version__,

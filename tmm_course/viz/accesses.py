@@ -1,7 +1,9 @@
 """Where a learner's kernel read and wrote, drawn from the interpreter's record of every load
 and store lane (:class:`~tmm_course.check.memory_guard.Trace`): each input's cells coloured by
 the program that loaded them, the output's by the program that stored them, cells never
-written hatched, and lanes that fell outside a view marked in red."""
+written hatched, and lanes that fell outside a view marked in red. A 1-D tensor is drawn in
+rows, as text wraps (element ``i`` at row ``i // width``, column ``i % width``), so that a
+thousand elements make cells one can see, not a strip a pixel high."""
 
 from __future__ import annotations
 
@@ -10,8 +12,8 @@ from typing import Any, Protocol
 import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
-from matplotlib.patches import Patch, Rectangle
-from matplotlib.ticker import MaxNLocator
+from matplotlib.patches import Patch, Polygon, Rectangle
+from matplotlib.ticker import FuncFormatter, MaxNLocator
 
 from tmm_course.viz.draw import new_figure, program_colours
 
@@ -24,17 +26,27 @@ class Trace(Protocol):
     accesses: list[Any]
 
 
+def row_width(n: int) -> int:
+    """How many elements of a 1-D tensor of ``n`` one row of its picture holds: a power of two
+    near the square root (at least 8), so that the picture is about square."""
+    return max(8, 2 ** round(np.log2(max(n, 1)) / 2))
+
+
 def access_maps(trace: Trace) -> dict[str, dict]:
-    """Per view: its shape, which program touched each cell (-1: none), the lanes outside it
-    and whether it is the output (stores) or an input (loads)."""
+    """Per view: its shape as drawn, which program touched each cell (-1: none; -2: past the
+    end of a 1-D view's last row), the lanes outside it and whether it is the output (stores)
+    or an input (loads). A 1-D view of ``n`` elements is drawn in rows of ``width``."""
     programs: dict[tuple[int, int, int], int] = {}
     names = list(trace.views)
     output = names[-1]
     maps = {}
     for name, view in trace.views.items():
-        shape = tuple(view.shape) if view.dim() == 2 else (1, view.numel())
+        n = view.numel()
+        width = row_width(n) if view.dim() == 1 else None
+        shape = tuple(view.shape) if width is None else (max(-(-n // width), 1), width)
         kind = "store" if name == output else "load"
         owner = np.full(shape[0] * shape[1], -1)
+        owner[n:] = -2
         strays: list[tuple[int, int]] = []
         lanes_outside = 0
         for access in trace.accesses:
@@ -46,6 +58,8 @@ def access_maps(trace: Trace) -> dict[str, dict]:
             lanes_outside += access.stray_lanes
         maps[name] = {
             "shape": shape,
+            "width": width,  # None: a 2-D view, drawn as it is
+            "numel": n,
             "owner": owner.reshape(shape),
             "strays": strays,
             "outside": lanes_outside,
@@ -66,9 +80,13 @@ def accesses_figure(trace: Trace, label: str = "") -> Figure:
         rows, cols = entry["shape"]
         owner = np.ma.masked_less(entry["owner"], 0)
         ax.imshow(owner, cmap=colours, vmin=-0.5, vmax=count - 0.5, interpolation="nearest")
-        ax.add_patch(Rectangle((-0.5, -0.5), cols, rows, fill=False, lw=1.5, ec="black"))
+        last = entry["numel"] - (rows - 1) * cols  # cells of the last row (a 1-D view's)
+        if last < cols:
+            ax.add_patch(Rectangle((last - 0.5, rows - 1.5), cols - last, 1, fill=False,
+                                   hatch="....", lw=0, ec="0.75"))  # fmt: skip
+        ax.add_patch(_outline(rows, cols, last))
         if entry["kind"] == "store":
-            for r, c in zip(*np.nonzero(entry["owner"] < 0), strict=True):
+            for r, c in zip(*np.nonzero(entry["owner"] == -1), strict=True):
                 ax.add_patch(
                     Rectangle((c - 0.5, r - 0.5), 1, 1, fill=False, hatch="////", lw=0, ec="0.5")
                 )
@@ -82,15 +100,22 @@ def accesses_figure(trace: Trace, label: str = "") -> Figure:
         ax.set_xlim(low_c - 0.5, high_c + 0.5)
         ax.set_ylim(high_r + 0.5, low_r - 0.5)
         verb = "stored" if entry["kind"] == "store" else "loaded"
-        title = f"{name} ({rows}x{cols}): cells {verb}"
+        size = f"{rows}x{cols}" if entry["width"] is None else f"{entry['numel']}, {cols} a row"
+        title = f"{name} ({size}): cells {verb}"
         if entry["outside"]:
-            title += f"\n{entry['outside']} lane(s) outside {name} (red x, not performed)"
-        elif entry["kind"] == "store" and (entry["owner"] < 0).any():
-            title += f"\n{int((entry['owner'] < 0).sum())} cell(s) never written (hatched)"
+            marked = "red x, " if entry["strays"] else ""  # a 1-D view's lanes have no cell
+            title += f"\n{entry['outside']} lane(s) outside {name} ({marked}not performed)"
+        elif entry["kind"] == "store" and (entry["owner"] == -1).any():
+            title += f"\n{int((entry['owner'] == -1).sum())} cell(s) never written (hatched)"
         ax.set_title(title, fontsize=8)
         ax.tick_params(labelsize=7)
         ax.xaxis.set_major_locator(MaxNLocator(nbins=5, integer=True))  # room for two digits
         ax.yaxis.set_major_locator(MaxNLocator(nbins=8, integer=True))
+        if entry["width"] is not None:  # rows labelled by the index of their first element
+            ax.set_yticks(range(0, rows, 2 ** int(np.ceil(np.log2(max(rows / 8, 1))))))
+            ax.yaxis.set_major_formatter(FuncFormatter(lambda y, _, w=cols: f"{round(y) * w}"))
+            ax.set_ylabel("row starts at", fontsize=7)
+            ax.set_xlabel("+ column", fontsize=7)
     fig.suptitle(
         f"where the kernel read and wrote: {label}\ncolour = program ({count} in all)", fontsize=9
     )
@@ -98,12 +123,26 @@ def accesses_figure(trace: Trace, label: str = "") -> Figure:
     return fig
 
 
+def _outline(rows: int, cols: int, last: int) -> Polygon:
+    """The frame of a view drawn ``rows`` x ``cols``, whose last row holds ``last`` cells (a
+    1-D view's may be short: the frame steps in where it ends)."""
+    last = min(max(last, 0), cols)
+    x0, y0, x1, y1 = -0.5, -0.5, cols - 0.5, rows - 0.5
+    corners = [(x0, y0), (x1, y0), (x1, y1 - 1), (last - 0.5, y1 - 1), (last - 0.5, y1), (x0, y1)]
+    if last == cols or rows == 0:
+        corners = [(x0, y0), (x1, y0), (x1, y1), (x0, y1)]
+    return Polygon(corners, closed=True, fill=False, lw=1.5, ec="black")
+
+
 def _key(fig: Figure, maps: dict[str, dict], blank: object) -> None:
     """What each mark that is not a program's colour means, for the marks drawn."""
     handles = []
-    if any((m["owner"] < 0).any() for m in maps.values() if m["kind"] == "load"):
+    if any((m["owner"] == -2).any() for m in maps.values()):
+        handles.append(Patch(facecolor=blank, edgecolor="0.75", hatch="....", lw=0,
+                             label="past the end: no element"))  # fmt: skip
+    if any((m["owner"] == -1).any() for m in maps.values() if m["kind"] == "load"):
         handles.append(Patch(facecolor=blank, edgecolor="black", lw=0.5, label="not loaded"))
-    if any((m["owner"] < 0).any() for m in maps.values() if m["kind"] == "store"):
+    if any((m["owner"] == -1).any() for m in maps.values() if m["kind"] == "store"):
         handles.append(Patch(facecolor=blank, edgecolor="0.5", hatch="////", lw=0,
                              label="never written"))  # fmt: skip
     if any(m["strays"] for m in maps.values()):

@@ -34,7 +34,8 @@ def roofline_figure(
     second: TFLOP/s with TB/s, GFLOP/s with GB/s); each kernel as a hollow marker at its tile
     intensity and, if measured, a filled one at FLOPs per DRAM byte measured, joined by a line.
     Kernels with the same tile sit on one spot: each hollow marker there is drawn larger than the
-    last, so all show as rings. The key, the ridge's among them, sits beside the axes. Lesson 6's
+    last, so all show as rings; a filled marker near another is drawn larger and behind it, so
+    it shows as a rim. The key, the ridge's among them, sits beside the axes. Lesson 6's
     measured roofline and its roofline lab (one point, its sliders') both draw this."""
     fig, (ax,) = new_figure(7.4, 4.0)
     ridge = roofline.ridge(bandwidth, peak)
@@ -45,14 +46,21 @@ def roofline_figure(
     markers = "osD^v<>P*X"
     colours = ["C0", "C1", "C2", "C3", "C4", "C5", "C6", "C7"]
     drawn: list[tuple[float, float]] = []
+    filled: list[tuple[float, float]] = []
+
+    def near(x: float, rate: float, points: list[tuple[float, float]]) -> int:
+        close = [abs(np.log(x / px)) < 0.12 and abs(np.log(rate / pr)) < 0.12 for px, pr in points]
+        points.append((x, rate))
+        return sum(close)
+
     for i, (name, (x, rate)) in enumerate(tile_points.items()):
-        near = sum(abs(np.log(x / dx)) < 0.1 and abs(np.log(rate / dr)) < 0.1 for dx, dr in drawn)
-        drawn.append((x, rate))
         style = {"marker": markers[i % 10], "color": colours[i % 8]}
-        ax.plot([x], [rate], ls="none", mfc="none", ms=7 * 1.5**near, label=name, **style)
+        ring = near(x, rate, drawn)
+        ax.plot([x], [rate], ls="none", mfc="none", ms=7 * 1.5**ring, label=name, **style)
         if measured_points and name in measured_points:
             mx, mrate = measured_points[name]
-            ax.plot([mx], [mrate], ls="none", ms=7, **style)
+            rim = near(mx, mrate, filled)
+            ax.plot([mx], [mrate], ls="none", ms=7 * 1.6**rim, zorder=2.5 - 0.1 * rim, **style)
             ax.plot([x, mx], [rate, mrate], color=colours[i % 8], lw=0.8, alpha=0.6, zorder=1)
     key = "hollow: tile intensity\nfilled: measured DRAM" if measured_points else None
     fig.legend(fontsize=7, loc="outside right upper", title_fontsize=7, title=key)
@@ -125,7 +133,8 @@ def stage_sweep_figure(
 ) -> Figure:
     """Left: speed relative to torch.matmul against num_stages, one line per tile (stored
     run). Right: shared memory the compiler gives each num_stages to the ``shared_tile`` (one
-    of the tiles on the left, in its colour), per GPU, with its limit."""
+    of the tiles on the left, in its colour), per GPU, each point labelled, on a scale that
+    fits them; a GPU's limit drawn where it is on that scale, else named in the title."""
     fig, (left, right) = new_figure(9.0, 3.6, ncols=2)
     colour_of = {name: c for name, c in zip(ratios, [BLUE, VERMILLION, GREEN], strict=False)}
     for name, by_stage in ratios.items():
@@ -145,18 +154,29 @@ def stage_sweep_figure(
     left.set_title(f"float16 4096^3\n{where}", fontsize=8)
     styles = {"sm_80": ("s", "--"), "sm_90": ("o", "-")}
     colour = colour_of.get(shared_tile, "black")
-    for gpu, by_stage in shared_kb.items():
+    top = 1.35 * max(kb for by_stage in shared_kb.values() for kb in by_stage.values())
+    far = []  # limits above the points' scale: named, not drawn
+    for i, (gpu, by_stage) in enumerate(shared_kb.items()):
         stages = sorted(by_stage)
         marker, line = styles.get(gpu, ("^", "-."))
         right.plot(stages, [by_stage[s] for s in stages], marker=marker, ls=line, color=colour,
                    label=gpu)  # fmt: skip
-        right.axhline(limits_kb[gpu], color="black", ls=line, lw=0.8)
-        right.annotate(f"{gpu} limit {limits_kb[gpu]:.0f} KB", (stages[0], limits_kb[gpu]),
-                       textcoords="offset points", xytext=(0, 3), fontsize=7)  # fmt: skip
+        for s in stages:  # the first GPU's figures below its points, the next one's above
+            right.annotate(f"{by_stage[s]:.0f}", (s, by_stage[s]), textcoords="offset points",
+                           xytext=(0, 5 if i else -6), fontsize=7, ha="center",
+                           va="baseline" if i else "top")  # fmt: skip
+        if limits_kb[gpu] <= top:
+            right.axhline(limits_kb[gpu], color="black", ls=line, lw=0.8)
+            right.annotate(f"{gpu} limit {limits_kb[gpu]:.0f} KB", (stages[0], limits_kb[gpu]),
+                           textcoords="offset points", xytext=(0, 3), fontsize=7)  # fmt: skip
+        else:
+            far.append(f"{gpu} {limits_kb[gpu]:.0f} KB")
+    right.set_ylim(0 - 0.08 * top, top)
     right.set_xlabel("num_stages")
     right.set_ylabel("shared memory per program (KB)")
-    right.legend(fontsize=7, loc="center right")
-    right.set_title(f"{shared_tile}: shared memory, compiled here for each GPU", fontsize=8)
+    right.legend(fontsize=7, loc="upper left")
+    limits = f"\nlimits, far above: {', '.join(far)}" if far else ""
+    right.set_title(f"{shared_tile}: shared memory, compiled here for each GPU{limits}", fontsize=8)
     for ax in (left, right):
         whole_number_ticks(ax.xaxis)
     return fig

@@ -210,7 +210,7 @@ def grid_figure(
 
 def size_curve_figure(rows: list[Race], where: str, kind: str = "float16") -> Figure:
     """TFLOP/s against size for the square ``kind`` problems among ``rows``: torch.matmul
-    and matmul_fast, host time included."""
+    and matmul_fast, as their file raced them (its timing: ``Provenance.timed``)."""
     squares = results.squares(rows, kind)
     fig, (ax,) = new_figure(6.4, 3.6)
     sizes = [r.problem.m for r in squares]
@@ -225,7 +225,7 @@ def size_curve_figure(rows: list[Race], where: str, kind: str = "float16") -> Fi
     ax.xaxis.set_major_formatter(FormatStrFormatter("%d"))
     ax.xaxis.set_minor_locator(NullLocator())
     ax.set_xlabel(f"n, for an n x n x n {kind} product")
-    ax.set_ylabel("TFLOP/s (host time included)")
+    ax.set_ylabel("TFLOP/s, as raced")
     ax.legend(fontsize=8)
     ax.set_title(f"rate against size; {where}", fontsize=9)
     return fig
