@@ -164,7 +164,9 @@ class Replayer:
         from tmm_course.check.gpu_rules import Compiler
 
         self.kernels: dict = {}
-        self.compiler = Compiler()  # the check's compile gate, one per worker
+        # the check's compile gate, one per set of GPUs an exercise names (Exercise.gpus)
+        self.compilers: dict[tuple[str, ...] | None, Compiler] = {}
+        self.compiler = Compiler()
         # what the exercise asks of a compiled kernel beyond its values (lesson 7), whether
         # each specialization shows it, and those the replay under way launched
         self.requires = None
@@ -192,7 +194,14 @@ class Replayer:
         args, storages = _tensors(header, blobs)
         views = dict(zip(header["tensors"], _only_tensors(args), strict=True))
         facts: dict = {"ok": True}
-        self.requires = getattr(BY_NAME.get(header.get("exercise", "")), "requires", None)
+        exercise = BY_NAME.get(header.get("exercise", ""))
+        self.requires = getattr(exercise, "requires", None)
+        gpus = getattr(exercise, "gpus", None)
+        if gpus not in self.compilers:  # as the check: every GPU the course names, or these
+            from tmm_course.check.gpu_rules import Compiler
+
+            self.compilers[gpus] = Compiler() if gpus is None else Compiler(gpus)
+        self.compiler = self.compilers[gpus]
         self.used = []
         with contextlib.ExitStack() as stack:
             launched = stack.enter_context(launches.recording())
@@ -226,7 +235,6 @@ class Replayer:
             facts["outside"] = {kind: trace.outside(kind) for kind in ("load", "store")}
             facts["output_loaded"] = trace.touched("load", output) > 0
             facts["unstored"] = int((~trace.cells("store", output)).sum())
-            exercise = BY_NAME.get(header.get("exercise", ""))
             work = getattr(exercise, "work", None)
             facts["unshared"] = shared_work(trace, header["tensors"][:-1], work)
         return facts, [s.cpu().numpy().tobytes() for s in storages]
