@@ -29,6 +29,7 @@ from tmm_course.check import (
     check_scaled_matmul,
     check_strided_copy,
     check_transpose,
+    check_vector_add,
     time_limit,
 )
 from tmm_course.check.linear import check_linear_relu
@@ -56,7 +57,43 @@ CHECKS = {
     "scaled_matmul": check_scaled_matmul,
     "grouped_tile": check_grouped_tile,
     "descriptor_matmul": check_descriptor_matmul,
+    "vector_add": check_vector_add,
 }
+
+
+# --- lesson 0: out = x + y -------------------------------------------------------------------
+@triton.jit
+def add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    inside = offs < n
+    x = tl.load(x_ptr + offs, mask=inside)
+    tl.store(out_ptr + offs, x + tl.load(y_ptr + offs, mask=inside), mask=inside)
+
+
+@triton.jit
+def add_into_kernel(x_ptr, y_ptr, sum_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    inside = offs < n
+    x = tl.load(x_ptr + offs, mask=inside)
+    tl.atomic_add(sum_ptr + offs, x + tl.load(y_ptr + offs, mask=inside), mask=inside)
+
+
+def add_into_leftover_memory(x, y, out):
+    """Adds into a buffer whose memory is zero where it is read, as torch.empty's often is by
+    chance (one leftover value past the end makes it no constant), then copies it out."""
+    n = out.numel()
+    total = torch.zeros(n + 1, device=out.device)
+    total[n] = 7.0  # what torch.empty may leave: zeros here only by chance
+    add_into_kernel[(triton.cdiv(n, 256),)](x, y, total, n, BLOCK=256)
+    add_kernel[(triton.cdiv(n, 256),)](total, torch.zeros_like(out), out, n, BLOCK=256)
+
+
+def add(grid=lambda n, block: (triton.cdiv(n, block),), block=256):
+    def launch(x, y, out):
+        n = out.numel()
+        add_kernel[grid(n, block)](x, y, out, n, BLOCK=block)
+
+    return launch
 
 
 # --- lesson 1: out[i, j] = j * M + i -------------------------------------------------------
@@ -92,7 +129,7 @@ def fill_kernel(
     tl.store(out_ptr + offs_m[:, None] * N + offs_n[None, :], value, mask=mask)
 
 
-def fill(row_major=False, mask=2, use_n=False, floor=False, block=16):
+def fill(row_major=False, mask=2, use_n=False, floor=False, block=16, column_address=False):
     def launch(out):
         m, n = out.shape
         grid = (
@@ -100,11 +137,21 @@ def fill(row_major=False, mask=2, use_n=False, floor=False, block=16):
             if floor
             else (triton.cdiv(m, block), triton.cdiv(n, block))
         )
-        fill_kernel[grid](
-            out, m, n, BM=block, BN=block, ROW_MAJOR=row_major, MASK=mask, USE_N=use_n
-        )
+        kernel = fill_at_column_major_address if column_address else fill_kernel
+        flags = {} if column_address else {"ROW_MAJOR": row_major, "MASK": mask, "USE_N": use_n}
+        kernel[grid](out, m, n, BM=block, BN=block, **flags)
 
     return launch
+
+
+@triton.jit
+def fill_at_column_major_address(out_ptr, M, N, BM: tl.constexpr, BN: tl.constexpr):
+    """The right value, j * M + i, stored at the column-major address of a row-major out."""
+    offs_m = tl.program_id(0) * BM + tl.arange(0, BM)
+    offs_n = tl.program_id(1) * BN + tl.arange(0, BN)
+    value = offs_n[None, :] * M + offs_m[:, None]
+    mask = (offs_m[:, None] < M) & (offs_n[None, :] < N)
+    tl.store(out_ptr + offs_n[None, :] * M + offs_m[:, None], value, mask=mask)
 
 
 def fill_with_torch(out):
@@ -148,10 +195,11 @@ def outer_kernel(
         tl.store(ptrs, tile)
 
 
-def outer(swap=False, load_mask=True, store_mask=True, add=False, block=16):
+def outer(swap=False, load_mask=True, store_mask=True, add=False, block=16, swap_grid=False):
     def launch(x, y, out):
         m, n = out.shape
-        outer_kernel[(triton.cdiv(m, block), triton.cdiv(n, block))](
+        grid = (triton.cdiv(m, block), triton.cdiv(n, block))
+        outer_kernel[grid[::-1] if swap_grid else grid](
             x,
             y,
             out,
@@ -294,6 +342,9 @@ def mm_kernel(
     ALWAYS_READ_C: tl.constexpr,
     SHORT_LOOP: tl.constexpr,
     ACC16_CARRIED: tl.constexpr,
+    NO_K_STRIDE: tl.constexpr,
+    WHOLE_SLABS: tl.constexpr,
+    ALPHA_ON_C: tl.constexpr,
 ):
     offs_m = tl.program_id(0) * BM + tl.arange(0, BM)
     offs_n = tl.program_id(1) * BN + tl.arange(0, BN)
@@ -316,6 +367,8 @@ def mm_kernel(
         trips = tl.cdiv(K, BK)
     for k in range(0, trips):
         k_left = K - k * BK
+        if WHOLE_SLABS:  # what is left of K rounded down to whole slabs: the last one masked off
+            k_left = k_left // BK * BK
         a_mask = offs_k[None, :] < k_left if K_MASK else offs_k[None, :] < BK
         b_mask = offs_k[:, None] < k_left if K_MASK else offs_k[:, None] < BK
         if MN_LOAD_MASK:
@@ -331,7 +384,10 @@ def mm_kernel(
             acc = tl.dot(a, b, acc)
         else:
             acc = tl.dot(a, b)
-        if ADVANCE:
+        if NO_K_STRIDE:
+            a_ptrs += BK
+            b_ptrs += BK
+        elif ADVANCE:
             a_ptrs += BK * sak
             b_ptrs += BK * sbk
     if SWAP_C:
@@ -341,13 +397,15 @@ def mm_kernel(
     mask = (offs_m[:, None] < M) & (offs_n[None, :] < N)
     result = acc.to(tl.float32)
     if SCALED:
-        if USE_ALPHA:
+        if USE_ALPHA and not ALPHA_ON_C:
             result = alpha * result
         if ADD_C:
             if ALWAYS_READ_C:
                 result += beta * tl.load(c_ptrs, mask=mask, other=0.0).to(tl.float32)
-            elif beta != 0:  # BLAS: with beta == 0, C is never read
+            elif beta != 0 and not ALPHA_ON_C:  # BLAS: with beta == 0, C is never read
                 result += beta * tl.load(c_ptrs, mask=mask, other=0.0).to(tl.float32)
+            elif ALPHA_ON_C and beta != 0:
+                result += alpha * beta * tl.load(c_ptrs, mask=mask, other=0.0).to(tl.float32)
     if STORE_MASK:
         tl.store(c_ptrs, result.to(c_ptr.dtype.element_ty), mask=mask)
     else:
@@ -370,6 +428,9 @@ MM_FLAGS = dict(
     ALWAYS_READ_C=False,
     SHORT_LOOP=False,
     ACC16_CARRIED=False,
+    NO_K_STRIDE=False,
+    WHOLE_SLABS=False,
+    ALPHA_ON_C=False,
 )
 
 
@@ -730,6 +791,12 @@ BANK = [
     Entry("fill_column_major", "mask uses <= instead of <", fill(mask=3), "out_of_bounds_write"),
     Entry("fill_column_major", "j * N + i instead of j * M + i", fill(use_n=True), "wrong_values"),
     Entry("fill_column_major", "grid rounded down", fill(floor=True), "unwritten"),
+    Entry(
+        "fill_column_major",
+        "right value at the column-major address",
+        fill(column_address=True),
+        "transposed",
+    ),
     Entry("fill_column_major", "torch instead of a kernel", fill_with_torch, "no_triton_kernel"),
     # lesson 2
     Entry("outer_product", "correct", outer(), PASS),
@@ -738,9 +805,10 @@ BANK = [
         "outer_product",
         "loads without masks",
         outer(load_mask=False),
-        "ragged_edge",
+        "out_of_bounds_read",
     ),
     Entry("outer_product", "store without mask", outer(store_mask=False), "out_of_bounds_write"),
+    Entry("outer_product", "grid axes swapped", outer(swap_grid=True), "unwritten"),
     Entry("outer_product", "x + y instead of x * y", outer(add=True), "wrong_values"),
     Entry(
         "outer_product",
@@ -777,7 +845,7 @@ BANK = [
         "strided_copy",
         "store masked, load not",
         copy(load_mask=False),
-        "ragged_edge",
+        "out_of_bounds_read",
     ),
     Entry("strided_copy", "grid rounded down", copy(floor=True), "unwritten"),
     # lesson 5, parts 1 to 3
@@ -794,7 +862,7 @@ BANK = [
         "transpose",
         "store masked, load not",
         copy(transpose=True, load_mask=False),
-        "ragged_edge",
+        "out_of_bounds_read",
     ),
     Entry(
         "transpose",
@@ -844,14 +912,16 @@ BANK = [
     Entry("matmul", "a_ptrs strides swapped", mm(swap_a=True), "transposed"),
     Entry("matmul", "b_ptrs strides swapped", mm(swap_b=True), "transposed"),
     Entry("matmul", "C stored transposed", mm(swap_c=True), "transposed"),
-    Entry("matmul", "no K mask", mm(k_mask=False), "ragged_edge"),
-    Entry("matmul", "no M/N masks on the loads", mm(mn_load_mask=False), "ragged_edge"),
+    Entry("matmul", "no K mask", mm(k_mask=False), "out_of_bounds_read"),
+    Entry("matmul", "no M/N masks on the loads", mm(mn_load_mask=False), "out_of_bounds_read"),
     Entry("matmul", "no store mask", mm(store_mask=False), "out_of_bounds_write"),
     Entry("matmul", "float16 accumulator", mm(acc16=True), "precision"),
     Entry("matmul", "BLOCK_K = 8", mm(block=(32, 32, 8)), "gpu_would_reject"),
     Entry("matmul", "pointers never advance along K", mm(advance=False), "wrong_values"),
     Entry("matmul", "acc = tl.dot(a, b): the sum restarts", mm(keep_acc=False), "wrong_values"),
     Entry("matmul", "grid rounded down", mm(floor=True), "unwritten"),
+    Entry("matmul", "pointers advanced without the stride", mm(no_k_stride=True), "wrong_values"),
+    Entry("matmul", "K mask drops the last partial slab", mm(whole_slabs=True), "ragged_edge"),
     Entry(
         "matmul", "c assumed contiguous", mm(c_strides=lambda t: (t.shape[1], 1)), "ignores_strides"
     ),
@@ -888,13 +958,16 @@ BANK = [
         "ignores_strides",
     ),
     Entry("scaled_matmul", "a_ptrs strides swapped", scaled(swap_a=True), "transposed"),
-    Entry("scaled_matmul", "no K mask", scaled(k_mask=False), "ragged_edge"),
+    Entry("scaled_matmul", "no K mask", scaled(k_mask=False), "out_of_bounds_read"),
     Entry("scaled_matmul", "alpha and beta swapped", scaled(swap_alpha_beta=True), "wrong_values"),
+    Entry("scaled_matmul", "alpha applied to beta * C", scaled(alpha_on_c=True), "wrong_values"),
     Entry("scaled_matmul", "K loop of K // BLOCK_K trips", scaled(short_loop=True), "ragged_edge"),
     Entry("linear_relu", "correct", linear(), PASS),
     Entry("linear_relu", "correct, 64x64x32 blocks", linear(block=(64, 64, 32)), PASS),
     Entry("linear_relu", "w read as K x N", linear(w_as_kn=True), "transposed"),
-    Entry("linear_relu", "bias loaded without a mask", linear(bias_mask=False), "ragged_edge"),
+    Entry(
+        "linear_relu", "bias loaded without a mask", linear(bias_mask=False), "out_of_bounds_read"
+    ),
     Entry("linear_relu", "no ReLU", linear(relu=False), "wrong_values"),
     Entry("linear_relu", "ReLU before the bias", linear(bias_first=False), "wrong_values"),
     Entry("linear_relu", "out assumed contiguous", linear(contiguous_out=True), "ignores_strides"),
@@ -929,6 +1002,17 @@ BANK = [
         "w turned around on the host",
         described(as_b=lambda w: w.t().contiguous()),
         "host_copy",
+    ),
+    # lesson 0
+    Entry("vector_add", "grid n // BLOCK", add(grid=lambda n, b: (max(1, n // b),)), "unwritten"),
+    Entry("vector_add", "correct", add(), PASS),
+    Entry("vector_add", "correct, one program of 4096", add(block=4096), PASS),
+    Entry("vector_add", "grid of n programs", add(grid=lambda n, b: (n,)), "too_many_programs"),
+    Entry(
+        "vector_add", "grid given as an int", add(grid=lambda n, b: triton.cdiv(n, b)), "crashed"
+    ),
+    Entry(
+        "vector_add", "adds into leftover zeros", add_into_leftover_memory, "uninitialised_buffer"
     ),
 ]
 

@@ -408,3 +408,38 @@ def test_rows_off_16_byte_lines_are_planned_from_problems_whose_rows_are_off_the
     assert plans.plan(*odd).path == "grouped"
     assert not Problem(333, 7777, 2222).rows_on_16_bytes and Problem(4096, 1, 4096).rows_on_16_bytes
     assert not Problem(36, 32, 32, a_layout="col").rows_on_16_bytes  # A's columns 72 bytes apart
+
+
+def _tensors(p: Problem) -> tuple[torch.Tensor, torch.Tensor]:
+    dtype = getattr(torch, p.dtype)
+    a = torch.empty(p.m, p.k, dtype=dtype) if p.a_layout == "row" else torch.empty(
+        p.k, p.m, dtype=dtype).t()  # fmt: skip
+    b = torch.empty(p.k, p.n, dtype=dtype) if p.b_layout == "row" else torch.empty(
+        p.n, p.k, dtype=dtype).t()  # fmt: skip
+    return a, b
+
+
+def test_copies_are_made_only_where_they_paid_on_an_h100():
+    from tmm_course.capstone import plans
+    from tmm_course.capstone.problems import GRID, ODD_ROWS, TINY
+
+    for p in (*GRID, *ODD_ROWS, *TINY):  # the problem's description and its tensors agree
+        assert p.odd_operands == plans.odd_operands(*_tensors(p)), p.label
+    pays = lambda p: plans.copies_pay(p.m, p.n, p.k, p.odd_operands)
+    in_place = [Problem(63, 65, 67), Problem(255, 257, 259), Problem(3000, 30, 4097),
+                Problem(4097, 100, 2999, "bfloat16")]  # fmt: skip
+    copied = [Problem(64, 4097, 4093), Problem(100, 5003, 3001), Problem(1023, 1025, 1027),
+              Problem(4096, 4096, 4093)]  # fmt: skip
+    assert [pays(p) for p in in_place + copied] == [False] * 4 + [True] * 4
+    assert pays(Problem(64, 64, 64))  # nothing off 16-byte lines: nothing to decide
+
+
+def test_a_tiny_odd_product_runs_in_place_in_small_tiles_on_a_gpu(monkeypatch):
+    from tmm_course import gpu
+    from tmm_course.capstone import plans
+
+    monkeypatch.setattr(plans.tmm_course, "BACKEND", GPU)
+    monkeypatch.setattr(plans.gpu, "current", lambda: gpu.KNOWN["H100"])
+    chosen = plans.plan(*_tensors(Problem(63, 65, 67)))
+    assert (chosen.path, chosen.in_place, chosen.config) == ("grouped", True, plans.SMALL)
+    assert not plans.plan(*_tensors(Problem(64, 4097, 4093))).in_place  # B copied: 33 MB

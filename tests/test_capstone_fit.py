@@ -169,7 +169,8 @@ def test_the_shipped_grid_was_raced_with_the_plans_this_code_makes(monkeypatch):
             p.k, p.m, dtype=dtype).t()  # fmt: skip
         b = torch.empty(p.k, p.n, dtype=dtype) if p.b_layout == "row" else torch.empty(
             p.n, p.k, dtype=dtype).t()  # fmt: skip
-        chosen = plans.plan_by_fit(a, b, None)
+        in_place = not plans.copies_pay(p.m, p.n, p.k, p.odd_operands)  # as on a GPU
+        chosen = plans.plan_by_fit(a, b, None, in_place)
         assert stored[p.label].startswith(f"{chosen.path} kernel, {chosen.config}:"), p.label
 
 
@@ -204,3 +205,45 @@ def test_the_plan_runs_within_a_tenth_of_the_faster_kernel_on_every_stored_probl
         assert r["matmul_fast"] >= 0.85 or best < 0.85, row.label
         # the grouped kernel no slower than lesson 4's, or the plan runs the other one there
         assert r[GROUPED] >= r[LESSON_4] or row.plan.startswith("persistent_tma"), row.label
+
+
+def _fake_gpu(monkeypatch, here):
+    from tmm_course.capstone import plans
+
+    monkeypatch.setattr(gpu, "current", lambda: here)
+    plans.use_fit(None)
+
+
+def test_the_plan_reads_the_fit_measured_on_the_gpu_in_hand(monkeypatch):
+    import torch
+
+    from tmm_course.capstone import plans
+    from tmm_course.capstone.fitted import measured
+
+    a, b = torch.empty(3000, 2000).half(), torch.empty(2000, 5000).half()
+    assert "H200" in measured()
+    for card in measured():
+        _fake_gpu(monkeypatch, gpu.KNOWN[card])
+        table = plans.fit_table()
+        assert table and [f.as_dict() for f in table] == [f.as_dict() for f in shipped(card)]
+        assert results.grid(f"grid_{card.lower()}.json").provenance.device == gpu.KNOWN[card].name
+        assert f"the {card}'s fit" in plans.plan_by_fit(a, b, None).reason
+
+
+def test_a_gpu_without_a_fit_plans_from_the_nearest_measured_one_and_says_so(monkeypatch):
+    import dataclasses
+
+    import torch
+
+    from tmm_course.capstone import plans
+    from tmm_course.capstone.fitted import measured
+
+    pcie = dataclasses.replace(gpu.KNOWN["H100"], name="NVIDIA H100 PCIe", sms=114)
+    _fake_gpu(monkeypatch, pcie)
+    a, b = torch.empty(4096, 4096).half(), torch.empty(4096, 4096).half()
+    nearest = "H100" if "H100" in measured() else "H200"  # the same capability; SMs, then name
+    assert f"derived from the {nearest}'s fit" in plans.plan_by_fit(a, b, None).reason
+    assert [f.as_dict() for f in plans.fit_table()] == [f.as_dict() for f in shipped(nearest)]
+    _fake_gpu(monkeypatch, gpu.KNOWN["A100"])  # no TMA: the grouped kernel, from a Hopper's fit
+    chosen = plans.plan_by_fit(a, b, None)
+    assert chosen.path == "grouped" and "derived from the H" in chosen.reason

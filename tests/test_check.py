@@ -71,7 +71,8 @@ def test_missing_mask_is_an_out_of_bounds_write_on_the_ragged_edge():
 
 def test_floor_grid_leaves_cells_unwritten_on_the_ragged_edge():
     result = check_fill_column_major(fill(grid=lambda m, n: (max(1, m // 16), max(1, n // 16))))
-    assert result.codes == ["unwritten", "ragged_edge"]
+    assert result.codes == ["unwritten"]  # the grid explains the ragged edge
+    assert "triton.cdiv" in result.primary.message
 
 
 def test_row_major_index_is_transposed():

@@ -30,6 +30,7 @@ TOPICS: dict[int, tuple[str, ...]] = {
     8: ("matmul_fast", "capstone", "racing", "plan", "prediction", "inductor", "where it loses"),
     9: ("pitfall", "find the bug", "mystery", "not_the_fix", "float16 accumulator", "tf32",
         "broken", "launcher"),
+    10: ("low precision", "float8", "fp8", "e4m3", "block-scaled", "dot_scaled", "mxfp"),
 }  # fmt: skip
 NOUNS = ("kernel", "kernels", "knobs", "check", "race", "own", "exercise")
 OWNER = {word: lesson for lesson, words in TOPICS.items() for word in words}

@@ -254,11 +254,11 @@ def out_of_shared_memory_above(stages, real):
 
     tried = []
 
-    def launch(a, b, out, config, *rest):
+    def launch(a, b, out, config, *rest, **options):
         tried.append(config)
         if config.num_stages > stages:
             raise OutOfResources(300_000, 232_448, "shared memory")
-        return real(a, b, out, config, *rest)
+        return real(a, b, out, config, *rest, **options)
 
     return launch, tried
 
@@ -286,7 +286,7 @@ def test_a_plan_shrunk_to_a_smaller_gpu_still_copies_what_the_tma_cannot_read(mo
     monkeypatch.setattr(plans, "plan_by_fit", lambda *args: staged)
     monkeypatch.setattr(plans.tmm_course, "BACKEND", "gpu")
     monkeypatch.setattr(plans.gpu, "current", lambda: small)
-    a, b = operands(40, 36, 24, torch.float16)
+    a, b = torch.empty(512, 510).half(), torch.empty(510, 512).half()  # copies pay: A's rows
     shrunk = plans.plan(a, b)
     assert shrunk.config != staged.config and "shrunk to fit 100 KB" in shrunk.reason
     assert shrunk.stage and shrunk.path == "persistent_tma"
@@ -529,3 +529,13 @@ def test_a_c_the_tma_cannot_write_is_stored_by_pointer_and_nothing_around_it():
         c = matmul_fast(a, b, path="persistent_tma", config=config, out=out)
         assert c is out and error(c, a, b) <= tolerance(torch.float16, tmm_course.BACKEND)
         assert memory[30:].isnan().all()  # the rows past C untouched
+
+
+@pytest.mark.parametrize("copies", [False, True])
+def test_the_grouped_kernel_reads_odd_rows_in_place_or_copied_alike(copies):
+    a, b = operands(63, 65, 67, torch.float16)  # rows 134 and 130 bytes apart
+    out = poisoned(63, 65, torch.float16)
+    arguments, _, _, _, before = launches.grouped_setup(a, b, out, plans.SMALL, "tf32", copies)
+    assert (before is None) != copies and (arguments(a, b, out)[0] is a) != copies
+    launches.launch_grouped(a, b, out, plans.SMALL, copies=copies)
+    assert error(out, a, b) <= tolerance(torch.float16, tmm_course.BACKEND)

@@ -190,12 +190,12 @@ def transpose_with_trans(x, out):
 PASS = "pass"
 FRESH = [
     # (check, name, launcher, what a teacher would say first)
-    (check_matmul, "mask uses <= on K", matmul("le"), "ragged_edge"),
-    (check_matmul, "A's rows masked with N", matmul("rows_vs_n"), "ragged_edge"),
+    (check_matmul, "mask uses <= on K", matmul("le"), "out_of_bounds_read"),
+    (check_matmul, "A's rows masked with N", matmul("rows_vs_n"), "out_of_bounds_read"),
     (check_matmul, "accumulator re-made inside the loop", matmul("reset"), "wrong_values"),
     (check_matmul, "grid axes swapped", matmul(swap_grid=True), "unwritten"),
     (check_matmul, "kernel into a clone, copied back", matmul(via_clone=True), "no_triton_kernel"),
-    (check_scaled_matmul, "C loaded without a mask", scaled(mask_c=False), "ragged_edge"),
+    (check_scaled_matmul, "C loaded without a mask", scaled(mask_c=False), "out_of_bounds_read"),
     (check_outer_product, "y read at the row index", outer(y_by_row=True), "wrong_values"),
     (check_vector_add, "x - y", add(subtract=True), "wrong_values"),
     (check_fill_column_major, "pointer column-major too", fill, "transposed"),

@@ -102,7 +102,7 @@ def test_the_homework_names_its_exercises():
 
 GRADED = ("00_start_here", "01_tile_fill", "02_broadcasting", "03_strides", "04_tiled_matmul",
           "05_homework_transpose", "06_making_it_fast", "07_persistent_tma", "08_racing_cublas",
-          "09_pitfalls")  # fmt: skip
+          "09_pitfalls", "10_low_precision")  # fmt: skip
 
 
 @pytest.mark.parametrize("notebook", GRADED)
@@ -134,6 +134,11 @@ PERFORMANCE_SLIPS = {
         "faster": solution_cell("06_making_it_fast.ipynb", "mf24")
         .replace("solution_", "")
         .replace("BLOCK_N=256", "BLOCK_N=128")
+        .split("\nassert ")[0],
+        # the solution's prediction but for the spills: a thread's 255 registers hold them all
+        "predict_knob": solution_cell("06_making_it_fast.ipynb", "mf22q")
+        .replace("solution_", "")
+        .replace('"spills": True', '"spills": False')
         .split("\nassert ")[0],
         # row-major order: GROUP_M ignored
         "grouped_tile": "@triton.jit\ndef k(t, grid_m, grid_n, GROUP_M: tl.constexpr):\n"
@@ -182,11 +187,14 @@ def test_the_performance_lessons_are_graded_on_what_the_course_computes(tmp_path
     found = {r["exercise"]: r for r in rows if r["submission"] == "slipped.ipynb"}
     assert {name: r["verdict"] for name, r in found.items()} == dict.fromkeys(slips, "fail")
     expected = {"faster": "goal_missed", "grouped_tile": "wrong_values",
+                "predict_knob": "wrong_prediction",
                 "descriptor_matmul": "no_descriptor", "split_k": "goal_missed"}  # fmt: skip
     for name, row in found.items():
         assert row["codes"].split()[0] == expected[name], row
     if "faster" in found:  # the knob to turn is named
         assert "BLOCK_M and BLOCK_N" in found["faster"]["detail"], found["faster"]
+    if "predict_knob" in found:  # the wrong prediction, and the figure that shows it
+        assert "spills (you said False): " in found["predict_knob"]["detail"]
     if "split_k" in found:
         assert "the K-slices do not share the work" in found["split_k"]["detail"], found["split_k"]
 

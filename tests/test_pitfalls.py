@@ -247,3 +247,52 @@ def test_symptoms_of_a_and_c_describe_the_pattern_not_the_repair(which):
     assert said in [sentence for sentence, _ in PATTERNS]
     assert "mask" not in said and "other=" not in said  # which cases, not which edit
     assert ("multiple of BLOCK_K pass" in said) == (which == "c")
+
+
+def test_a_repair_beside_another_kernel_is_not_the_fix(tmp_path):
+    """The repaired mystery runs on a 1x1x1 scratch problem, lesson 4's kernel on the real
+    arrays: every kernel the launcher starts is judged, not the least changed one."""
+    import torch
+
+    fixed = _learner_copy(tmp_path, pitfalls.mystery_a_kernel, "scratch_a_kernel", FIXES["a"])
+    pasted = _learner_copy(tmp_path, pitfalls.correct_kernel, "real_work_kernel")
+
+    def both(a, b, c):
+        one = torch.ones(1, 1, dtype=a.dtype, device=a.device)
+        launcher(fixed)(one, one, torch.empty(1, 1, dtype=c.dtype, device=c.device))
+        launcher(pasted)(a, b, c)
+
+    result = check_fix(both, pitfalls.mystery_a_kernel)
+    assert not result.passed and result.primary.code == "not_the_fix", str(result)
+    assert "real_work_kernel differs from mystery_a_kernel" in result.primary.message
+
+
+def test_mystery_a_with_a_mask_that_drops_the_last_slab_is_not_told_its_masks_are_fine(tmp_path):
+    wrong_fix = [FIXES["a"][0]] + [
+        (f"(rk[{i}] < K)", f"(rk[{i}] < (K - k * BLOCK_K) // BLOCK_K * BLOCK_K)")
+        for i in ("None, :", ":, None")
+    ]
+    fixed = _learner_copy(tmp_path, pitfalls.mystery_a_kernel, "floored_a_kernel", wrong_fix)
+    result = check_matmul(launcher(fixed))
+    assert not result.passed and result.primary.code == "ragged_edge", str(result)
+    assert "masks are fine" not in result.primary.message
+    assert "switches off every lane" in result.primary.message
+
+
+def test_the_grader_judges_every_kernel_a_repair_launches(tmp_path):
+    """The grader reads the record's kernels by their source, with the same rule as check_fix."""
+    from tmm_course.exercises import BY_NAME
+    from tmm_course.teach.judge import fix_problem
+
+    fixed = _learner_copy(tmp_path, pitfalls.mystery_a_kernel, "rec_fixed_a", FIXES["a"])
+    other = _learner_copy(tmp_path, pitfalls.correct_kernel, "rec_other_kernel")
+
+    def record(*kernels):
+        entries = {k.fn.__name__: {"name": k.fn.__name__, "source": source_of(k), "course": False}
+                   for k in kernels}  # fmt: skip
+        return {"kernels": entries, "launches": [{"kernel": k} for k in entries]}
+
+    (exercise,) = [e for e in BY_NAME.values() if e.fix_of == "mystery_a_kernel"]
+    assert fix_problem(exercise, record(fixed)) is None
+    said = fix_problem(exercise, record(fixed, other))
+    assert said is not None and "rec_other_kernel differs from mystery_a_kernel" in said

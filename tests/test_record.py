@@ -184,3 +184,136 @@ def test_an_argument_that_is_not_plain_data_is_refused_in_words():
 
 
 assert tmm_course.BACKEND  # the backend was chosen before the kernels above were decorated
+
+
+# --- what the replay keeps and redoes, by the launcher's meaning ------------------------------
+@triton.jit
+def scaled_add_kernel(x_ptr, y_ptr, s_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    inside = offs < n
+    s = tl.load(s_ptr)
+    x = tl.load(x_ptr + offs, mask=inside)
+    tl.store(out_ptr + offs, x * s + tl.load(y_ptr + offs, mask=inside), mask=inside)
+
+
+@triton.jit
+def tuple_add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCKS: tl.constexpr, BLOCK: tl.constexpr = 64):
+    offs = tl.program_id(0) * BLOCKS[0] + tl.arange(0, BLOCK)
+    inside = offs < n
+    x = tl.load(x_ptr + offs, mask=inside)
+    tl.store(out_ptr + offs, x + tl.load(y_ptr + offs, mask=inside), mask=inside)
+
+
+def timed_twice(fn, quantiles):
+    """The autotuner's timing on the interpreter (which Triton's do_bench cannot time): two
+    runs of each configuration, as a GPU's timing makes several."""
+    fn()
+    fn()
+    return [1.0, 1.0, 1.0]
+
+
+@triton.autotune(
+    configs=[triton.Config({"BLOCK": 32}), triton.Config({"BLOCK": 64})],
+    key=["n"],
+    reset_to_zero=["out_ptr"],
+    do_bench=timed_twice,
+)
+@triton.jit
+def tuned_add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    """Adds into out (tl.atomic_add): right only if out starts at zero, as reset_to_zero
+    leaves it before every launch the autotuner times and before the one it keeps."""
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    inside = offs < n
+    x = tl.load(x_ptr + offs, mask=inside)
+    tl.atomic_add(out_ptr + offs, x + tl.load(y_ptr + offs, mask=inside), mask=inside)
+
+
+def one_element_scale(x, y, out):
+    scale = torch.ones(1, device=x.device)  # a one-element constant, as alpha = torch.ones(1)
+    scaled_add_kernel[(triton.cdiv(x.numel(), 64),)](x, y, scale, out, x.numel(), BLOCK=64)
+
+
+def tuple_and_default(x, y, out):
+    tuple_add_kernel[(triton.cdiv(x.numel(), 64),)](x, y, out, x.numel(), BLOCKS=(64, 1))
+
+
+def autotuned_with_reset(x, y, out):
+    """Split-K's pattern: partial sums added into a buffer of zeros, which the autotuner zeroes
+    again before each launch it times (without that, the timed launches' sums add up too)."""
+    total = torch.zeros_like(out)
+    tuned_add_kernel[lambda meta: (triton.cdiv(x.numel(), meta["BLOCK"]),)](x, y, total, x.numel())
+    tuple_add_kernel[(triton.cdiv(x.numel(), 64),)](total, torch.zeros_like(out), out, x.numel(),
+                                                    BLOCKS=(64, 1))  # fmt: skip
+
+
+def from_a_thread(x, y, out):
+    import threading
+
+    worker = threading.Thread(target=tuple_and_default, args=(x, y, out))
+    worker.start()
+    worker.join()
+
+
+@pytest.mark.parametrize(
+    "launcher", [one_element_scale, tuple_and_default, autotuned_with_reset, from_a_thread]
+)
+def test_honest_launchers_pass_the_check_and_the_grader(launcher):
+    from grade_parity import graded
+
+    from tmm_course.check import check_vector_add
+
+    torch.manual_seed(0)
+    result = check_vector_add(launcher)
+    assert result.passed, str(result)
+    assert graded("vector_add", launcher) == ("pass", [])
+
+
+def test_autotunes_resets_are_recorded_by_name():
+    recorder = recorded(autotuned_with_reset, vectors(200))
+    *timed, kept, copied = recorder.record()["launches"]
+    assert len(timed) == 4  # two configurations, each timed twice
+    assert all(x["hooks"] == {"zero": ["out_ptr"]} for x in [*timed, kept])
+    assert "hooks" not in copied
+
+
+# --- a course kernel is the course's under any names, unless it is the exercise's solution ------
+def _renamed(kernel, renames: dict[str, str]) -> dict:
+    """A record whose one kernel is ``kernel``'s source with whole names renamed."""
+    import re
+
+    from tmm_course.source import source_of
+
+    source = source_of(kernel).replace(f"def {kernel.fn.__name__}(", "def my_kernel(")
+    for old, new in renames.items():
+        source = re.sub(rf"\b{old}\b", new, source)
+    return {"kernels": {"my_kernel": {"name": "my_kernel", "source": source, "course": False}}}
+
+
+def test_a_course_kernel_with_its_local_names_changed_is_still_the_courses():
+    from tmm_course.teach.judge import course_kernels
+
+    record = _renamed(vector_add_kernel, {"offsets": "where", "pid": "me", "x_ptr": "xs"})
+    assert "tmm_course.kernels.vector_add.vector_add_kernel" in course_kernels(record)
+
+
+def test_lesson_3s_own_solution_is_never_a_course_kernel():
+    from tmm_course.exercises import strided_copy
+    from tmm_course.kernels.strides import strided_copy_kernel
+    from tmm_course.teach.judge import course_kernels
+
+    record = _renamed(strided_copy_kernel, {})
+    assert course_kernels(record) is not None  # the kernel lesson 3 prints
+    assert course_kernels(record, own=strided_copy.EXERCISE.solution_kernels) is None
+
+
+def test_restore_value_puts_back_what_a_timed_launch_changed():
+    """As the autotuner's restore_value does around each launch it times."""
+    case = vectors()
+    data = json.loads(json.dumps(record.recorded(lambda: plain(*case.values()), case)))
+    data["launches"][0]["hooks"] = {"restore": ["out_ptr"]}
+    fresh = vectors()
+    replay(data, fresh, rebuild(data))
+    assert bool(fresh["out"].isnan().all())  # stored, then restored
+    data["launches"][0]["hooks"] = {"zero": ["out_ptr"]}
+    replay(data, fresh, rebuild(data))
+    assert torch.allclose(fresh["out"], 2 * fresh["x"] + fresh["y"])

@@ -46,8 +46,14 @@ DOT_SHAPES = (
     "tl.trans(tile); otherwise a block shape (a descriptor's, or an arange's length) is not "
     "the tile you meant."
 )
+INT_GRID = (
+    "The grid was given as a bare int, kernel[n](...): Triton wants a tuple of program counts, "
+    "one per axis, even for a 1-D grid. Fix: kernel[(triton.cdiv(n, BLOCK),)](...) (the comma "
+    "makes it a tuple), or a function of the meta-parameters that returns one."
+)
 SLIPS: tuple[tuple[str, str | None, str], ...] = (
     (NO_GRID, INTERPRETER, NO_GRID),  # raised by guard_gridless_calls
+    (INT_GRID, None, INT_GRID),  # raised by tmm_course.check.launches.recording
     ("Cannot call @triton.jit'd outside of the scope of a kernel", GPU, NO_GRID),
     ("'numpy.ndarray' object has no attribute", None, NUMPY_ARRAY),
     ("'list' object has no attribute", None, PYTHON_LIST),

@@ -40,6 +40,6 @@ __all__ = ["Config", "Fitted", "Plan", "matmul_fast", "plain_launches", "plan", 
 
 def use_fit(fitted: Sequence[Fitted] | None) -> None:
     """Plan from ``fitted`` from now on (``results.grid(path).fit``, from your own GPU's
-    ``python -m tmm_course.perf.bench fit``); None goes back to the shipped H200 fit."""
+    ``python -m tmm_course.perf.bench fit``); None: the shipped fit of the GPU in hand."""
     plans.use_fit(fitted)
     reset()

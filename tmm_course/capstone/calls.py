@@ -5,6 +5,7 @@ of the same signature straight from that prepared launch. :func:`reset` forgets 
 from __future__ import annotations
 
 import contextlib
+import functools
 from collections.abc import Callable, Iterator
 
 import torch
@@ -15,7 +16,7 @@ from tmm_course.capstone import quick_launch
 from tmm_course.capstone.config import Config
 from tmm_course.capstone.kernels import tma_problem
 from tmm_course.capstone.launches import Ready, prepare_grouped, prepare_persistent_tma
-from tmm_course.capstone.plans import PATHS, Plan, by_rules, plan, smaller
+from tmm_course.capstone.plans import PATHS, Plan, by_rules, plan, reads_in_place, smaller
 from tmm_course.kernels.matmul import check_blocks, check_operands, output_for
 
 _READY: dict[tuple, Ready] = {}  # call signature -> its prepared launch
@@ -89,7 +90,8 @@ def _prepare(
                 f"path='persistent_tma' cannot run here: {reason}. Expected a Hopper GPU "
                 "(or the interpreter) and Triton 3.4 or later. Fix: path='grouped'."
             )
-        chosen = Plan(path, by_rules(path, a.dtype), "asked for", stage=stage)
+        in_place = path == "grouped" and reads_in_place(a, b)
+        chosen = Plan(path, by_rules(path, a.dtype), "asked for", stage=stage, in_place=in_place)
     if config is not None and not isinstance(config, Config):
         raise validate.KernelInputError(
             f"config is a {type(config).__name__}; expected a Config. Fix: "
@@ -102,6 +104,8 @@ def _prepare(
         return _without_a_kernel, config
     if chosen.path == "persistent_tma":
         return prepare_persistent_tma, config
+    if chosen.in_place:
+        return functools.partial(prepare_grouped, copies=False), config
     return prepare_grouped, config
 
 

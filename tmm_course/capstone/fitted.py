@@ -1,14 +1,20 @@
 """The fit's records: on each fitted problem, what every candidate configuration measured
-(:class:`Fitted`), as the results files store it; and the fit the package ships."""
+(:class:`Fitted`), as the results files store it; and the fits the package ships, one per GPU
+measured (:func:`measured`), read by the GPU's name (:func:`card_for`)."""
 
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass
 from importlib import resources
+from typing import TYPE_CHECKING
 
+from tmm_course import gpu
 from tmm_course.capstone.config import Config
 from tmm_course.capstone.problems import Problem
+
+if TYPE_CHECKING:  # Python 3.10 has it in importlib.abc only
+    from importlib.abc import Traversable
 
 
 @dataclass(frozen=True)
@@ -60,10 +66,49 @@ class Fitted:
         }  # fmt: skip
 
 
-def shipped() -> list[Fitted]:
-    """The fit that ships with the package (measured on an H200), or none."""
-    found = resources.files("tmm_course.perf") / "data/grid_h200.json"
-    if not found.is_file():
-        return []
-    data = json.loads(found.read_text(encoding="utf-8"))
+@dataclass(frozen=True)
+class Card:
+    """Whose fit the plan reads on a GPU: ``name`` (a :func:`measured` card), and whether it was
+    measured on that very GPU (``derived``: no fit ships for it, so the measured card with the
+    nearest figures stands in: the same compute capability, then the nearest SM count)."""
+
+    name: str
+    derived: bool = False
+
+    def __str__(self) -> str:
+        return f"derived from the {self.name}'s fit" if self.derived else f"the {self.name}'s fit"
+
+
+def _grid_file(card: str) -> Traversable:
+    """Where the fit measured on ``card`` (a :data:`gpu.KNOWN` name) ships: its grid file
+    (python -m tmm_course.perf.bench fit grid --out grid_<card>.json on that GPU)."""
+    return resources.files("tmm_course.perf") / f"data/grid_{card.lower()}.json"
+
+
+def measured() -> tuple[str, ...]:
+    """The GPUs (:data:`gpu.KNOWN` names) whose fit ships with the package."""
+    return tuple(name for name in gpu.KNOWN if _grid_file(name).is_file())
+
+
+def card_for(here: gpu.Gpu | None) -> Card:
+    """The fit for ``here`` (None, the interpreter: the H200's, which the lessons quote)."""
+    cards = measured()
+    if here is None:
+        return Card("H200")
+    for name in cards:
+        if gpu.KNOWN[name].name == here.name:
+            return Card(name)
+
+    def apart(name: str) -> tuple:
+        card = gpu.KNOWN[name]
+        return (card.capability != here.capability, abs(card.sms - here.sms), name not in here.name)
+
+    return Card(min(cards, key=apart), derived=True)
+
+
+def shipped(card: str = "H200") -> list[Fitted]:
+    """The fit measured on ``card`` (one of :func:`measured`) that ships with the package."""
+    if card not in measured():
+        raise ValueError(f"no fit ships for {card!r}; expected one of {', '.join(measured())}")
+    data = json.loads(_grid_file(card).read_text(encoding="utf-8"))
     return [Fitted.from_dict(f) for f in data.get("fit", [])]

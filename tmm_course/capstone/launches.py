@@ -126,16 +126,19 @@ def _room(t: torch.Tensor, what: str) -> torch.Tensor:
 
 
 def grouped_setup(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, config: Config,
-                  precision: str) -> Setup:  # fmt: skip
+                  precision: str, copies: bool = True) -> Setup:  # fmt: skip
     """The grouped kernel's :data:`Setup`: it reads A and B as they are, or an operand whose
     lines are off 16-byte boundaries (:func:`kernels.rows_on_16_bytes`) copied before each
     launch into a per-stream workspace whose lines start on 128-byte ones. Read as they are,
     each load moved 2 bytes, none of them asynchronously: on an H200 3001x2999x4093 float16 took
     3.9 ms in 128x256x64 tiles, where lesson 4's kernel took 0.87 ms; copied, 0.21 ms (grid_h200
-    .json's paths). 333x7777x2222 in 128x128x64 tiles ran at 0.45x torch as it is, 1.55x copied."""
+    .json's paths). 333x7777x2222 in 128x128x64 tiles ran at 0.45x torch as it is, 1.55x copied.
+    Without ``copies`` it reads every operand in place (where a copy costs more than it saves:
+    :func:`plans.copies_pay`)."""
     (m, k), n = a.shape, b.shape[1]
     tiles = tile_count(config, m, n)
-    copy_a, copy_b = not kernels.rows_on_16_bytes(a), not kernels.rows_on_16_bytes(b)
+    copy_a = copies and not kernels.rows_on_16_bytes(a)
+    copy_b = copies and not kernels.rows_on_16_bytes(b)
     view_a = (lambda a: _room(a, "A copied")) if copy_a else (lambda a: a)
     view_b = (lambda b: _room(b, "B copied")) if copy_b else (lambda b: b)
     a_in, b_in = view_a(a), view_b(b)  # what the kernel reads
@@ -171,10 +174,11 @@ def grouped_setup(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, config: C
 
 
 def launch_grouped(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, config: Config,
-                   precision: str = "tf32") -> torch.Tensor:  # fmt: skip
+                   precision: str = "tf32", copies: bool = True) -> torch.Tensor:  # fmt: skip
     """The grouped kernel into ``out`` on Triton's own path (no checks), split-K in one launch."""
     if a.shape[0] and b.shape[1]:
-        arguments, _, constexprs, grid, before = grouped_setup(a, b, out, config, precision)
+        setup = grouped_setup(a, b, out, config, precision, copies)
+        arguments, _, constexprs, grid, before = setup
         if before is not None:
             before(a, b)
         kernels.grouped_matmul_kernel[grid](*arguments(a, b, out), **constexprs)
@@ -182,9 +186,9 @@ def launch_grouped(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, config: 
 
 
 def prepare_grouped(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, config: Config,
-                    precision: str = "tf32") -> Ready:  # fmt: skip
+                    precision: str = "tf32", copies: bool = True) -> Ready:  # fmt: skip
     """Launch the grouped kernel once: a :data:`Ready` for later calls of this signature."""
-    setup = grouped_setup(a, b, out, config, precision)
+    setup = grouped_setup(a, b, out, config, precision, copies)
     return _ready(kernels.grouped_matmul_kernel, a, b, out, setup)
 
 

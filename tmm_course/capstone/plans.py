@@ -16,7 +16,7 @@ from tmm_course import gpu
 from tmm_course.backend import GPU
 from tmm_course.capstone.candidates import candidates_for, for_float32, size_class
 from tmm_course.capstone.config import Config
-from tmm_course.capstone.fitted import Fitted, shipped
+from tmm_course.capstone.fitted import Card, Fitted, card_for, shipped
 from tmm_course.capstone.kernels import rows_on_16_bytes, tma_problem
 from tmm_course.capstone.launches import program_slots, slices_of_the_tail, tile_count
 
@@ -29,6 +29,7 @@ class Plan:
     config: Config
     reason: str
     stage: bool = False  # persistent_tma: A, B the TMA cannot read copied; such a C by pointer
+    in_place: bool = False  # grouped: lines off 16-byte boundaries read as they are, not copied
 
     def __str__(self) -> str:
         return f"{self.path} kernel, {self.config}: {self.reason}"
@@ -45,9 +46,16 @@ LARGE_GROUPED = Config(128, 256, 64, num_warps=8, num_stages=4)
 
 def plan(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None) -> Plan:
     """Choose a kernel and a configuration for ``a @ b`` (into ``out``) on this backend: on a
-    GPU, the best candidate on the nearest fitted problems (:func:`plan_by_fit`), else rules."""
-    chosen = plan_by_fit(a, b, out) if tmm_course.BACKEND == GPU else None
-    chosen = chosen or _plan_by_shape(a, b, out)
+    GPU, the best candidate on the nearest fitted problems (:func:`plan_by_fit`), else rules;
+    the grouped kernel reading operands in place where copying them does not pay."""
+    in_place = reads_in_place(a, b)
+    (m, k), n = a.shape, b.shape[1]
+    if in_place and 2 * m * n * k < TINY:
+        why = f"a product under 2**{TINY.bit_length() - 1} FLOPs; {IN_PLACE}"
+        chosen = Plan("grouped", SMALL.for_depth(k), why, in_place=True)
+    else:
+        chosen = plan_by_fit(a, b, out, in_place) if tmm_course.BACKEND == GPU else None
+        chosen = chosen or _plan_by_shape(a, b, out, in_place)
     here, config = gpu.current(), chosen.config
     fitted = config if here is None else fit_shared_memory(config, a.element_size(), here)
     if fitted == config:
@@ -73,21 +81,30 @@ def fit_shared_memory(config: Config, itemsize: int, here: gpu.Gpu) -> Config:
     return config
 
 
-_FIT: list[Fitted] | None = None  # the fitted problems plan() reads (None: not loaded yet)
+_USED: list[Fitted] | None = None  # use_fit's table (None: the shipped fit of the GPU in hand)
+_SHIPPED: dict[str, list[Fitted]] = {}  # each measured card's shipped fit, read once
+
+
+def fit_card() -> Card | None:
+    """Whose shipped fit the plan reads on the GPU in hand (None: :func:`use_fit`'s table)."""
+    return None if _USED is not None else card_for(gpu.current())
 
 
 def fit_table() -> list[Fitted]:
-    """The fit the plan reads: :func:`use_fit`'s, else the shipped H200 fit (none: the rules)."""
-    global _FIT
-    if _FIT is None:
-        _FIT = shipped()
-    return _FIT
+    """The fit the plan reads: :func:`use_fit`'s, else the shipped fit of this GPU
+    (:func:`fitted.card_for`: measured on it, or derived from the nearest measured card)."""
+    card = fit_card()
+    if card is None:
+        return _USED
+    if card.name not in _SHIPPED:
+        _SHIPPED[card.name] = shipped(card.name)
+    return _SHIPPED[card.name]
 
 
 def use_fit(fitted: Sequence[Fitted] | None) -> None:
     """Plan from ``fitted`` (None: the shipped fit); ``capstone.use_fit`` calls it, then resets."""
-    global _FIT
-    _FIT = None if fitted is None else list(fitted)
+    global _USED
+    _USED = None if fitted is None else list(fitted)
 
 
 OTHER_DTYPE = 0.5  # how much further away a fitted problem of another 16-bit dtype counts
@@ -97,7 +114,7 @@ FILLED = 0.5  # how much of the waves' fill (see filled) the scores take over: i
 
 
 def _distance(fitted: Fitted, m: int, n: int, k: int, dtype: str, layouts: tuple[bool, bool],
-              aligned: bool) -> float:  # fmt: skip
+              aligned: bool, in_place: bool = False) -> float:  # fmt: skip
     """How far apart two problems are: the sizes' log2 distances, and half a unit each for a
     different layout of A or of B (``layouts``: whether each is column-major) and the other
     16-bit dtype (the same bytes through the same kernels); infinitely far for an element of
@@ -106,11 +123,14 @@ def _distance(fitted: Fitted, m: int, n: int, k: int, dtype: str, layouts: tuple
     not, or the other way round (``aligned``: :attr:`Problem.rows_on_16_bytes`). Off them, both
     kernels copy such operands first, which their neighbours on them never timed: on an H200 the
     aligned neighbours of 333x7777x2222 float16 planned the grouped kernel reading B 2 bytes a
-    load, 0.45x torch where the persistent one ran at 1.74x."""
+    load, 0.45x torch where the persistent one ran at 1.74x. Likewise one whose operands the
+    grouped kernel reads in place where these are copied (``in_place``), or the other way round."""
     p = fitted.problem
     if getattr(torch, p.dtype).itemsize != getattr(torch, dtype).itemsize:
         return math.inf
     if size_class(p.m, p.n) != size_class(m, n) or p.rows_on_16_bytes != aligned:
+        return math.inf
+    if in_place == copies_pay(p.m, p.n, p.k, p.odd_operands):
         return math.inf
     apart = sum(abs(math.log2(max(x, 1)) - math.log2(max(y, 1))) for x, y in
                 ((m, p.m), (n, p.n), (k, p.k)))  # fmt: skip
@@ -182,7 +202,48 @@ def _scores(table: list, apart: dict[int, float], candidates: list[tuple[str, Co
     return scores
 
 
-def plan_by_fit(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None) -> Plan | None:
+# where copying the lines off 16-byte boundaries costs more than it saves (copies_pay), measured
+# on an H100 on 2026-12-07 (code 44537e6), in place beside copied, raced against torch.matmul:
+TINY = 1 << 26  # a product of fewer FLOPs is launch-bound: a copy's launch costs more than it saves
+BIG_MN = 4 << 20  # bytes of an operand contiguous along M or N, off lines, that is copied
+COPY_PAYS = 128.0  # FLOPs per byte copied (read and written) from which copies pay
+SMALL = Config(32, 32, 64, num_warps=4, num_stages=2, group_m=4)  # a tiny product's tiles
+
+
+def odd_operands(a: torch.Tensor, b: torch.Tensor) -> list[tuple[int, bool]]:
+    """(bytes, contiguous along K) of each of A and B whose lines are off 16-byte boundaries."""
+    return [(t.numel() * t.element_size(), t.stride(axis) == 1)
+            for t, axis in ((a, 1), (b, 0)) if not rows_on_16_bytes(t)]  # fmt: skip
+
+
+def copies_pay(m: int, n: int, k: int, odd: Sequence[tuple[int, bool]]) -> bool:
+    """Whether to copy the ``odd`` operands (:func:`odd_operands`) onto 128-byte lines before an
+    m x n x k product, or read them in place, 2 bytes a load and never asynchronously. Not for a
+    product under :data:`TINY` FLOPs: on an H100, 63x65x67 float16 took 43 us a call copied,
+    9 in place (torch.matmul 10.5). Always for an operand contiguous along M or N larger than
+    :data:`BIG_MN` bytes: read in place, 64x4097x4093 ran at 0.51x torch at best, copied 0.63x.
+    Else where the product has :data:`COPY_PAYS` FLOPs or more per byte copied: in place, 3000x30x
+    4097 (15 FLOPs a byte) ran at 0.86x torch, copied 0.55x; copied, 4096x4096x4093 (2048) at
+    4.0x."""
+    if not odd:
+        return True
+    flops = 2 * m * n * k
+    if flops < TINY:
+        return False
+    if any(not along_k and size > BIG_MN for size, along_k in odd):
+        return True
+    return flops >= COPY_PAYS * sum(2 * size for size, _ in odd)
+
+
+def reads_in_place(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """Whether the grouped kernel reads ``a`` and ``b`` in place on this backend: on a GPU, where
+    they have lines off 16-byte boundaries and :func:`copies_pay` says no."""
+    (m, k), n = a.shape, b.shape[1]
+    return tmm_course.BACKEND == GPU and not copies_pay(m, n, k, odd_operands(a, b))
+
+
+def plan_by_fit(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None,
+                in_place: bool = False) -> Plan | None:  # fmt: skip
     """Score every candidate by its log-ratio to torch on the NEIGHBOURS nearest fitted problems
     that timed it (weighed by e**-NEARNESS per unit of :func:`_distance`), each corrected for
     the square root of how full the kernel keeps the SMs here against there (:func:`filled`:
@@ -196,13 +257,13 @@ def plan_by_fit(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None) -> P
         and rows_on_16_bytes(b)
         and (new_c if out is None else rows_on_16_bytes(out))
     )
-    apart = {id(f): _distance(f, m, n, k, dtype, layouts, aligned) for f in fit_table()}
+    apart = {id(f): _distance(f, m, n, k, dtype, layouts, aligned, in_place) for f in fit_table()}
     table = sorted((f for f in fit_table() if apart[id(f)] < math.inf), key=lambda f: apart[id(f)])
     if not table:
         return None
     scores = _scores(table, apart, candidates_for(m, n, k, dtype), m, n, k)
-    readable = tma_problem(a, b, out) is None
-    stage = not readable and tma_problem(a, b, out, stage=True) is None
+    readable = tma_problem(a, b, out) is None and not in_place
+    stage = not readable and not in_place and tma_problem(a, b, out, stage=True) is None
     runnable = [key for key in scores if key[0] == "grouped" or readable or stage]
     if not runnable:  # nothing fitted at this size: what won on the nearest problem
         nearest = table[0]
@@ -214,10 +275,18 @@ def plan_by_fit(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None) -> P
     path, config = max(runnable, key=lambda key: scores[key][0])
     score, nearest = scores[path, config]
     config = as_run(config, m, n, k, program_slots())  # grouped: as it is
-    why = f"fitted on {nearest.problem.label} and nearby ({math.exp(score):.2f}x torch expected)"
+    card = fit_card()
+    whose = "" if card is None else f", {card}"
+    why = (f"fitted on {nearest.problem.label} and nearby{whose} "
+           f"({math.exp(score):.2f}x torch expected)")  # fmt: skip
     if path == "persistent_tma" and not readable:
         return Plan(path, config, why + "; rows the TMA cannot read are copied", stage=True)
+    if in_place:
+        return Plan(path, config, f"{why}; {IN_PLACE}", in_place=True)
     return Plan(path, config, why)
+
+
+IN_PLACE = "lines off 16-byte boundaries read in place: copies would cost more than they save"
 
 
 def by_rules(path: str, dtype: torch.dtype) -> Config:
@@ -229,7 +298,8 @@ def by_rules(path: str, dtype: torch.dtype) -> Config:
     return for_float32(config) if dtype == torch.float32 else config
 
 
-def _plan_by_shape(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None) -> Plan:
+def _plan_by_shape(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None,
+                   in_place: bool = False) -> Plan:  # fmt: skip
     """The rules' plan: on a GPU, the persistent kernel wherever the TMA can read the tensors
     or copies of them, else the grouped one. Where rows are off 16-byte lines both kernels copy,
     and the persistent one ran as fast or faster on an H200 (grid_h200.json's paths: in large
@@ -239,6 +309,8 @@ def _plan_by_shape(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None) -
         return Plan(
             "grouped", by_rules("grouped", a.dtype), "the interpreter: small tiles run fastest"
         )
+    if in_place:
+        return Plan("grouped", by_rules("grouped", a.dtype), f"no fit; {IN_PLACE}", in_place=True)
     if (why_not := tma_problem(a, b, out)) is None:
         path, why = "persistent_tma", "no fit: large tiles, read by the TMA"
     elif tma_problem(a, b, out, stage=True) is None:

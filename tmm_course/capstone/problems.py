@@ -54,6 +54,17 @@ class Problem:
         return all(rows <= 1 or pitch <= 1 or pitch * itemsize % 16 == 0
                    for rows, pitch in (a, b, (self.m, self.n)))  # fmt: skip
 
+    @property
+    def odd_operands(self) -> list[tuple[int, bool]]:
+        """(bytes, contiguous along K) of each of A and B whose lines (rows, or columns where
+        column-major) are off 16-byte boundaries, as ``plans.odd_operands`` says of tensors."""
+        itemsize = getattr(torch, self.dtype).itemsize
+        a_row, b_row = self.a_layout == "row", self.b_layout == "row"
+        operands = (((self.m, self.k) if a_row else (self.k, self.m), a_row),
+                    ((self.k, self.n) if b_row else (self.n, self.k), not b_row))  # fmt: skip
+        return [(rows * pitch * itemsize, along_k) for (rows, pitch), along_k in operands
+                if rows > 1 and pitch > 1 and pitch * itemsize % 16]  # fmt: skip
+
     def as_dict(self) -> dict:
         return {**asdict(self), "kind": self.kind, "label": self.label}
 
@@ -158,6 +169,15 @@ ODD_ROWS = tuple(Problem(m, n, k, dtype) for m, n, k, dtype in [
     (1999, 1501, 1003, "float32"), (1501, 1999, 2001, "float32")])  # fmt: skip
 ODD_ROWS_FITTED = ODD_ROWS[0::2]
 ODD_ROWS_HELD_OUT = ODD_ROWS[1::2]
+
+
+# products small enough that a call's host time is what its caller waits for: aligned and odd
+# (lines off 16-byte boundaries), each dtype (python -m tmm_course.perf.bench tiny)
+TINY = tuple(Problem(m, n, k, dtype) for m, n, k, dtype in [
+    (63, 65, 67, "float16"), (63, 65, 67, "bfloat16"), (100, 100, 100, "float16"),
+    (127, 129, 131, "float16"), (255, 257, 259, "float16"), (33, 1000, 77, "float16"),
+    (1, 1, 1, "float16"), (16, 16, 16, "float16"), (64, 64, 64, "float16"),
+    (128, 128, 128, "float16"), (256, 256, 256, "bfloat16"), (64, 64, 64, "float32")])  # fmt: skip
 
 
 def family(problem: Problem) -> str:

@@ -14,8 +14,10 @@ kernel did the work (:mod:`~tmm_course.check.work`), a time limit per case
 
 What compiled kernels must show (lesson 7's descriptor loads, lessons 6 and 8's figures on a
 problem too large to run) is judged by :mod:`~tmm_course.check.compiled`; lesson 4's variant
-exercise, a linear layer, and lesson 9's "find the bug" have modules of their own
-(:mod:`~tmm_course.check.linear`, :mod:`~tmm_course.check.fixes`).
+exercise, a linear layer, lesson 6's predict_knob (a knob's figures), lesson 10's block-scaled
+float8 matmul and lesson 9's "find the bug" have modules of their own
+(:mod:`~tmm_course.check.linear`, :mod:`~tmm_course.check.prediction`,
+:mod:`~tmm_course.check.low_precision`, :mod:`~tmm_course.check.fixes`).
 ``from tmm_course.check import check_matmul`` is what a lesson imports."""
 
 from tmm_course.check.exercises import (
@@ -36,6 +38,8 @@ from tmm_course.check.exercises import (
 )
 from tmm_course.check.fixes import check_fix
 from tmm_course.check.linear import check_linear_relu
+from tmm_course.check.low_precision import check_fp8_matmul
+from tmm_course.check.prediction import check_predict_knob
 from tmm_course.check.result import CheckResult
 
 __all__ = [
@@ -47,10 +51,12 @@ __all__ = [
     "check_five_gpus",
     "check_fix",
     "check_flip_rows",
+    "check_fp8_matmul",
     "check_grouped_tile",
     "check_linear_relu",
     "check_matmul",
     "check_outer_product",
+    "check_predict_knob",
     "check_scaled_matmul",
     "check_split_k",
     "check_strided_copy",

@@ -19,7 +19,7 @@ import triton
 import tmm_course
 from tmm_course import hints
 from tmm_course.backend import GPU, INTERPRETER
-from tmm_course.check import gpu_rules, launches, record, time_limit, verdict
+from tmm_course.check import causes, gpu_rules, launches, record, time_limit, verdict
 from tmm_course.check.buffers import Guarded, guarded_output, padded_input, same_bits
 from tmm_course.check.memory_guard import (
     OutOfBoundsAccess,
@@ -71,6 +71,9 @@ class Trial:
         """What the output holds before the call (C = alpha*A@B + beta*C), or None: poison."""
         initial = self.source.initial
         return None if initial is None else initial.to(tmm_course.DEVICE)
+
+    # what the learner's launches did, once run on the interpreter (causes.Seen)
+    seen: causes.Seen | None = None
 
 
 def trial(exercise: spec.Exercise, case: spec.Case) -> Trial:
@@ -201,6 +204,12 @@ def run_trials(
                             else "the GPU context was lost"
                         )
                 break
+        if all(c.passed for c in cases):  # right values: a grid far larger than the work?
+            said = causes.too_many_programs([(t.case.label, t.seen) for t in trials if t.seen])
+            if said:
+                biggest = max((t for t in trials if t.seen), key=lambda t: t.seen.programs)
+                biggest.case.passed, biggest.case.code = False, "too_many_programs"
+                biggest.case.problem = biggest.case.cause = said
         if all(c.passed for c in cases):  # every specialization launched, compiled too
             for report, refused in compiler.further():
                 for case in refused:
@@ -273,6 +282,13 @@ def _run_trial(
         trace = replayed if isinstance(replayed, Trace) else None
     case.trace = trace
     _judge(trial, launched, trace, views, allow_course_kernels, snapshot.get("out"), gather)
+    if trace is not None:
+        learner = {i for i, x in enumerate(trace.launches) if mine(x, allow_course_kernels)}
+        trial.seen = causes.seen(trace, views, learner, causes.grids_of(trace.launches))
+        strided = bool(case.strided)
+        found = None if case.passed or case.cause else causes.first(trial.seen, case.code, strided)
+        if found is not None:
+            case.code, case.cause, case.explains = found.code, found.sentence, found.explains
     if case.code is None and not allow_course_kernels:
         _course_inside(case, recorder)
     _compile_verdict(case, compiler, launched)
@@ -332,7 +348,11 @@ REPLAYED = (
 
 
 def _launch_again(
-    fresh: Trial, data: dict, recorder: record.Recorder, names: Sequence[str]
+    fresh: Trial,
+    data: dict,
+    recorder: record.Recorder,
+    names: Sequence[str],
+    empty: float | None = None,
 ) -> tuple[dict[str, torch.Tensor], Trace | None]:
     """The recorded launches (``data``) again on ``fresh``'s tensors, every buffer the
     launcher allocated made anew (:func:`tmm_course.check.record.replay`), under the memory
@@ -343,7 +363,7 @@ def _launch_again(
     views = dict(zip(names, [*tensors, fresh.guard.out], strict=True))
     stack, _, trace = watch(views)
     with stack, time_limit.time_limit(tmm_course.BACKEND == INTERPRETER):
-        record.replay(data, views, recorder.kernels)
+        record.replay(data, views, recorder.kernels, empty)
     return views, trace
 
 
@@ -393,9 +413,30 @@ def _replayed(trial: Trial, recorder: record.Recorder, names: Sequence[str]) -> 
         case.code, case.problem, case.cause = found.code, found.cause, found.cause
         return False
     bad = int(verdict.wrong_cells(answer, out).sum())
+    if _needs_zeros(fresh, data, recorder, names):  # right by luck on torch.empty's zeros
+        empty = sum(b["fill"].get("kind") == "poison" for b in data["buffers"])
+        case.code = "uninitialised_buffer"
+        case.problem = case.cause = UNINITIALISED.format(
+            bad=int(out.isnan().sum()) or bad, cells=out.numel(), output=output, count=empty
+        )
+        return False
     case.code = "no_triton_kernel"
     case.problem = case.cause = REPLAYED.format(bad=bad, cells=out.numel(), output=output)
     return False
+
+
+def _needs_zeros(fresh: Trial, data: dict, recorder: record.Recorder, names) -> bool:
+    """Whether the replay is right once the buffers it poisoned hold zeros instead: the
+    kernels read or added into torch.empty's memory, which held zeros by chance."""
+    if not any(b["fill"].get("kind") == "poison" for b in data["buffers"]):
+        return False
+    again = _copy_of(fresh)
+    try:
+        _launch_again(again, data, recorder, names, empty=0.0)
+    except Exception:
+        return False
+    out = again.guard.out
+    return again.guard.canaries_intact() and not bool(verdict.wrong_cells(again.source, out).any())
 
 
 UNINITIALISED = (

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import ast
 import difflib
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from tmm_course.check import launches
@@ -113,9 +113,41 @@ def lines_changed(broken: Any, fixed: Any) -> int:
     )
 
 
+def not_a_repair(broken: Any, launched: Sequence[tuple[str, Any]]) -> tuple[str, int] | None:
+    """Why the kernels a launcher started are not ``broken`` repaired (a sentence, and the
+    statements changed in the kernel it names), or None when they are. ``launched``: each
+    distinct learner kernel it launched, (its name, the kernel or anything with its source as
+    ``src``). Every one must be ``broken`` with a small edit: a second kernel beside the repair
+    (writing over the output, or doing the work while the repair runs on scratch) is not the
+    fix."""
+    name = getattr(getattr(broken, "fn", broken), "__name__", "the kernel")
+    if not launched:
+        return "no kernel of yours was launched", 0
+    for kernel_name, kernel in launched:
+        try:
+            changed = lines_changed(broken, kernel)
+        except (OSError, TypeError, SyntaxError, ValueError, StopIteration, RecursionError):
+            return f"the source of {kernel_name} could not be read", 0
+        if changed == 0:
+            return f"{kernel_name} is {name} unchanged", 0
+        if changed > MOST_LINES_CHANGED:
+            beside = (
+                f" (beside {len(launched) - 1} other kernel(s) of yours: the output must come "
+                f"from {name} repaired, alone)"
+                if len(launched) > 1
+                else ""
+            )
+            return (
+                f"{kernel_name} differs from {name} in {changed} statements (a fix changes at "
+                f"most {MOST_LINES_CHANGED}): it is another kernel, not {name} fixed{beside}",
+                changed,
+            )
+    return None
+
+
 def check_fix(fn: Callable[..., object], broken: Any) -> CheckResult:
     """``fn(a, b, c)`` must launch ``broken`` (one of ``pitfalls.MYSTERIES``) with its bug fixed
-    by a small edit, and pass lesson 4's matmul check."""
+    by a small edit, and no other kernel of its own, and pass lesson 4's matmul check."""
     name = getattr(getattr(broken, "fn", broken), "__name__", "the kernel")
     with launches.recording() as seen:
         result = check_matmul(fn)
@@ -124,25 +156,12 @@ def check_fix(fn: Callable[..., object], broken: Any) -> CheckResult:
         return _as_symptom(result, seen)
     mine = [x.jit for x in seen.seen if not x.from_the_course and x.jit is not None]
     distinct = list({id(getattr(k, "fn", k)): k for k in mine}.values())
-    try:
-        changes = sorted((lines_changed(broken, k), k) for k in distinct)
-    except (OSError, TypeError, SyntaxError) as error:  # a kernel whose source is not at hand
-        return _fail(result, f"the kernel's source could not be read ({error})", name)
-    if not changes:
-        return _fail(result, "no kernel of yours was launched", name)
-    changed, kernel = changes[0]
-    kernel_name = getattr(getattr(kernel, "fn", kernel), "__name__", "your kernel")
-    label = f"{kernel_name} is {name} with a small fix"
-    if changed == 0:
-        return _fail(result, f"{kernel_name} is {name} unchanged", name, label)
-    if changed > MOST_LINES_CHANGED:
-        return _fail(
-            result,
-            f"{kernel_name} differs from {name} in {changed} statements (a fix changes at most "
-            f"{MOST_LINES_CHANGED}): it passes, but it is another kernel, not {name} fixed",
-            name,
-            label,
-        )
+    named = [(getattr(getattr(k, "fn", k), "__name__", "your kernel"), k) for k in distinct]
+    label = f"{' and '.join(n for n, _ in named) or 'your kernel'} is {name} with a small fix"
+    found = not_a_repair(broken, named)
+    if found is not None:
+        return _fail(result, found[0], name, label)
+    changed = max(lines_changed(broken, k) for _, k in named)
     result.cases.append(Case(label, (), passed=True, problem=f"{changed} statement(s) changed"))
     return result
 

@@ -17,6 +17,7 @@ from pathlib import Path
 import torch
 
 import tmm_course
+from tmm_course import hints
 
 COURSE_PACKAGE = "tmm_course"
 COURSE_FOLDER = Path(tmm_course.__file__).resolve().parent
@@ -34,6 +35,10 @@ class Launch:
     args: tuple = field(default=(), compare=False, repr=False)
     kwargs: dict = field(default_factory=dict, compare=False, repr=False)
     grid: object = field(default=None, compare=False, repr=False)  # a tuple, or grid(meta)
+    # what an autotuner (@triton.autotune) does to the launch's arguments around it, by
+    # parameter name: "zero" (reset_to_zero, before it), "restore" (restore_value: after it,
+    # as they were before it)
+    hooks: dict = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def from_the_course(self) -> bool:
@@ -70,9 +75,12 @@ class Launches:
     listeners: list[Callable[[Launch], None]] = field(default_factory=list)
     # called once a launch has returned (on a GPU: queued), with that launch
     finished: list[Callable[[Launch], None]] = field(default_factory=list)
+    # an autotuner's resets and restores due before the next launch
+    pending: dict = field(default_factory=dict)
 
     def note(self, kernel: object, args: tuple, kwargs: dict, grid: object = None) -> Launch:
         fn = getattr(kernel, "fn", kernel)
+        hooks, self.pending = self.pending, {}
         launch = Launch(
             getattr(fn, "__name__", "kernel"),
             getattr(fn, "__module__", "") or "",
@@ -81,6 +89,7 @@ class Launches:
             tuple(args),
             dict(kwargs),
             grid,
+            hooks,
         )
         self.seen.append(launch)
         for listener in self.listeners:
@@ -149,6 +158,35 @@ def grid_of(launch: Launch) -> tuple[int, int, int]:
     return sizes[0], sizes[1], sizes[2]
 
 
+def _noting_hooks(original: Callable, record: Launches) -> Callable:
+    """``Autotuner.run`` that notes, for the launches it makes, what its reset_to_zero and
+    restore_value hooks do (a pre_hook or post_hook of the learner's own is Python: it is not
+    replayed, and Triton then runs neither reset nor restore)."""
+
+    def run(self, *args, **kwargs):
+        zero = list(getattr(self, "reset_to_zero", None) or ())
+        restore = list(getattr(self, "restore_value", None) or ())
+        mine = getattr(self, "user_defined_pre_hook", False) or not hasattr(self, "pre_hook")
+        if mine or not (zero or restore):
+            return original(self, *args, **kwargs)
+        pre = self.pre_hook
+
+        def noted(nargs, reset_only=False):
+            record.pending.setdefault("zero", zero)
+            if not reset_only and restore and not getattr(self, "user_defined_post_hook", False):
+                record.pending["restore"] = restore
+            return pre(nargs, reset_only)
+
+        self.pre_hook = noted
+        try:
+            return original(self, *args, **kwargs)
+        finally:
+            self.pre_hook = pre
+            record.pending = {}
+
+    return run
+
+
 @contextlib.contextmanager
 def recording(dry: bool = False) -> Iterator[Launches]:
     """Note every kernel launch inside the block (both backends). ``dry``: note each launch
@@ -160,6 +198,8 @@ def recording(dry: bool = False) -> Iterator[Launches]:
 
     def wrap_run(original):
         def run(self, *args, grid, warmup, **kwargs):
+            if isinstance(grid, int):  # Triton's own words: "object of type 'int' has no len()"
+                raise TypeError(hints.INT_GRID)
             if warmup:  # a compile only: dry, as nothing else runs, it is skipped too
                 return None if dry else original(self, *args, grid=grid, warmup=warmup, **kwargs)
             launch = record.note(self, args, kwargs, grid)
@@ -174,6 +214,10 @@ def recording(dry: bool = False) -> Iterator[Launches]:
     for cls in _launch_classes():
         patched.append((cls, "run", cls.run))
         cls.run = wrap_run(cls.run)
+    from triton.runtime.autotuner import Autotuner
+
+    patched.append((Autotuner, "run", Autotuner.run))
+    Autotuner.run = _noting_hooks(Autotuner.run, record)
 
     try:
         with plain_launches():  # the capstone's quick launches skip kernel.run once warm

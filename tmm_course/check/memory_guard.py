@@ -100,10 +100,16 @@ class Region:
 
     def cell(self, element: int) -> tuple[int, int] | None:
         """(row, column) of a storage element in a 2-D view's coordinates, also just outside
-        the view (None if the view's strides do not say where)."""
-        if self.view is None or self.view.dim() != 2:
+        the view (None if the view's strides do not say where); a 1-D view is one row, as
+        its picture draws it: (0, element)."""
+        if self.view is None or self.view.dim() not in (1, 2):
             return None
         offset = element - self.view.storage_offset()
+        if self.view.dim() == 1:
+            (step,) = self.view.stride()
+            index, off_grid = divmod(offset, step) if step > 0 else (0, 1)
+            inside = -PICTURE_MARGIN <= index < self.view.shape[0] + PICTURE_MARGIN
+            return (0, index) if inside and not off_grid else None
         (rows, cols), (s0, s1) = self.view.shape, self.view.stride()
         if 0 < s1 <= s0 and s0 >= cols * s1:  # rows apart by s0, columns by s1
             row, rest = divmod(offset, s0)
@@ -140,6 +146,7 @@ class ScratchAccess:
     kind: str
     start: int  # the storage's first address
     elements: np.ndarray  # storage elements touched
+    program: tuple[int, int, int] = (0, 0, 0)  # the program that touched them
 
 
 @dataclass
@@ -150,6 +157,8 @@ class Trace:
     accesses: list[Access] = field(default_factory=list)
     launches: list[Launch] = field(default_factory=list)  # in order, as the guard saw them
     scratch: list[ScratchAccess] = field(default_factory=list)
+    # loads whose mask switched off every lane (a K-slab masked away whole, say)
+    loads_masked_off: int = 0
 
     def cells(self, kind: str, tensor: str, launches: set[int] | None = None) -> torch.Tensor:
         """A flat boolean per cell of the view ``tensor``: True where a lane of ``kind`` landed
@@ -262,6 +271,8 @@ class _Judge:
         time_limit.note_program(program)
         flat_addresses, flat_active = addresses.ravel(), active.ravel()
         lanes = flat_addresses[flat_active]
+        if kind == "load" and not lanes.size:
+            self.trace.loads_masked_off += 1
         owner = np.full(lanes.shape, -1)
         for index, region in enumerate(self.regions):
             inside = (lanes >= region.start) & (lanes + np.uint64(itemsize) <= region.end)
@@ -276,7 +287,9 @@ class _Judge:
             if region.position is None:
                 offset = lanes[owner == index] - np.uint64(region.start)
                 elements = (offset // np.uint64(region.itemsize)).astype(np.int64)
-                self.trace.scratch.append(ScratchAccess(launch, kind, region.start, elements))
+                self.trace.scratch.append(
+                    ScratchAccess(launch, kind, region.start, elements, program)
+                )
                 continue
             here = owner == index
             offset = lanes[here] - np.uint64(region.start)

@@ -32,7 +32,9 @@ The record (``data``), version 1::
     {"version": 1,
      "tensors": ["a", "b", "c"],                     # the case's tensors, output last
      "launches": [{"kernel": KEY, "grid": [g0, g1, g2],
-                   "args": [VALUE, ...], "kwargs": {"BLOCK_M": VALUE, "num_warps": VALUE}}],
+                   "args": [VALUE, ...], "kwargs": {"BLOCK_M": VALUE, "num_warps": VALUE},
+                   "hooks": {"zero": ["c"], "restore": ["c"]}}],  # @triton.autotune's
+                   # reset_to_zero (before the launch) and restore_value (after it), by name
      "buffers": [{"bytes": 4096, "dtype": "float32",
                   "fill": {"kind": "poison"}
                         | {"kind": "constant", "value": 0.0}
@@ -51,7 +53,7 @@ The record (``data``), version 1::
          | {"descriptor": {"base": VALUE, "shape": [...], "strides": [...],
                            "block_shape": [...], "padding": "zero"}}
          | {"int": 7} | {"float": 1.5} | {"bool": true} | {"none": null} | {"str": "while"}
-         | {"tl_dtype": "fp16"}
+         | {"tl_dtype": "fp16"} | {"tuple": [VALUE, ...]}     # a tuple (a constexpr, say)
 
 Floats that are not finite are written as strings ("nan", "inf", "-inf").
 """
@@ -164,12 +166,22 @@ class Recorder:
     def _launch(self, launch: Launch) -> dict:
         kernel = launch.jit
         key = self._kernel(kernel)
-        return {
+        kwargs = dict(launch.kwargs)
+        try:  # a parameter left to its default is written out: the replay names it
+            given = launches.arguments(launch)
+        except TypeError:
+            given = {}
+        for name, value in list(given.items())[len(launch.args) :]:
+            kwargs.setdefault(name, value)
+        found = {
             "kernel": key,
             "grid": self._grid(launch),
             "args": [self._value(a) for a in launch.args],
-            "kwargs": {k: self._value(v) for k, v in launch.kwargs.items()},
+            "kwargs": {k: self._value(v) for k, v in kwargs.items()},
         }
+        if launch.hooks:
+            found["hooks"] = {k: [str(n) for n in v] for k, v in launch.hooks.items()}
+        return found
 
     def _grid(self, launch: Launch) -> list[int]:
         try:
@@ -200,13 +212,16 @@ class Recorder:
             return {"float": _number(float(value))}  # type: ignore[arg-type]
         if isinstance(value, str):
             return {"str": value}
+        if isinstance(value, tuple):
+            return {"tuple": [self._value(v) for v in value]}
         if type(value).__name__ == "dtype" and type(value).__module__.startswith("triton"):
             return {"tl_dtype": str(value)}
         if type(value).__name__ == "constexpr" and hasattr(value, "value"):
             return self._value(value.value)
         raise Unrecordable(
             f"a kernel argument of type {type(value).__name__} cannot be replayed: pass "
-            "tensors, tensor descriptors, ints, floats, bools, strings or tl dtypes"
+            "tensors, tensor descriptors, ints, floats, bools, strings, tl dtypes or tuples of "
+            "them"
         )
 
     def _tensor(self, t: torch.Tensor) -> dict:
@@ -242,7 +257,7 @@ class Recorder:
             first = whole[:1]
             constant = bool(((whole == first) | (whole.isnan() & first.isnan())).all())
             value = float(first.item())
-            if constant and (whole.numel() > 1 or value == 0):
+            if constant:  # torch.ones, torch.zeros, alpha as a one-element tensor: kept
                 return {"kind": "constant", "value": _number(value)}
         return {"kind": "poison"}
 
@@ -383,6 +398,38 @@ def _qualified(entry: Mapping) -> str:
     return f"{entry['module']}.{entry['name']}"
 
 
+def abstracted(source: str) -> str | None:
+    """A kernel's source as a key that ignores what a copy may rename: its name, decorators,
+    comments, layout, and every name it binds itself (parameters, locals, loop variables,
+    numbered in order of first appearance); the globals and attributes it reads (``tl.load``,
+    ``BLOCK``) stay. None when it is not a function's source."""
+    import ast
+
+    from tmm_course.source import parse
+
+    try:
+        tree = parse(textwrap.dedent(source))
+    except (SyntaxError, ValueError, RecursionError):
+        return None
+    fn = next((n for n in tree.body if isinstance(n, ast.FunctionDef)), None)
+    if fn is None:
+        return None
+    fn.name, fn.decorator_list, fn.returns = "kernel", [], None
+    bound = [a.arg for a in [*fn.args.posonlyargs, *fn.args.args, *fn.args.kwonlyargs]]
+    for node in ast.walk(fn):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            bound.append(node.id)
+    names = {name: f"v{i}" for i, name in enumerate(dict.fromkeys(bound))}
+    for node in ast.walk(fn):
+        if isinstance(node, ast.arg):
+            node.arg = names.get(node.arg, node.arg)
+        elif isinstance(node, ast.Name) and node.id in names:
+            node.id = names[node.id]
+        elif isinstance(node, ast.Expr) and isinstance(getattr(node, "value", None), ast.Constant):
+            node.value.value = ""  # a docstring says nothing about what the kernel does
+    return ast.dump(fn)
+
+
 # --- rebuilding kernels from their source (another process) ---------------------------------
 def rebuild(data: Mapping) -> dict[str, Any]:
     """Every kernel of the record built afresh from its source, as ``@triton.jit`` functions
@@ -452,8 +499,10 @@ def _view(storage: torch.UntypedStorage, byte_base: int, geometry: Mapping, devi
 class _Memory:
     """The tensors of one replay: the case's (fresh) and the launcher's buffers (refilled)."""
 
-    def __init__(self, data: Mapping, tensors: Mapping[str, torch.Tensor]) -> None:
-        self.data, self.tensors = data, tensors
+    def __init__(
+        self, data: Mapping, tensors: Mapping[str, torch.Tensor], empty: float | None = None
+    ) -> None:
+        self.data, self.tensors, self.empty = data, tensors, empty
         self.device = next(iter(tensors.values())).device
         self.buffers: dict[int, torch.UntypedStorage] = {}
 
@@ -476,7 +525,7 @@ class _Memory:
             if fill["kind"] == "constant":
                 whole.fill_(_from_number(fill["value"]))
             else:
-                poison_fill(whole)
+                poison_fill(whole) if self.empty is None else whole.fill_(self.empty)
             storage = whole.untyped_storage()
             self.buffers[index] = storage
             if fill["kind"] == "copy":
@@ -501,6 +550,8 @@ class _Memory:
             )
         if kind == "float":
             return _from_number(value)
+        if kind == "tuple":
+            return tuple(self.value(v) for v in value)
         if kind == "tl_dtype":
             import triton.language as tl
 
@@ -508,20 +559,37 @@ class _Memory:
         return value  # int, bool, str, none
 
 
-def replay(data: Mapping, tensors: Mapping[str, torch.Tensor], kernels: Mapping[str, Any]) -> None:
+def replay(
+    data: Mapping,
+    tensors: Mapping[str, torch.Tensor],
+    kernels: Mapping[str, Any],
+    empty: float | None = None,
+) -> None:
     """Launch the record's kernels in order on ``tensors`` (the case's, by the record's names:
     fresh inputs and a poisoned output), every buffer the launcher allocated made anew: a
-    copy of a case tensor from the fresh tensor, a constant kept, anything else poison.
+    copy of a case tensor from the fresh tensor, a constant kept, anything else poison; an
+    autotuner's reset_to_zero and restore_value done around the launches it made them for.
     ``kernels`` maps the record's keys to kernels (:attr:`Recorder.kernels` in the recording
-    process, :func:`rebuild` elsewhere)."""
+    process, :func:`rebuild` elsewhere). ``empty``: the buffers that would be poisoned hold
+    this value instead (0.0: whether the kernels only need them zeroed, as torch.empty's
+    memory often is by chance)."""
     if data.get("version") != VERSION:
         raise ValueError(f"a launch record of version {data.get('version')}, not {VERSION}")
-    memory = _Memory(data, tensors)
+    memory = _Memory(data, tensors, empty)
     for launch in data["launches"]:
         kernel = kernels[launch["kernel"]]
         args = [memory.value(a) for a in launch["args"]]
         kwargs = {k: memory.value(v) for k, v in launch["kwargs"].items()}
+        hooks = launch.get("hooks") or {}
+        named = {**dict(zip(getattr(kernel, "arg_names", ()), args, strict=False)), **kwargs}
+        held = {k: v for k, v in named.items() if isinstance(v, torch.Tensor)}
+        for name in hooks.get("zero", ()):  # as the autotuner does: reset_to_zero
+            if name in held:
+                held[name].zero_()
+        saved = {n: held[n].clone() for n in hooks.get("restore", ()) if n in held}
         kernel[tuple(launch["grid"])](*args, **kwargs)
+        for name, before in saved.items():  # restore_value
+            held[name].copy_(before)
     if any(t.device.type == "cuda" for t in tensors.values()):
         torch.cuda.synchronize()
 

@@ -39,6 +39,10 @@ MESSAGES = {
     "desc.load([row, col]) and c_desc.store([row, col], tile).",
     "goal_missed": "The launch misses a goal set by the compiler's figures (or, on a GPU, by "
     "the clock): the case list names the knob to turn.",
+    "too_many_programs": "The values are right, but most programs of the grid did nothing: "
+    "launch one program per tile, triton.cdiv(n, BLOCK) on each axis.",
+    "wrong_prediction": "A prediction is not what the compiler shows: the case list names "
+    "each wrong one and the figure, before and after the change, that shows it.",
     "course_kernel": "The output was written by one of the course's own kernels (tmm_course), "
     "not by a kernel written here.",
     "modified_input": "The kernel stored into one of its inputs: an input is read only. Store "

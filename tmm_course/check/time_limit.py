@@ -7,9 +7,10 @@ one *program*: the memory guard notes which program each load and store belongs 
 stopped with :class:`CaseTimedOut`, however many programs came before it (a long K loop on a
 slow laptop makes progress; a loop whose counter never advances does not). A whole case is
 also stopped after :data:`CASE_SECONDS` (a launch of many short programs: one per cell, a grid
-of fixed size). The seconds are the main thread's CPU time (the interpreter runs there), so a
-busy machine does not stop a case that makes progress, only slowly. Where there is no such
-signal (Windows) or the check does not run on the main thread, cases run without a limit.
+of fixed size). The seconds are CPU time of the threads that run the programs (the main
+thread, or a worker thread a launcher starts its kernels from), so a busy machine does not stop
+a case that makes progress, only slowly. Where there is no such signal (Windows) or the check
+does not run on the main thread, cases run without a limit.
 """
 
 from __future__ import annotations
@@ -36,16 +37,45 @@ class CaseTimedOut(BaseException):
         super().__init__(f"{where} did not finish within {seconds:g} s")
 
 
+def _cpu_seconds(thread: int) -> float | None:
+    """The CPU time of the thread ``thread`` (an ident), from any thread; None when it cannot
+    be read (no such clock here, or the thread has ended)."""
+    if thread == threading.get_ident():
+        return time.thread_time()
+    try:
+        return time.clock_gettime(time.pthread_getcpuclockid(thread))
+    except (AttributeError, OSError):
+        return None
+
+
 class _Clock:
-    """Which program runs now, and since when."""
+    """Which program runs now, in which thread and since when (that thread's CPU time); and
+    the CPU time every thread that ran a program spent on the case."""
 
     def __init__(self) -> None:
-        self.start = self.since = time.thread_time()
+        self.thread = threading.get_ident()
+        self.since = time.thread_time()
+        self.started = {self.thread: self.since}  # thread -> its CPU time when first seen
+        self.last = dict(self.started)  # thread -> its CPU time when last read
         self.program: tuple[int, ...] | None = None
 
     def note(self, program: tuple[int, ...]) -> None:
-        if program != self.program:
-            self.program, self.since = program, time.thread_time()
+        thread = threading.get_ident()
+        if program != self.program or thread != self.thread:
+            self.program, self.thread, self.since = program, thread, time.thread_time()
+            self.started.setdefault(thread, self.since)
+
+    def _now(self, thread: int) -> float:
+        seconds = _cpu_seconds(thread)
+        if seconds is not None:
+            self.last[thread] = seconds
+        return self.last.get(thread, self.started.get(thread, 0.0))
+
+    def program_seconds(self) -> float:
+        return self._now(self.thread) - self.since
+
+    def case_seconds(self) -> float:
+        return sum(self._now(t) - start for t, start in self.started.items())
 
 
 _CLOCK: _Clock | None = None
@@ -73,11 +103,10 @@ def time_limit(on: bool = True) -> Iterator[None]:
     clock = _Clock()
     program_seconds, case_seconds = PROGRAM_SECONDS, CASE_SECONDS
 
-    def tick(signum, frame):
-        now = time.thread_time()  # the handler runs on the main thread
-        if now - clock.since > program_seconds:
+    def tick(signum, frame):  # the handler runs on the main thread
+        if clock.program_seconds() > program_seconds:
             raise CaseTimedOut(program_seconds, clock.program)
-        if now - clock.start > case_seconds:
+        if clock.case_seconds() > case_seconds:
             raise CaseTimedOut(case_seconds, None)
 
     previous, outer = signal.signal(signal.SIGALRM, tick), _CLOCK

@@ -13,9 +13,8 @@ repair that is not one (:func:`not_the_fix`).
 
 from __future__ import annotations
 
-import ast
 import inspect
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache
 from types import SimpleNamespace
@@ -25,7 +24,6 @@ import torch
 from tmm_course.check.result import MESSAGES, CheckResult, Diagnosis
 from tmm_course.check.result import Case as Result
 from tmm_course.exercises.spec import Case, Exercise, Goal
-from tmm_course.source import parse
 
 # the order diagnoses are reported in: the first one found is the primary diagnosis
 PRIORITY = (
@@ -41,6 +39,7 @@ PRIORITY = (
     "no_descriptor",
     # right values, the work not shared as the exercise asks (split-K's slices)
     "goal_missed",
+    "too_many_programs",
     # a known mistake matched exactly: strays and crashes elsewhere follow from it
     "transposed",
     "precision",
@@ -194,7 +193,7 @@ def from_record(exercise: Exercise, case: Case, record: Mapping) -> Result | Non
         )
         return result(case, code="no_triton_kernel", problem=problem, cause=problem)
     # lesson 9 starts from a course kernel's source: there a copy of one is judged a repair
-    course = course_kernel(record, by_source=exercise.fix_of is None)
+    course = course_kernel(record, by_source=exercise.fix_of is None, own=exercise.solution_kernels)
     if course:
         return result(case, code="course_kernel", problem=course, cause=course)
     copied = copied_input(exercise, case, record)
@@ -274,26 +273,23 @@ def _course_index() -> dict[str, str]:
 
 
 def _normalised(source: str) -> str | None:
-    """A kernel's source with its name, decorators, comments and layout left out."""
-    try:
-        tree = parse(source.strip() if source.startswith((" ", "\t")) else source)
-    except (SyntaxError, ValueError, RecursionError):
-        return None
-    fn = next((n for n in tree.body if isinstance(n, ast.FunctionDef)), None)
-    if fn is None:
-        return None
-    fn.name, fn.decorator_list = "kernel", []
-    return ast.dump(fn)
+    """A kernel's source with its name, decorators, comments, layout and the names it binds
+    left out (:func:`tmm_course.check.record.abstracted`)."""
+    from tmm_course.check.record import abstracted
+
+    return abstracted(source)
 
 
-def course_kernel(record: Mapping, by_source: bool = True) -> str | None:
+def course_kernel(record: Mapping, by_source: bool = True, own: Sequence[str] = ()) -> str | None:
     """The sentence naming the course's kernels among the record's (launched, or called inside
     a launched one): those the record says ship with the course and, ``by_source``, any whose
-    source is a course kernel's under another name; None if none."""
+    source is a course kernel's under another name (not one of ``own``: the exercise's own
+    solution); None if none."""
     index = _course_index() if by_source else {}
     found = []
     for entry in record["kernels"].values():
         course = index.get(_normalised(entry["source"]) or "")
+        course = None if course in own else course  # the exercise's own solution, copied
         if course or entry.get("course"):
             found.append(f"{entry['name']} is the course's {course or entry['module']}")
     if not found:
@@ -302,44 +298,22 @@ def course_kernel(record: Mapping, by_source: bool = True) -> str | None:
 
 
 def not_the_fix(exercise: Exercise, record: Mapping) -> str | None:
-    """Lesson 9: why the kernels the record's function launched are not a repair of the broken
-    one (None if one is): :func:`repair_problem` on each launched kernel's source."""
+    """Lesson 9: why the kernels the function really launched are not a repair of the broken
+    one (None if they are): :func:`tmm_course.check.fixes.not_a_repair`."""
     if exercise.fix_of is None:
         return None
+    from tmm_course.check import fixes
     from tmm_course.kernels import pitfalls
 
+    broken = getattr(pitfalls, exercise.fix_of)
     entries = [
         record["kernels"][key] for key in dict.fromkeys(x["kernel"] for x in record["launches"])
     ]
-    kernels = [(entry["name"], SimpleNamespace(src=entry["source"])) for entry in entries]
-    return repair_problem(getattr(pitfalls, exercise.fix_of), exercise.fix_of, kernels)
-
-
-def repair_problem(broken: object, name: str, kernels: list[tuple[str, object]]) -> str | None:
-    """Why none of ``kernels`` ((name, kernel or anything with its ``src``)) is ``broken``
-    (called ``name``) repaired by a small edit, judged on the least changed one; None if it is
-    one: a repair changes at most :data:`~tmm_course.check.fixes.MOST_LINES_CHANGED`
-    statements, and at least one."""
-    from tmm_course.check import fixes
-
-    changes = []
-    for kernel_name, kernel in kernels:
-        try:
-            changes.append((fixes.lines_changed(broken, kernel), kernel_name))
-        except (SyntaxError, ValueError, StopIteration, RecursionError, OSError, TypeError):
-            continue
-    if not changes:
-        return "no kernel of yours was launched"
-    changed, fixed = min(changes)
-    if changed == 0:
-        return f"{fixed} is {name} unchanged: find its bug and fix it"
-    if changed > fixes.MOST_LINES_CHANGED:
-        return (
-            f"{fixed} differs from {name} in {changed} statements (at most "
-            f"{fixes.MOST_LINES_CHANGED}): the exercise is to repair that kernel, not to launch "
-            "another"
-        )
-    return None
+    kernels = [
+        (e["name"], SimpleNamespace(src=e["source"])) for e in entries if not e.get("course")
+    ]
+    found = fixes.not_a_repair(broken, kernels)
+    return None if found is None else found[0]
 
 
 # --- the verdict ----------------------------------------------------------------------------
@@ -427,14 +401,12 @@ def _consequences_last(codes: list[str], failed: list[Result]) -> list[str]:
 
 def _cause_first(codes: list[str]) -> list[str]:
     """Where the failures cluster names their cause better than what they did: strided
-    tensors explain strays of either kind, ragged edges explain stray reads (a stray write on
-    a ragged edge is named as such: an unmasked store)."""
-    place = next((c for c in ("ignores_strides", "ragged_edge") if c in codes), None)
+    tensors explain strays of either kind. (A stray on a ragged edge is named as such: a load
+    or a store whose mask is missing.)"""
     strays = ("out_of_bounds_write", "out_of_bounds_read")
-    if place == "ragged_edge":
-        strays = ("out_of_bounds_read",)
     first = next((c for c in codes if c in strays), None)
-    if place is None or first is None or codes.index(place) < codes.index(first):
+    place = "ignores_strides"
+    if place not in codes or first is None or codes.index(place) < codes.index(first):
         return codes
     codes = [c for c in codes if c != place]
     codes.insert(codes.index(first), place)

@@ -19,10 +19,12 @@ from tmm_course.exercises import (
     five_gpus,
     fixes,
     flip_rows,
+    fp8_matmul,
     grouped_tile,
     linear_relu,
     matmul,
     outer_product,
+    predict_knob,
     scaled_matmul,
     split_k,
     strided_copy,
@@ -45,11 +47,13 @@ EXERCISES: list[Exercise] = [
     transpose.PART_2,
     transpose.EXERCISE,
     scaled_matmul.EXERCISE,
+    predict_knob.EXERCISE,
     faster.EXERCISE,
     grouped_tile.EXERCISE,
     descriptor_matmul.EXERCISE,
     split_k.EXERCISE,
     *fixes.EXERCISES,
+    fp8_matmul.EXERCISE,
 ]
 BY_NAME: dict[str, Exercise] = {e.name: e for e in EXERCISES}
 BY_CELL: dict[str, Exercise] = {e.cells.exercise: e for e in EXERCISES if e.cells}

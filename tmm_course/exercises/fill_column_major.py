@@ -29,11 +29,37 @@ ROW_MAJOR = (
     "offs_m[:, None] * N + offs_n[None, :])."
 )
 
+COLUMN_MAJOR_ADDRESS = (
+    "stores the right value at the wrong address: the store's pointer is the column-major "
+    "offset offs_n * M + offs_m, but out is row-major (its stride is (N, 1)), so each value "
+    "lands where the row-major index belongs. Keep the value j * M + i and store it at "
+    "out_ptr + offs_m[:, None] * N + offs_n[None, :]."
+)
+
+
+def value_or_address(trace) -> str | None:
+    """The row-major index in the output comes from the value (each program stores its own
+    tile) or from the address (a program past the first along axis 0 stores into row 0: its
+    pointer walks the columns): the sentence for the address, None for the value."""
+    out = list(trace.views)[-1]
+    columns = trace.views[out].shape[1]
+    for access in trace.accesses:
+        program = access.program
+        if access.kind != "store" or access.tensor != out or not access.cells.size:
+            continue
+        if program[0] > 0 and program[1] == 0 and int(access.cells.min()) < columns:
+            return COLUMN_MAJOR_ADDRESS
+    return None
+
 
 def case(m: int, n: int, gen: torch.Generator) -> Case:
     i = torch.arange(m, dtype=torch.float64)[:, None]
     j = torch.arange(n, dtype=torch.float64)[None, :]
-    mistakes = [Mistake("transposed", i * n + j, ROW_MAJOR)] if m > 1 and n > 1 else []
+    mistakes = (
+        [Mistake("transposed", i * n + j, ROW_MAJOR, refine=value_or_address)]
+        if m > 1 and n > 1
+        else []
+    )
     return Case(
         label((m, n)),
         (m, n),

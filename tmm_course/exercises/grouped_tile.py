@@ -13,8 +13,12 @@ import torch
 from tmm_course.exercises.spec import Case, Cells, Exercise, Mistake, Output, Resize, same
 
 # (grid_m, grid_n, GROUP_M): square, a short last group, a group taller than the grid,
-# row-major (GROUP_M = 1), one tile, a group as tall as the grid
-GRIDS = [(4, 4, 2), (6, 5, 4), (7, 3, 2), (3, 8, 1), (5, 6, 8), (1, 1, 1), (9, 4, 3)]
+# row-major (GROUP_M = 1), one tile, a group as tall as the grid; and a grid whose map (the
+# answer depends on the shape alone) is more than the launch's scalars could carry
+# (:data:`SCALAR_BITS`), so that a map computed on the host and packed into arguments fails
+GRIDS = [(4, 4, 2), (6, 5, 4), (7, 3, 2), (3, 8, 1), (5, 6, 8), (1, 1, 1), (9, 4, 3),
+         (24, 20, 5)]  # fmt: skip
+SCALAR_BITS = 64 * 64  # sixty-four int64 arguments
 
 
 def grouped(pid: int, grid_m: int, grid_n: int, group_m: int) -> tuple[int, int]:

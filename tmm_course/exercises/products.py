@@ -126,6 +126,27 @@ SHORT_K_LOOP = (
     "the K loop runs K // BLOCK_K times, so the last, partial K-slab is never added (the K "
     "masks are fine): loop for k in range(0, tl.cdiv(K, BLOCK_K))."
 )
+MASKED_LAST_SLAB = (
+    "the last, partial K-slab never reached the sum: the loop reaches it, but the K mask "
+    "switches off every lane of it. Mask each step's K lanes by what is left of K, "
+    "offs_k < K - k * BLOCK_K (A's as offs_k[None, :], B's as offs_k[:, None])."
+)
+
+
+SHORT_K_SUM = (
+    "the last, partial K-slab never reached the sum: either the K loop runs K // BLOCK_K "
+    "times (loop for k in range(0, tl.cdiv(K, BLOCK_K))) or the K mask switches off every lane "
+    "of that slab (mask each step's K lanes with offs_k < K - k * BLOCK_K)."
+)
+
+
+def short_k_cause(trace) -> str:
+    """Which of the two gave a short K sum, from the memory guard's record: a mask that drops
+    the last slab leaves loads whose every lane was masked off, a loop that stops early
+    none."""
+    return MASKED_LAST_SLAB if getattr(trace, "loads_masked_off", 0) else SHORT_K_LOOP
+
+
 ONLY_LAST_SLAB = (
     "only the last K-slab reached C: acc = tl.dot(a, b) starts the sum again at every step. "
     "Accumulate: acc = tl.dot(a, b, acc) (or acc += tl.dot(a, b))."
@@ -134,6 +155,27 @@ FIRST_SLAB_AGAIN = (
     "every step reloads the first K-slab: the pointers never move along K. At the end of each "
     "step advance them: a_ptrs += BLOCK_K * stride_ak and b_ptrs += BLOCK_K * stride_bk."
 )
+
+NO_K_STRIDE = (
+    "b_ptrs moves BLOCK_K elements along a row of B at each step, not BLOCK_K rows down: the "
+    "K loop advances the pointers without the stride. Advance them by the K axis's stride: "
+    "a_ptrs += BLOCK_K * stride_ak and b_ptrs += BLOCK_K * stride_bk."
+)
+
+K_STRIDE_EXPLAINS = ("out_of_bounds_read", "ignores_strides")
+
+
+def _without_k_stride(a64: torch.Tensor, b64: torch.Tensor, block: int) -> torch.Tensor:
+    """A @ B as a K loop computes it whose pointers advance BLOCK_K elements, not BLOCK_K
+    times the K stride (row-major operands: A's step is right, B's walks along its rows);
+    a lane past B's last element reads 0 (the check does not perform it)."""
+    k, n = b64.shape
+    rows = torch.arange(k)  # the K index each row of the slab stands for
+    step, kk = rows // block, rows % block
+    index = kk[:, None] * n + torch.arange(n)[None, :] + (step * block)[:, None]
+    flat = b64.reshape(-1)
+    read = torch.where(index < flat.numel(), flat[index.clamp(max=flat.numel() - 1)], 0.0)
+    return a64 @ read
 
 
 def k_loop_mistakes(a64: torch.Tensor, b64: torch.Tensor, scale=lambda p: p) -> list[Mistake]:
@@ -147,12 +189,17 @@ def k_loop_mistakes(a64: torch.Tensor, b64: torch.Tensor, scale=lambda p: p) -> 
         trips = full + (rest > 0)
         if rest:
             short = a64[:, : full * block] @ b64[: full * block]
-            wrong.append(Mistake("ragged_edge", scale(short), SHORT_K_LOOP))
+            wrong.append(Mistake("ragged_edge", scale(short), SHORT_K_SUM, ambiguous=True,
+                                 refine=short_k_cause))  # fmt: skip
         if trips > 1:
             last = (trips - 1) * block
             wrong.append(Mistake("wrong_values", scale(a64[:, last:] @ b64[last:]), ONLY_LAST_SLAB))
             again = full * (a64[:, :block] @ b64[:block]) + a64[:, :rest] @ b64[:rest]
             wrong.append(Mistake("wrong_values", scale(again), FIRST_SLAB_AGAIN))
+            # strided operands go wrong too (or read between their cells): the K stride
+            # left out of the step is the cause there as well
+            stepped = scale(_without_k_stride(a64, b64, block))
+            wrong.append(Mistake("wrong_values", stepped, NO_K_STRIDE, explains=K_STRIDE_EXPLAINS))
     return wrong
 
 

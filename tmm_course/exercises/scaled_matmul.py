@@ -25,6 +25,20 @@ SWAPPED = (
     "kernel. Pass them in the order the kernel takes them."
 )
 
+ALPHA_ON_BOTH = (
+    "matches alpha * (A @ B + beta * C): alpha scales beta * C too. Scale the product alone, "
+    "alpha * acc, and then add beta * C."
+)
+ALPHA_ON_C = (
+    "matches A @ B + alpha * beta * C: alpha scales the C term instead of the product. Apply "
+    "alpha to acc (alpha * acc) and beta alone to C."
+)
+BETA_ON_BOTH = (
+    "matches beta * (alpha * A @ B + C): beta scales the product too. Add beta * C to "
+    "alpha * acc, not multiply the sum by beta."
+)
+NO_BETA = "matches alpha * A @ B + C: C was added without beta. Add beta * C."
+
 
 def case(p: Product, alpha: float, beta: float, backend: str, gen: torch.Generator) -> Case:
     a, b = products.operands(gen, p, torch.float16)
@@ -37,6 +51,10 @@ def case(p: Product, alpha: float, beta: float, backend: str, gen: torch.Generat
     mistakes = [
         Mistake("wrong_values", alpha * (a64 @ b64), NO_BETA_C),
         Mistake("wrong_values", a64 @ b64 + beta * c64, NO_ALPHA),
+        Mistake("wrong_values", alpha * (a64 @ b64 + beta * c64), ALPHA_ON_BOTH),
+        Mistake("wrong_values", a64 @ b64 + alpha * beta * c64, ALPHA_ON_C),
+        Mistake("wrong_values", beta * (alpha * (a64 @ b64) + c64), BETA_ON_BOTH),
+        Mistake("wrong_values", alpha * (a64 @ b64) + c64, NO_BETA),
     ]
     if alpha != beta:
         mistakes.append(

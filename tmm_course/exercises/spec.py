@@ -15,10 +15,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
 import torch
 
-from tmm_course.compile_ahead import Launched
+from tmm_course.compile_ahead import Compiled, Launched
+
+if TYPE_CHECKING:
+    from tmm_course.perf.knobs import Knobs
 
 BLOCK = 64  # "aligned" means a multiple of this on every axis (blocks up to 64 fit)
 
@@ -138,6 +142,13 @@ class Exercise:
     requires: Requirement | None = None
     # what they compile to on a problem too large to run here (lesson 8: split-K's figures)
     at_scale: AtScale | None = None
+    # course kernels (module.name) that are this exercise's own solution, as the lesson prints
+    # it: a learner's copy of one, its names changed or not, is the exercise done, not
+    # course_kernel (launching the course's own still is)
+    solution_kernels: tuple[str, ...] = ()
+    # an answer that is data, judged against the compiler (lesson 6: predict a knob's effect):
+    # no function is called, no case drawn
+    predicts: Prediction | None = None
     # the GPUs the check's compile gate covers (None: every GPU the course names)
     gpus: tuple[str, ...] | None = None
     # once the values are right, how each launch's programs shared the reading of the inputs
@@ -201,6 +212,21 @@ class AtScale:
     def failed(self, said: str) -> list[Goal]:
         """The one goal when the launches could not be read: ``said`` says why."""
         return [Goal(self.asks, False, said[:300], "crashed", f"{self.asks}: {said}"[:400])]
+
+
+@dataclass(frozen=True)
+class Prediction:
+    """An exercise whose answer is data: the value its cell binds (:attr:`name`), a
+    prediction of what the compiler makes of a launch of lesson 4's kernel on a float16
+    ``size^3`` product for :attr:`target`. :attr:`judge` reads the value, asking for what it
+    is judged against as it needs it: ``judge(value, compiled)``, ``compiled(knobs)`` being
+    the :class:`~tmm_course.compile_ahead.Compiled` of that launch (never called on a value
+    that cannot be judged)."""
+
+    name: str
+    target: str
+    size: int
+    judge: Callable[[object, Callable[[Knobs], Compiled]], list[Goal]]
 
 
 @dataclass(frozen=True)

@@ -108,10 +108,17 @@ def case_of(drawn: Case) -> Case:
     )
 
 
+# the K the compiled figures are judged at, on a small tile: the values of the launches made
+# for that K are judged too (a launcher that splits only for a long K cannot hide the split)
+AT_SCALE_K = products.Product("K as compiled at scale", 16, 16, split_k.K, "contiguous")
+
+
 def cases(gen: torch.Generator, backend: str, resize: Resize = same) -> list[Case]:
-    """Lesson 4's cases (:func:`tmm_course.exercises.matmul.cases`), each with
-    :func:`slice_mistakes`."""
-    return [case_of(c) for c in matmul.cases(gen, backend, resize)]
+    """Lesson 4's cases (:func:`tmm_course.exercises.matmul.cases`) and one at the K of
+    :data:`AT_SCALE_K`, each with :func:`slice_mistakes`."""
+    found = [case_of(c) for c in matmul.cases(gen, backend, resize)]
+    long_k = replace(matmul.case(AT_SCALE_K, torch.float16, backend, gen), only_if_all_passed=True)
+    return [*found, case_of(long_k)]
 
 
 EXERCISE = Exercise(

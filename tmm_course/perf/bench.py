@@ -4,6 +4,7 @@ layout and precision, correctness checked first, timed interleaved, reported as 
 On a GPU::
 
     python -m tmm_course.perf.bench --out goals_mine.json               # goals, host times
+    python -m tmm_course.perf.bench goals host tiny --out goals_mine.json  # and tiny products
     python -m tmm_course.perf.bench sweep --out sweep_mine.json         # every configuration
     python -m tmm_course.perf.bench fit grid --out grid_mine.json       # fit the plan, race it
     python -m tmm_course.perf.bench refit --again grouped --out grid_mine.json  # kernel changed
@@ -27,6 +28,7 @@ import functools
 import json
 import statistics
 import sys
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -49,8 +51,10 @@ from tmm_course.capstone.problems import (
     LAYOUTS,
     ODD_ROWS,
     ODD_ROWS_FITTED,
+    TINY,
     Problem,
 )
+from tmm_course.numerics import error
 from tmm_course.perf import results, tuning
 from tmm_course.perf.measure import (
     copy_bandwidth_gbs,
@@ -413,6 +417,40 @@ def suite_host(rounds: int) -> list[dict]:
     return [{"problem": problem.as_dict(), "host_us": host}]
 
 
+def wall_microseconds(fn: Callable[[], object], calls: int = 200) -> float:
+    """Wall time of one call among ``calls`` back to back, synchronised once at the end: what a
+    caller waits for when the host, not the GPU, is the slower of the two."""
+    torch.cuda.synchronize()
+    start = time.perf_counter()
+    for _ in range(calls):
+        fn()
+    torch.cuda.synchronize()
+    return (time.perf_counter() - start) / calls * 1e6
+
+
+def suite_tiny(rounds: int) -> list[dict]:
+    """matmul_fast and torch.matmul on each :data:`TINY` product: checked, then the wall time
+    per call of back-to-back calls (:func:`wall_microseconds`), interleaved, medians."""
+    rows = []
+    for problem in TINY:
+        a, b = problem.operands()
+        runs = {"torch.matmul": functools.partial(torch.matmul, a, b),
+                "matmul_fast": functools.partial(capstone.matmul_fast, a, b)}  # fmt: skip
+        with torch_precision(problem):
+            errors = {name: error(fn(), a, b) for name, fn in runs.items()}
+            timed: dict[str, list[float]] = {name: [] for name in runs}
+            for _ in range(rounds):
+                for name, fn in runs.items():
+                    timed[name].append(wall_microseconds(fn))
+        wall = {name: statistics.median(us) for name, us in timed.items()}
+        rows.append({"problem": problem.as_dict(), "tolerance": problem.tolerance(),
+                     "error": errors, "wall_us": wall,
+                     "plan": str(capstone.plan(a, b))})  # fmt: skip
+        print(f"{problem.label:28s} {wall['matmul_fast']:5.1f} us a call vs "
+              f"{wall['torch.matmul']:5.1f} us  {rows[-1]['plan']}", flush=True)  # fmt: skip
+    return rows
+
+
 def add_peak_fractions(rows: list[dict]) -> dict[str, float]:
     """The best torch.matmul TFLOP/s per dtype stands for the measured peak; each row gets the
     fraction of it every contender reached."""
@@ -432,6 +470,7 @@ SUITES = {
     "goals": suite_goals,
     "sweep": suite_sweep,
     "host": suite_host,
+    "tiny": suite_tiny,
     "refit": suite_refit,
     "layouts": suite_layouts,
     "inductor": suite_inductor,

@@ -149,6 +149,7 @@ class Bench:
     goals: list[Race]
     host_us: dict[str, float]  # where a 1024^3 float16 call's host time goes
     peak_tflops: dict[str, float]  # the best torch.matmul rate per kind
+    tiny: list[dict] = field(default_factory=list)  # per tiny product: wall_us per contender
 
     def goal(self, label: str) -> Race:
         """The goal race labelled ``label``, e.g. "1024^3 float16"."""
@@ -166,6 +167,7 @@ class Bench:
             goals=[Race.from_dict(r) for r in data.get("goals", [])],
             host_us=data["host"][0]["host_us"] if data.get("host") else {},
             peak_tflops=data.get("peak_tflops", {}),
+            tiny=list(data.get("tiny", [])),
         )
 
 

@@ -289,6 +289,9 @@ def grade_exercise(
     loaded = {"ok": True}
     for source in sources:
         loaded = recorder.run(source, deadline)
+    if spec.predicts is not None:
+        return _predicted(spec, recorder.ask({"op": "answer", "name": spec.function}, [],
+                                             deadline, [])[0], loaded)  # fmt: skip
     secret = generator(secrets.randbits(63))
     decoys = generator(secrets.randbits(63))
     cases = spec.draw(secret, tmm_course.BACKEND)
@@ -389,3 +392,26 @@ def _replay(trial: judge.Trial, record: dict, replayer: Replayer, deadline: floa
         replayer.stop()
         return verdict.result(case, code="crashed", problem=gone.detail)
     return judge.judge_replay(trial, reply, returned if reply.get("ok") else None)
+
+
+def _predicted(spec: Exercise, reply: dict, loaded: dict) -> tuple[str, list[str], str]:
+    """(verdict, codes, detail) of an exercise whose answer is data, from the worker's reply:
+    the value judged by the check's own :func:`tmm_course.check.prediction.goals` (the
+    compiles are the course's kernel's, done here)."""
+    from tmm_course.check.prediction import goals
+    from tmm_course.check.result import from_goals
+
+    if not reply.get("ok"):
+        problem = "" if loaded.get("ok") else f"; the cell raised {_brief(loaded)}"
+        if reply.get("error_type") == "missing":
+            return "missing", [], f"the cell binds no {spec.function}{problem}"
+        return "error", [], f"its value could not be read: {_brief(reply)}{problem}"
+    checked = from_goals(spec.name, goals(spec, reply.get("answer")))
+    met = sum(c.passed for c in checked.cases)
+    detail = f"{met}/{len(checked.cases)} predictions right"
+    if checked.passed:
+        return "pass", [], detail
+    if checked.codes in (["not_implemented"], ["crashed"]):  # unanswered, or not a prediction
+        state = "not_implemented" if checked.codes == ["not_implemented"] else "fail"
+        return state, checked.codes, checked.primary.message
+    return "fail", checked.codes, f"{detail}; {checked.primary.message}"[:500]

@@ -7,7 +7,8 @@ reference's setup cell, then the cells one exercise needs; then, for each case, 
 exercise's function on tensors shaped like the judge's case (other values: it never sees the
 ones judged) with every launch noted and not run, and sends back the launch record (plain data
 and the kernels' sources, :mod:`tmm_course.check.record`). What the function computed stays
-here.
+here. For an exercise whose answer is data (lesson 6's predict_knob), it sends back the value
+the cell bound, as JSON: the judge reads it as data and compiles what it is judged against.
 
 A *replay* worker runs no cell. It is given kernel sources the judge has read
 (:mod:`.triton_only`) and, per case, the launch plan and the judge's secret inputs; it defines
@@ -286,6 +287,13 @@ class Session:
                 else:
                     out = [_record(fn, header, blobs)]
                     reply = {"ok": True, "size": len(out[0])}
+            elif op == "answer":  # an answer that is data: its value, as plain JSON
+                if header["name"] not in self.namespace:
+                    reply = {"ok": False, "error_type": "missing",
+                             "error": f"no value named {header['name']}"}  # fmt: skip
+                else:
+                    value = self.namespace[header["name"]]
+                    reply = {"ok": True, "answer": json.loads(json.dumps(value))}
             elif op == "prepare":  # a replay worker's imports, before it is needed
                 import tmm_course
                 from tmm_course import compile_ahead  # noqa: F401

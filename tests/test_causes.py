@@ -1,0 +1,106 @@
+"""Diagnoses by cause (tmm_course.check.causes): each bank entry below has one fault, and the
+check names its cause (the grid, a load's or a store's mask, the K stride, the term alpha
+scales) before its symptoms. Each runs one bank entry, on small shapes; the pure functions are
+also tried on plain data."""
+
+from __future__ import annotations
+
+import bug_bank
+import pytest
+
+from tmm_course.check import causes
+
+
+def checked(check: str, name: str):
+    (entry,) = [e for e in bug_bank.BANK if e.check == check and e.name == name]
+    (outcome,) = bug_bank.run([entry])
+    return outcome.result
+
+
+@pytest.mark.parametrize(
+    ("check", "name", "code", "says"),
+    [
+        ("fill_column_major", "grid rounded down", "unwritten", "triton.cdiv(M, BLOCK_M)"),
+        ("vector_add", "grid n // BLOCK", "unwritten", "triton.cdiv(n, BLOCK)"),
+        # a program per tile, not per block of cells: no cdiv to name, the exercise's sentence
+        ("grouped_tile", "one program short", "unwritten", "(grid_m * grid_n,)"),
+        ("outer_product", "grid axes swapped", "unwritten", "axes are swapped"),
+        ("outer_product", "loads without masks", "out_of_bounds_read", "every store stayed"),
+        ("strided_copy", "store masked, load not", "out_of_bounds_read", "the tl.load of x"),
+        ("outer_product", "store without mask", "out_of_bounds_write", "the tl.store into out"),
+        ("vector_add", "grid given as an int", "crashed", "(the comma makes it a tuple)"),
+        ("vector_add", "grid of n programs", "too_many_programs", "touched no memory"),
+        ("vector_add", "adds into leftover zeros", "uninitialised_buffer", "torch.zeros"),
+        (
+            "fill_column_major",
+            "right value at the column-major address",
+            "transposed",
+            "the wrong address",
+        ),
+        ("fill_column_major", "row-major index stored", "transposed", "in the value you store"),
+    ],
+)
+def test_the_cause_is_named_first(check, name, code, says):
+    result = checked(check, name)
+    assert not result.passed
+    assert result.primary.code == code, str(result)
+    assert says in result.primary.message, str(result)
+
+
+def test_a_grid_too_small_explains_its_ragged_edge():
+    result = checked("fill_column_major", "grid rounded down")
+    assert result.codes == ["unwritten"], str(result)
+
+
+@pytest.mark.parametrize(
+    ("check", "name", "code", "says"),
+    [
+        ("matmul", "pointers advanced without the stride", "wrong_values", "BLOCK_K * stride_bk"),
+        ("matmul", "K mask drops the last partial slab", "ragged_edge", "switches off every lane"),
+        ("matmul", "K loop of K // BLOCK_K trips", "ragged_edge", "K // BLOCK_K"),
+        ("scaled_matmul", "alpha applied to beta * C", "wrong_values", "alpha scales the C term"),
+    ],
+)
+def test_a_k_loop_or_a_scale_names_its_line(check, name, code, says):
+    result = checked(check, name)
+    assert result.primary.code == code, str(result)
+    assert says in result.primary.message, str(result)
+
+
+def test_a_correct_kernel_with_a_grid_of_one_program_per_block_passes():
+    assert checked("vector_add", "correct, one program of 4096").passed
+
+
+# --- the pure functions, on plain data ----------------------------------------------------------
+def seen(programs: int, idle: int) -> causes.Seen:
+    return causes.Seen("out", (8,), [], None, 0, (), idle, programs)
+
+
+def test_a_fixed_grid_idle_on_small_problems_is_not_too_many_programs():
+    """A persistent kernel: as many programs on every case, most idle on the small ones."""
+    assert causes.too_many_programs([("n = 1", seen(132, 131)), ("n = 9", seen(132, 120))]) is None
+
+
+def test_a_grid_that_grows_with_idle_programs_is_too_many():
+    said = causes.too_many_programs([("n = 7", seen(7, 6)), ("n = 1000", seen(1000, 996))])
+    assert said is not None and "996 of the 1000 programs" in said
+
+
+def test_a_stray_between_cells_names_no_mask():
+    """A lane that fell between a view's cells is a stride's doing, not a mask's."""
+    stray = causes.Stray("load", "x", (4, 4), None, 3)
+    facts = causes.Seen("out", (4, 4), [], None, 0, (stray,))
+    assert causes.stray(facts) is None
+
+
+def test_a_grouped_map_packed_into_scalars_cannot_carry_the_biggest_case():
+    """The grouped order depends on the shape alone: one case's map needs more bits than
+    sixty-four int64 arguments hold, so a map computed on the host and handed over as scalars
+    cannot pass (the replay runs the same shape)."""
+    from tmm_course.exercises import grouped_tile, spec
+
+    def bits(grid_m: int, grid_n: int) -> int:
+        return grid_m * grid_n * 2 * max(grid_m, grid_n).bit_length()
+
+    cases = grouped_tile.EXERCISE.draw(spec.generator(0), "interpreter")
+    assert max(bits(*c.shape) for c in cases) > grouped_tile.SCALAR_BITS
