@@ -1,76 +1,77 @@
 """The learner's check and the batch grader give the same verdict and the same primary
-diagnosis for the same launcher: every check of the bug bank (tests/bug_bank.py) through both.
+diagnosis for the same launcher: bug bank entries (tests/bug_bank.py) through both.
 
-The grader's side runs here in one process (no sandbox: the bank is ours): each case recorded
-on a decoy, read as the judge reads a record, replayed on the case and judged from what was
-stored, exactly as :mod:`tmm_course.teach.grade` does across its two workers. CI runs one
-entry per check; ``TMM_PARITY=all`` runs the whole bank. The test is in tests/test_bug_bank.py,
-which runs the checks' side once for the bank and this comparison both.
+The grader's side is the grader's own case loop (:func:`tmm_course.teach.clients.grade_exercise`:
+cases drawn from a secret seed, each recorded on a decoy, the record read as the judge reads
+it, replayed on the secret case and judged by the one judge), with its two worker clients
+answered by a worker session in this process (:class:`tmm_course.teach.worker.Session`, the
+code a sandboxed worker runs) instead of across a pipe: the bank is ours, and its launchers are
+functions, not cells. CI runs one entry per check; ``TMM_PARITY=all`` runs the whole bank. The
+test is in tests/test_bug_bank.py, which runs the checks' side once for the bank and this
+comparison both.
 """
 
 from __future__ import annotations
 
+import math
 import os
+from types import SimpleNamespace
 
 import bug_bank
 
-import tmm_course
 from tmm_course.exercises import BY_NAME
-from tmm_course.exercises.spec import generator
-from tmm_course.teach import judge, worker
+from tmm_course.teach import clients, worker
 
 SPEC_OF = {"transpose_part1": "transpose_v1"}
 
 
-def graded(name: str, fn, seed: int = 5) -> tuple[str, list[str]]:
-    """(verdict, codes) the grader gives ``fn`` on exercise ``name``."""
+class _Here:
+    """A worker client's channel answered in this process."""
+
+    session: worker.Session
+
+    def start(self, deadline: float) -> None:
+        self.running = SimpleNamespace(process=SimpleNamespace(poll=lambda: None))
+
+    def ask(self, header: dict, blobs: list[bytes], deadline: float, sizes: list[int]):
+        return self.session.answer(header, blobs)
+
+    def stop(self) -> None:
+        self.running = None
+
+
+class Recorder(_Here, clients.Worker):
+    """The recording client, its namespace holding the launcher under the exercise's name."""
+
+    def __init__(self, name: str, fn) -> None:
+        clients.Worker.__init__(self, None, "recorder", setup=False)
+        self.session = worker.Session()
+        self.session.namespace[name] = fn
+
+    def record(self, header: dict, blobs: list[bytes], deadline: float) -> tuple[dict, bytes]:
+        reply, out = self.ask(header, blobs, deadline, [])
+        return reply, out[0] if out else b""
+
+
+class Replayer(_Here, clients.Replayer):
+    """The replay client, answered by a session that ran no cell."""
+
+    def __init__(self) -> None:
+        clients.Replayer.__init__(self, None, "replayer", math.inf)
+        self.session = worker.Session()
+
+    def stop(self) -> None:
+        self.defined = {}
+        _Here.stop(self)
+
+
+def graded(name: str, fn) -> tuple[str, list[str]]:
+    """(verdict, codes) the grader's case loop gives ``fn`` on exercise ``name``."""
     spec = BY_NAME[name]
-    cases = spec.draw(generator(seed), tmm_course.BACKEND)
-    decoys = generator(seed + 1)
-    replayer = worker.Replayer()
-    defined: dict[str, str] = {}
-    results, last = [], None
-    for case in cases:
-        if case.only_if_all_passed and not all(r.passed for r in results):
-            results.append(judge.result(case, code="skipped", problem="not run"))
-            continue
-        header, blobs = judge.Trial.of(spec, case.again(decoys)).request("record")
-        try:
-            data = worker._record(fn, header, blobs)
-        except NotImplementedError:
-            results.append(judge.result(case, code="not_implemented"))
-            break
-        except Exception as error:  # the launcher's own error, as the worker reports it
-            results.append(judge.result(case, code="crashed", problem=str(error)))
-            continue
-        record = judge.read_record(data)
-        if isinstance(record, tuple):
-            results.append(judge.result(case, code=record[0], problem=record[1]))
-            continue
-        last = record
-        trial = judge.Trial.of(spec, case)
-        early = judge.judge_record(trial, record)
-        if early is not None:
-            results.append(early)
-            continue
-        kernels = {k: e["source"] for k, e in record["kernels"].items()}
-        if any(defined.get(k) != v for k, v in kernels.items()):
-            replayer.define(record)
-            defined.update(kernels)
-        header, blobs = trial.request("replay", [data])
-        header["plan"] = 0
-        try:
-            facts, returned = replayer.replay(header, blobs)
-        except Exception as error:
-            facts, returned = {"ok": False, "error_type": type(error).__name__,
-                               "error": str(error)}, None  # fmt: skip
-        results.append(judge.judge_replay(trial, facts, returned if facts.get("ok") else None))
-        if results[-1].code == "timed_out":
-            break
-    for case in cases[len(results) :]:
-        results.append(judge.result(case, code="skipped", problem="not run"))
-    verdict, codes, _ = judge.verdict(spec, results, last)
-    return verdict, codes
+    state, codes, _ = clients.grade_exercise(
+        spec, [], Recorder(spec.function, fn), Replayer(), math.inf
+    )
+    return state, codes
 
 
 def entries() -> list:

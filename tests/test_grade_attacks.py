@@ -26,7 +26,7 @@ import pytest
 from conftest import ROOT
 from test_grade import HOMEWORK, exercise, solved, student, with_exercise
 
-from tmm_course.teach import grade, sandbox, wire
+from tmm_course.teach import clients, grade, sandbox, wire
 from tmm_course.teach.safe_io import entry_key, entry_name
 
 pytestmark = pytest.mark.skipif(
@@ -770,7 +770,7 @@ def _sandbox_processes() -> list[str]:
 def worker(tmp_path: Path, limits: sandbox.Limits):
     site = grade.package_copy(tmp_path / f"site-{secrets.token_hex(3)}")
     running = sandbox.start(site, limits, f"probe-{secrets.token_hex(4)}", isolated=True)
-    grade.Output(limits.output_bytes).drain(running)
+    clients.Output(limits.output_bytes).drain(running)
 
     def run(source: str, seconds: float = 60) -> str:
         head, marker, tail = source.partition(REPORT)

@@ -27,7 +27,7 @@ import yaml
 from conftest import ROOT, skip_for_missing
 from test_grade import HOMEWORK, exercise, solved, student, with_exercise
 
-from tmm_course.teach import grade, graded_notebook, report, sandbox, shards, wire
+from tmm_course.teach import clients, grade, graded_notebook, report, sandbox, shards, wire
 from tmm_course.teach.safe_io import entry_key
 
 SLURM = ROOT / "tools" / "slurm" / "grade-array.sbatch"
@@ -245,8 +245,8 @@ def test_a_worker_that_cannot_start_says_what_it_printed(tmp_path):
     )
     (tmp_path / "home").mkdir()
     grader = grade.Grader([], "", site, sandbox.Limits(seconds=30), isolated=False)
-    worker = grade.Worker(grader, "1")
-    with pytest.raises(grade.WorkerGone) as gone:
+    worker = clients.Worker(grader, "1")
+    with pytest.raises(clients.WorkerGone) as gone:
         worker.start(time.monotonic() + 30)
     worker.stop()
     assert gone.value.verdict == "error"
@@ -261,7 +261,7 @@ class _Where(_Stuck):
         self.seen: dict[str, str | None] = {}
 
     def grade(self, inbox, name):
-        self.seen[name] = grade._gpu()
+        self.seen[name] = clients._gpu()
         time.sleep(0.2)  # long enough for both slots to be busy at once
         return [self.row(name, e.name, "pass") for e, _ in self.exercises]
 

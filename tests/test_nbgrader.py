@@ -1,6 +1,8 @@
 """The homework on nbgrader: generate the student version from the exported source, autograde
-a correct submission (full marks), an untouched one and one whose locked test cells were
-edited (no marks: nbgrader restores them from the source)."""
+a correct submission (full marks), an untouched one, one whose locked test cells were edited
+(no marks: nbgrader restores them from the source) and one whose first cell redefines the
+checks to always pass (no marks: the course's grader scores the test cells, outside the
+student's kernel). Every graded lesson exports, its exercise skeleton outside the markers."""
 
 from __future__ import annotations
 
@@ -15,11 +17,25 @@ from pathlib import Path
 import pytest
 from conftest import ROOT, skip_for_missing
 
-from tmm_course.teach.nbgrader_export import source_notebook
+from tmm_course.teach import nbgrader_export
+from tmm_course.teach.graded_notebook import exercises_of
+from tmm_course.teach.nbgrader_export import BEGIN, END, source_notebook
 
 if importlib.util.find_spec("nbgrader") is None:
     skip_for_missing("nbgrader (make test installs it: pip install -e '.[grade]')")
 HOMEWORK = ROOT / "notebooks" / "05_homework_transpose.ipynb"
+FORGED = """
+class _Passed:
+    passed, primary = True, None
+
+
+def check_transpose(*args, **kwargs):
+    return _Passed()
+
+
+def check_scaled_matmul(*args, **kwargs):
+    return _Passed()
+"""
 
 
 def nbgrader(course: Path, *args: str) -> None:
@@ -34,7 +50,7 @@ def nbgrader(course: Path, *args: str) -> None:
 def solutions(source: dict) -> dict[str, str]:
     return {
         c["metadata"]["nbgrader"]["grade_id"]: re.sub(
-            r"### (BEGIN|END) SOLUTION\n", "", "".join(c["source"])
+            r"[ \t]*### (BEGIN|END) SOLUTION\n", "", "".join(c["source"])
         )
         for c in source["cells"]
         if c["metadata"].get("nbgrader", {}).get("solution")
@@ -44,16 +60,20 @@ def solutions(source: dict) -> dict[str, str]:
 @pytest.fixture(scope="module")
 def scores(tmp_path_factory):
     course = tmp_path_factory.mktemp("course")
-    (course / "nbgrader_config.py").write_text(
-        f"c = get_config()\nc.CourseDirectory.root = {str(course)!r}\n"
-        f"c.Exchange.root = {str(course / 'exchange')!r}\n"
-    )
-    source = source_notebook(json.loads(HOMEWORK.read_text(encoding="utf-8")))
-    (course / "source" / "hw").mkdir(parents=True)
-    (course / "source" / "hw" / "hw.ipynb").write_text(json.dumps(source))
+    assert nbgrader_export.main([str(HOMEWORK), str(course / "source" / "hw" / "hw.ipynb")]) == 0
+    with (course / "nbgrader_config.py").open("a") as config:  # as the export wrote it, and:
+        config.write(f"c.Exchange.root = {str(course / 'exchange')!r}\n")
+    source = json.loads((course / "source" / "hw" / "hw.ipynb").read_text())
     nbgrader(course, "generate_assignment", "hw")
     release = json.loads((course / "release" / "hw" / "hw.ipynb").read_text())
     correct, tampered = json.loads(json.dumps(release)), json.loads(json.dumps(release))
+    forged = json.loads(json.dumps(release))
+    setup = next(
+        i for i, c in enumerate(forged["cells"]) if "import tmm_course" in "".join(c["source"])
+    )
+    first = {"cell_type": "code", "execution_count": None, "id": "forged", "metadata": {},
+             "outputs": [], "source": FORGED}  # fmt: skip
+    forged["cells"].insert(setup + 1, first)
     answers = solutions(source)
     for cell in correct["cells"]:
         grading = cell["metadata"].get("nbgrader", {})
@@ -62,7 +82,8 @@ def scores(tmp_path_factory):
     for cell in tampered["cells"]:
         if cell["metadata"].get("nbgrader", {}).get("grade"):
             cell["source"] = "pass  # edited: every test passes"
-    for student, notebook in (("alice", correct), ("bob", release), ("eve", tampered)):
+    for student, notebook in (("alice", correct), ("bob", release), ("eve", tampered),
+                              ("mallory", forged)):  # fmt: skip
         folder = course / "submitted" / student / "hw"
         folder.mkdir(parents=True)
         (folder / "hw.ipynb").write_text(json.dumps(notebook))
@@ -72,7 +93,7 @@ def scores(tmp_path_factory):
     with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as book:
         return {
             s: (book.find_submission("hw", s).score, book.find_submission("hw", s).max_score)
-            for s in ("alice", "bob", "eve")
+            for s in ("alice", "bob", "eve", "mallory")
         }
 
 
@@ -94,3 +115,32 @@ def test_an_untouched_submission_gets_none(scores):
 
 def test_edited_test_cells_are_restored_and_give_no_marks(scores):
     assert scores["eve"] == (0.0, 4.0)
+
+
+def test_a_first_cell_that_redefines_the_checks_gets_no_marks(scores):
+    assert scores["mallory"] == (0.0, 4.0)
+
+
+@pytest.mark.parametrize(
+    "lesson", sorted((ROOT / "notebooks").glob("*.ipynb")), ids=lambda p: p.stem
+)
+def test_every_graded_lesson_exports_its_skeleton_outside_the_markers(lesson):
+    course = json.loads(lesson.read_text(encoding="utf-8"))
+    exercises = exercises_of(course)
+    if not exercises:
+        pytest.skip("no graded exercise")
+    source = source_notebook(course)
+    cells = {c.get("id"): c for c in source["cells"]}
+    for exercise in exercises:
+        answer = "".join(cells[exercise.cell_id]["source"])
+        stub = "".join(
+            next(c for c in course["cells"] if c.get("id") == exercise.cell_id)["source"]
+        )
+        outside = re.sub(rf"[ \t]*{BEGIN}\n.*?{END}\n", "", answer, flags=re.S)
+        for line in stub.splitlines():  # every signature the exercise hands out stays
+            if line.startswith(("def ", "@")):
+                assert line in outside.splitlines(), (exercise.name, line)
+        assert BEGIN in answer and "NotImplementedError" not in answer, exercise.name
+        compile(answer, exercise.name, "exec")  # the markers are comments: it still runs
+    tests = [c for c in source["cells"] if c["metadata"].get("nbgrader", {}).get("grade")]
+    assert len(tests) == len(exercises) and all(c["metadata"]["nbgrader"]["locked"] for c in tests)

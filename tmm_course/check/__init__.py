@@ -1,6 +1,8 @@
 """The exercise checks (:mod:`~tmm_course.check.exercises`; each exercise itself is defined in
 :mod:`tmm_course.exercises`), the engine that runs and judges them
-(:mod:`~tmm_course.check.engine`), what a check says (:mod:`~tmm_course.check.result`), the
+(:mod:`~tmm_course.check.engine`), the one judge that decides each case and the verdict for
+the check, the grader and nbgrader alike (:mod:`~tmm_course.check.verdict`), what a check says
+(:mod:`~tmm_course.check.result`), the
 memory it hands out (:mod:`~tmm_course.check.buffers`), the kernels a launcher started
 (:mod:`~tmm_course.check.launches`), those launches as plain data and their replay on inputs the
 check owns, the verdict (:mod:`~tmm_course.check.record`) and, on the interpreter, the memory

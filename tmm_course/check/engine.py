@@ -11,7 +11,7 @@ import contextlib
 import os
 import traceback
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass
 
 import torch
 import triton
@@ -19,8 +19,8 @@ import triton
 import tmm_course
 from tmm_course import hints
 from tmm_course.backend import GPU, INTERPRETER
-from tmm_course.check import causes, gpu_rules, launches, record, time_limit
-from tmm_course.check.buffers import Guarded, guarded_output, padded_input
+from tmm_course.check import causes, gpu_rules, launches, record, time_limit, verdict
+from tmm_course.check.buffers import Guarded, guarded_output, padded_input, same_bits
 from tmm_course.check.memory_guard import (
     OutOfBoundsAccess,
     Trace,
@@ -29,37 +29,9 @@ from tmm_course.check.memory_guard import (
     unsupported_reason,
 )
 from tmm_course.check.replay import Replay
-from tmm_course.check.result import MESSAGES, Case, CheckResult, Diagnosis
+from tmm_course.check.result import Case, CheckResult
 from tmm_course.check.work import mine, shared_work, who_did_the_work
 from tmm_course.exercises import spec
-
-# the order diagnoses are reported in: the first one found is the primary diagnosis
-PRIORITY = (
-    "not_implemented",
-    "timed_out",
-    "gpu_would_reject",
-    # before no_triton_kernel: a buffer whose leftover memory changes the answer also makes a
-    # 1x1 case's refilled replay differ, which alone would read as an answer from elsewhere
-    "uninitialised_buffer",
-    "no_triton_kernel",
-    "course_kernel",
-    "host_copy",
-    "no_descriptor",
-    # right values, the work not shared as the exercise asks (split-K's slices)
-    "goal_missed",
-    "too_many_programs",
-    # a known mistake matched exactly: strays and crashes elsewhere follow from it
-    "transposed",
-    "precision",
-    "reads_c_when_beta_zero",
-    "crashed",
-    "out_of_bounds_write",
-    "out_of_bounds_read",
-    "unwritten",
-    "ragged_edge",
-    "ignores_strides",
-    "wrong_values",
-)
 
 GPU_CONTEXT_LOST = (
     "CUDA: illegal memory access. The kernel touched memory outside its tensors, and the GPU "
@@ -80,72 +52,43 @@ def replays() -> bool:
     return tmm_course.BACKEND == GPU and unsupported_reason() is None
 
 
-WrongAnswer = spec.Mistake  # a known mistake: what it stores, and the sentence for its cause
-
-
 @dataclass
 class Trial:
-    """A case ready to run: the launcher's inputs, the guarded output and the right answer."""
+    """A case ready to run: the exercise, its case as drawn (the answers, on the CPU), the
+    launcher's inputs with room around them, and the guarded output."""
 
-    case: Case
-    inputs: Sequence[torch.Tensor | float]  # tensors get random room around them
+    exercise: spec.Exercise
+    source: spec.Case
+    case: Case  # what the check saw
+    inputs: Sequence[torch.Tensor | float]
     guard: Guarded
-    expected: torch.Tensor
-    wrong_answers: list[WrongAnswer] = field(default_factory=list)
-    atol: float | torch.Tensor = 0.0  # allowed |out - expected|, per cell if a tensor
-    # a last look once the values are right, given (out, *inputs): returns (code, problem)
-    # for a subtler fault, or None
-    extra: Callable[..., tuple[str, str] | None] | None = None
-    # what the output holds before the call, for updates like C = alpha*A@B + beta*C
-    # (None: the output is poisoned, and a cell still poisoned afterwards was never written)
-    initial: torch.Tensor | None = None
-    # run only when every earlier case passed (a probe for a subtler fault, which may also
-    # be unsafe to run on a kernel that is wrong in a plainer way)
-    only_if_all_passed: bool = False
-    # C = alpha*A@B + beta*C with beta = 0: the output must not be read
-    output_must_not_be_read: bool = False
     # the same case with new values, for the replay of the recorded launches (None: the
     # replay runs on copies of these inputs)
     fresh: Callable[[], Trial] | None = None
-    # the exercise's look at how the launches shared the reading once the values are right
-    # (spec.Exercise.work), or None
-    work: Callable[[spec.Reads], str | None] | None = None
+
+    @property
+    def initial(self) -> torch.Tensor | None:
+        """What the output holds before the call (C = alpha*A@B + beta*C), or None: poison."""
+        initial = self.source.initial
+        return None if initial is None else initial.to(tmm_course.DEVICE)
+
     # what the learner's launches did, once run on the interpreter (causes.Seen)
     seen: causes.Seen | None = None
 
 
-def trial(case: spec.Case) -> Trial:
-    """A case of an exercise, ready to run on this machine's device: inputs with random room
-    around them, a poisoned output inside canaries, the answers where the output lies."""
+def trial(exercise: spec.Exercise, case: spec.Case) -> Trial:
+    """A case of ``exercise``, ready to run on this machine's device: inputs with room around
+    them, a poisoned output inside canaries."""
     device = tmm_course.DEVICE
-
-    def here(x):
-        return x.to(device) if isinstance(x, torch.Tensor) else x
-
     shape = case.output.shape
-    guard = guarded_output(
-        (1, shape[0]) if len(shape) == 1 else shape, case.output.dtype, case.output.row_gap
-    )
-    if len(shape) == 1:
-        guard.out = guard.out[0]  # the 1-D view the launcher fills
-    mistakes = [
-        spec.Mistake(m.code, m.value.to(device), m.cause, m.explains, m.ambiguous, m.refine)
-        for m in case.mistakes
-    ]
+    guard = guarded_output(shape, case.output.dtype, case.output.row_gap)
     return Trial(
-        case=Case(case.label, case.shape, ragged=case.ragged, strided=case.strided),
-        inputs=tuple(
-            padded_input(x, device) if isinstance(x, torch.Tensor) else x for x in case.inputs
-        ),
-        guard=guard,
-        expected=case.expected.to(device),
-        wrong_answers=mistakes,
-        atol=here(case.atol),
-        extra=case.probe,
-        initial=here(case.initial),
-        only_if_all_passed=case.only_if_all_passed,
-        output_must_not_be_read=case.output_must_not_be_read,
-        fresh=lambda: trial(case.again(spec.fresh_generator())),
+        exercise,
+        case,
+        Case(case.label, case.shape, ragged=case.ragged, strided=case.strided),
+        tuple(padded_input(x, device) if isinstance(x, torch.Tensor) else x for x in case.inputs),
+        guard,
+        fresh=lambda: trial(exercise, case.again(spec.fresh_generator())),
     )
 
 
@@ -165,7 +108,7 @@ def run_exercise(
     return run_trials(
         name or exercise.name,
         call,
-        [replace(trial(c), work=exercise.work) for c in cases],
+        [trial(exercise, c) for c in cases],
         exercise.tensors,
         messages=exercise.messages,
         allow_course_kernels=allow_course_kernels,
@@ -190,18 +133,6 @@ def _from_triton(error: BaseException) -> bool:
 def _first_line(error: BaseException) -> str:
     text = str(error).strip().splitlines()
     return f"{type(error).__name__}: {text[-1] if text else ''}"
-
-
-def _unwritten(out: torch.Tensor) -> torch.Tensor:
-    return out.isnan() if out.is_floating_point() else out == -1
-
-
-def _isclose(a: torch.Tensor, b: torch.Tensor, atol: float | torch.Tensor) -> torch.Tensor:
-    return (a.double() - b.double()).abs() <= atol  # NaN compares False
-
-
-def _close(a: torch.Tensor, b: torch.Tensor, atol: float | torch.Tensor) -> bool:
-    return bool(_isclose(a, b, atol).all())
 
 
 def where(cell: tuple[int, int] | None, shape: tuple[int, ...]) -> str:
@@ -286,7 +217,7 @@ def run_trials(
                     case.problem = case.cause = report.refusal() or ""
     except KeyboardInterrupt:
         raise KeyboardInterrupt(INTERRUPTED) from None
-    result = _verdict(exercise, cases, messages or {})
+    result = verdict.decide(exercise, cases, messages or {})
     result.compiled = compiler.rows()
     return result
 
@@ -302,12 +233,10 @@ def _run_trial(
 ) -> bool:
     """Run and judge one trial; True when the cases after it cannot run."""
     case = trial.case
-    if trial.only_if_all_passed and not all(c.passed for c in earlier):
+    if trial.source.only_if_all_passed and not all(c.passed for c in earlier):
         case.code, case.problem = "skipped", "not run: fix the other cases first"
         return False
-    inputs = [padded_input(x) if isinstance(x, torch.Tensor) else x for x in trial.inputs]
-    if trial.fresh is not None:  # drawn by trial(): the inputs have their room already
-        inputs = list(trial.inputs)
+    inputs = list(trial.inputs)  # framed by trial() or _copy_of()
     if trial.initial is not None:
         trial.guard.out.copy_(trial.initial)
     tensors = [x for x in inputs if isinstance(x, torch.Tensor)]
@@ -403,11 +332,11 @@ def _name_empty_buffer(
 def _course_inside(case: Case, recorder: record.Recorder) -> None:
     """A learner kernel that calls one of the course's ``@triton.jit`` functions inside it
     (or a course kernel launched under another name) did not do the exercise itself."""
-    found = record.course_kernels(recorder.record()) if recorder.problem is None else None
+    if recorder.problem is not None:
+        return
+    found = verdict.course_kernel(recorder.record(), by_source=False)
     if found:
-        case.passed = False
-        case.code = "course_kernel"
-        case.problem = case.cause = f"{found}: the exercise is your own kernel, all the way down."
+        case.passed, case.code, case.problem, case.cause = False, "course_kernel", found, found
 
 
 REPLAYED = (
@@ -464,27 +393,35 @@ def _replayed(trial: Trial, recorder: record.Recorder, names: Sequence[str]) -> 
         )
         return _gpu_context_lost(error)
     out = fresh.guard.out
-    strayed = _stray(trace, "store", views) is not None or not fresh.guard.canaries_intact()
-    if strayed or not _close(out, fresh.expected, fresh.atol):
-        # a known mistake the kernels made on their own: a value-dependent slip (a bias added
-        # after the ReLU) can be right by chance on the first draw and wrong on this one
-        mistake = None if strayed else next(
-            (m for m in fresh.wrong_answers if m.value.shape == out.shape
-             and _close(out, m.value, fresh.atol)), None)  # fmt: skip
-        case.passed = False
-        if mistake is not None:
-            case.code, case.problem, case.cause = mistake.code, mistake.cause, mistake.cause
-            return False
-        bad = int((~_isclose(out, fresh.expected, fresh.atol)).sum())
-        if _needs_zeros(fresh, data, recorder, names):  # right by luck on torch.empty's zeros
-            empty = sum(b["fill"].get("kind") == "poison" for b in data["buffers"])
-            case.code = "uninitialised_buffer"
-            case.problem = case.cause = UNINITIALISED.format(
-                bad=int(out.isnan().sum()) or bad, cells=out.numel(), output=output, count=empty
-            )
-            return False
-        case.code = "no_triton_kernel"
-        case.problem = case.cause = REPLAYED.format(bad=bad, cells=out.numel(), output=output)
+    answer = fresh.source
+    found = verdict.judge_stored(
+        fresh.exercise,
+        answer,
+        verdict.Stored(
+            out,
+            fresh.guard.poison if answer.initial is None else None,
+            canaries_intact=fresh.guard.canaries_intact(),
+            stray_store=_stray(trace, "store", views),
+        ),
+    )
+    if found.passed:
+        return False
+    case.passed = False
+    # a known mistake the kernels made on their own: a value-dependent slip (a bias added
+    # after the ReLU) can be right by chance on the first draw and wrong on this one
+    if found.code in {m.code for m in answer.mistakes} - {"out_of_bounds_write"}:
+        case.code, case.problem, case.cause = found.code, found.cause, found.cause
+        return False
+    bad = int(verdict.wrong_cells(answer, out).sum())
+    if _needs_zeros(fresh, data, recorder, names):  # right by luck on torch.empty's zeros
+        empty = sum(b["fill"].get("kind") == "poison" for b in data["buffers"])
+        case.code = "uninitialised_buffer"
+        case.problem = case.cause = UNINITIALISED.format(
+            bad=int(out.isnan().sum()) or bad, cells=out.numel(), output=output, count=empty
+        )
+        return False
+    case.code = "no_triton_kernel"
+    case.problem = case.cause = REPLAYED.format(bad=bad, cells=out.numel(), output=output)
     return False
 
 
@@ -499,7 +436,7 @@ def _needs_zeros(fresh: Trial, data: dict, recorder: record.Recorder, names) -> 
     except Exception:
         return False
     out = again.guard.out
-    return again.guard.canaries_intact() and _close(out, again.expected, again.atol)
+    return again.guard.canaries_intact() and not bool(verdict.wrong_cells(again.source, out).any())
 
 
 UNINITIALISED = (
@@ -514,14 +451,10 @@ UNINITIALISED = (
 def _copy_of(trial: Trial) -> Trial:
     """The trial again on copies of its inputs and a fresh poisoned output (a trial that
     cannot draw new values)."""
-    out = trial.guard.out
-    guard = guarded_output(tuple(out.shape) if out.dim() == 2 else (1, out.numel()), out.dtype)
-    if out.dim() != 2:
-        guard.out = guard.out[0]
-    if out.dim() == 2 and out.stride(0) != out.shape[1]:  # rows padded: keep the gap
-        guard = guarded_output(tuple(out.shape), out.dtype, out.stride(0) - out.shape[1])
+    output = trial.source.output
+    guard = guarded_output(output.shape, output.dtype, output.row_gap)
     inputs = tuple(padded_input(x) if isinstance(x, torch.Tensor) else x for x in trial.inputs)
-    return Trial(trial.case, inputs, guard, trial.expected, atol=trial.atol, initial=trial.initial)
+    return Trial(trial.exercise, trial.source, trial.case, inputs, guard)
 
 
 def _timed_out(stop: time_limit.CaseTimedOut, where: str) -> str:
@@ -593,6 +526,8 @@ def _judge(
     after_last_launch: torch.Tensor | None = None,
     gather: bool = False,
 ) -> None:
+    """Reduce the case to what its kernels stored (:class:`~tmm_course.check.verdict.Stored`)
+    and let the one judge decide it."""
     case, out = trial.case, trial.guard.out
     output = list(views)[-1]
     if not launched.seen:
@@ -604,89 +539,30 @@ def _judge(
         names = ", ".join(sorted({f"{x.module}.{x.kernel}" for x in launched.seen}))
         case.problem = f"launched only the course's {names}"
         return
-    if (stray := _stray(trace, "store", views)) is not None:
-        case.code, case.problem = "out_of_bounds_write", stray
-        _name_stray_cause(trial, case)
-        return
-    if not trial.guard.canaries_intact():
-        case.code = "out_of_bounds_write"
-        case.problem = "memory around the output changed" + ("" if trace else " " + GPU_CANNOT_SEE)
-        return
-    if trial.output_must_not_be_read:
-        read = trace is not None and trace.touched("load", output) > 0
-        all_nan = trace is None and bool(_unwritten(out).all())
-        if read or all_nan:
-            case.code = "reads_c_when_beta_zero"
-            case.problem = (
-                f"{output} was loaded although beta == 0"
-                if read
-                else f"every cell is NaN: {output} (full of NaN) was read and scaled by beta = 0"
-            )
-            return
-    if (stray := _stray(trace, "load", views)) is not None:
-        case.code, case.problem = "out_of_bounds_read", stray
-        return
-    if _close(out, trial.expected, trial.atol):
-        found = who_did_the_work(
+    stray_store = _stray(trace, "store", views)
+    if stray_store is None and not trial.guard.canaries_intact():
+        stray_store = "memory around the output changed" + ("" if trace else " " + GPU_CANNOT_SEE)
+    inputs = list(views.values())[:-1]
+    stored = verdict.Stored(
+        out,
+        trial.guard.poison if trial.initial is None else None,
+        inputs_changed=not all(
+            same_bits(x, given) for x, given in zip(inputs, trial.source.tensors, strict=True)
+        ),
+        stray_store=stray_store,
+        stray_load=_stray(trace, "load", views),
+        output_loaded=None if trace is None else trace.touched("load", output) > 0,
+        unstored=None if trace is None else int((~trace.cells("store", output)).sum()),
+    )
+    if stray_store is None and stored.stray_load is None:  # read only once the values are right
+        stored.elsewhere = who_did_the_work(
             trace, views, after_last_launch, course_too=allow_course_kernels, gather=gather
         )
-        if found is None and trial.extra:
-            found = trial.extra(out, *trial.inputs)
-        if found is None and (said := shared_work(trace, list(views)[:-1], trial.work)):
-            found = "goal_missed", said
-        if found:
-            case.code, case.problem = found
-            if case.code in ("no_triton_kernel", "course_kernel", "host_copy", "goal_missed"):
-                case.cause = case.problem  # what happened, in this case's words
-        else:
-            case.passed = True
-        return
-    for wrong in trial.wrong_answers:
-        if wrong.code == "out_of_bounds_write":  # named only when stores strayed
-            continue
-        if wrong.value.shape == out.shape and _close(out, wrong.value, trial.atol):
-            _matched(case, wrong, trace)
-            return
-    stored = trace.cells("store", output) if trace is not None else None
-    if stored is not None:  # judged from the lanes stored, not from values
-        holes = int((~stored).sum())
-    elif trial.initial is None:
-        holes = int(_unwritten(out).sum())
-    else:  # cells left as they were although they should have changed
-        stale = (out == trial.initial) & ~_isclose(trial.initial, trial.expected, trial.atol)
-        holes = int(stale.sum())
-    if holes:
-        case.code = "unwritten"
-        case.problem = f"{holes} of {out.numel()} cells never written"
-        return
-    if stored is not None and trial.initial is None and bool(_unwritten(out).any()):
-        written_nan = int(_unwritten(out).sum())
-        case.problem = f"{written_nan} of {out.numel()} cells were stored as NaN"
-        return
-    bad = int((~_isclose(out, trial.expected, trial.atol)).sum())
-    case.problem = f"{bad} of {out.numel()} cells wrong"
-
-
-def _matched(case: Case, wrong: WrongAnswer, trace: Trace | None) -> None:
-    case.code, case.cause, case.problem = wrong.code, wrong.cause, wrong.cause
-    case.explains, case.ambiguous = wrong.explains, wrong.ambiguous
-    if wrong.refine is not None and trace is not None:
-        precise = wrong.refine(trace)
-        if precise:
-            case.cause = case.problem = precise
-            case.ambiguous = False
-
-
-def _name_stray_cause(trial: Trial, case: Case) -> None:
-    """Stores strayed: a known mistake whose in-bounds cells match names their cause."""
-    out = trial.guard.out
-    for wrong in trial.wrong_answers:
-        if wrong.code != "out_of_bounds_write" or wrong.value.shape != out.shape:
-            continue
-        inside = ~torch.isnan(wrong.value)
-        if bool(inside.any()) and _close(out[inside], wrong.value[inside], 0.0):
-            case.cause = wrong.cause
-            return
+        stored.unshared = shared_work(trace, list(views)[:-1], trial.exercise.work)
+    stored.trace = trace
+    found = verdict.judge_stored(trial.exercise, trial.source, stored)
+    case.passed, case.code, case.problem = found.passed, found.code, found.problem
+    case.cause, case.explains, case.ambiguous = found.cause, found.explains, found.ambiguous
 
 
 def _stray(trace: Trace | None, kind: str, views: Mapping[str, torch.Tensor]) -> str | None:
@@ -698,128 +574,3 @@ def _stray(trace: Trace | None, kind: str, views: Mapping[str, torch.Tensor]) ->
     first = where(trace.first_stray(kind, name), tuple(views[name].shape))
     verb = "stored" if kind == "store" else "loaded"
     return f"{verb} {lanes} lane(s) outside {name}, first at {first}; not performed"
-
-
-def _verdict(exercise: str, cases: list[Case], messages: Mapping[str, str]) -> CheckResult:
-    result = CheckResult(exercise, passed=all(c.passed for c in cases), cases=cases)
-    if result.passed:
-        return result
-    if all(c.code in ("not_implemented", "skipped") for c in cases):
-        codes = ["not_implemented"]
-    else:
-        failed = [c for c in cases if not c.passed and c.code != "skipped"]
-        found = {c.code for c in failed} | set(_where_wrong(failed, cases))
-        for c in failed:  # a cause that explains another finding
-            found -= set(c.explains)
-        codes = [code for code in PRIORITY if code in found]
-        codes = _cause_first(codes)
-        codes = _consequences_last(codes, failed)
-    result.diagnoses = [Diagnosis(code, _message(code, cases, messages)) for code in codes]
-    return result
-
-
-def _consequences_last(codes: list[str], failed: list[Case]) -> list[str]:
-    """A GPU's refusal of a kernel for one dtype only (float16 results from float32 inputs,
-    say), found beside a known mistake, follows from that mistake: name the mistake first."""
-    refusals = [c for c in failed if c.code == "gpu_would_reject"]
-    known = {"transposed", "precision", "reads_c_when_beta_zero"}
-    if refusals and all(c.secondary for c in refusals) and known & set(codes):
-        codes = [c for c in codes if c != "gpu_would_reject"] + ["gpu_would_reject"]
-    return codes
-
-
-def _cause_first(codes: list[str]) -> list[str]:
-    """Where the failures cluster names their cause better than what they did: strided
-    tensors explain strays of either kind. (A stray on a ragged edge is named as such: a load
-    or a store whose mask is missing.)"""
-    strays = ("out_of_bounds_write", "out_of_bounds_read")
-    first = next((c for c in codes if c in strays), None)
-    place = "ignores_strides"
-    if place not in codes or first is None or codes.index(place) < codes.index(first):
-        return codes
-    codes = [c for c in codes if c != place]
-    codes.insert(codes.index(first), place)
-    return codes
-
-
-def _message(code: str, cases: list[Case], messages: Mapping[str, str]) -> str:
-    """A case's precise cause, else the exercise's sentence, else the generic one."""
-    causes = sorted((c for c in cases if c.code == code and c.cause), key=lambda c: c.ambiguous)
-    cause = causes[0].cause if causes else ""
-    if cause:
-        return cause
-    if (mixup := messages.get(f"{code} when M != N")) and _only_when_not_square(cases):
-        return mixup
-    if code == "ragged_edge":
-        return _axes_message(cases, messages)
-    if code == "ignores_strides":
-        return _strides_message(cases, messages)
-    return cause or messages.get(code) or MESSAGES[code]
-
-
-LOCATED = (None, "unwritten", "out_of_bounds_read", "out_of_bounds_write")
-
-
-def _located(cases: list[Case]) -> list[Case]:
-    """Failed cases whose place (ragged axes, strided tensors) may explain them."""
-    return [c for c in cases if not c.passed and c.code in LOCATED]
-
-
-def _where_wrong(failed: list[Case], cases: list[Case]) -> list[str]:
-    """Where plain wrong values cluster: only on ragged axes, only on strided tensors, or not
-    at all. Cases with a cause of their own say nothing about place."""
-    located = _located(failed)
-    passed = [c for c in cases if c.passed]
-    if not located:
-        return []
-    if all(c.ragged for c in located) and any(not c.ragged for c in passed):
-        return ["ragged_edge"]
-    if all(c.strided for c in located) and any(not c.strided for c in passed):
-        return ["ignores_strides"]
-    if any(c.code is None for c in located):
-        return ["wrong_values"]
-    return []
-
-
-def _only_when_not_square(cases: list[Case]) -> bool:
-    """Every failure has M != N, and some M == N case passed: the two sizes were mixed up."""
-    failed = [c for c in cases if not c.passed and c.code != "skipped"]
-    square = [c.shape[0] == c.shape[1] for c in failed]
-    return (
-        bool(failed)
-        and not any(square)
-        and any(c.passed and c.shape[0] == c.shape[1] for c in cases)
-    )
-
-
-def _strayed(cases: list[Case]) -> str:
-    reads = [c for c in _located(cases) if c.code == "out_of_bounds_read"]
-    if not reads:
-        return ""
-    return " (Those cases also loaded lanes outside the inputs, which the check did not perform.)"
-
-
-def _common(sets: list[tuple[str, ...]]) -> list[str]:
-    common = set(sets[0]).intersection(*sets[1:]) if sets else set()
-    union = set().union(*sets) if sets else set()
-    return sorted(common or union)
-
-
-def _axes_message(cases: list[Case], messages: Mapping[str, str]) -> str:
-    axes = _common([c.ragged for c in _located(cases)])
-    which = " or ".join(axes)
-    fix = messages.get(f"ragged_edge {'/'.join(axes)}") or messages.get("ragged_edge", "")
-    return f"Right when every size is a multiple of the block, wrong when {which} is not: " + (
-        fix or MESSAGES["ragged_edge"]
-    )
-
-
-def _strides_message(cases: list[Case], messages: Mapping[str, str]) -> str:
-    tensors = _common([c.strided for c in _located(cases)])
-    which = " or ".join(tensors)
-    fix = messages.get("ignores_strides") or (
-        "compute every address from the tensor's .stride(0) and .stride(1), not its shape."
-    )
-    return f"Right for contiguous tensors, wrong when {which} is not contiguous: {fix}" + _strayed(
-        cases
-    )

@@ -45,6 +45,8 @@ MESSAGES = {
     "each wrong one and the figure, before and after the change, that shows it.",
     "course_kernel": "The output was written by one of the course's own kernels (tmm_course), "
     "not by a kernel written here.",
+    "modified_input": "The kernel stored into one of its inputs: an input is read only. Store "
+    "into the output alone (is an output pointer passed where an input's is expected?).",
     "out_of_bounds_read": "The kernel loaded lanes outside its inputs' elements (the check did "
     "not perform them; the case list says where): a load mask is missing, or an offset or "
     "stride is wrong.",

@@ -24,6 +24,7 @@ import torch
 
 from tmm_course.check.launches import Launch, arguments, grid_of
 from tmm_course.check.memory_guard import Trace
+from tmm_course.check.verdict import host_copy
 from tmm_course.exercises.spec import Reads
 
 
@@ -113,18 +114,9 @@ def who_did_the_work(
         ]
         if copies:
             if gather and any(transposed for _, transposed in copies):
-                return "host_copy", (
-                    f"the launcher made a transposed copy of {name} on the host "
-                    f"({name}.t().contiguous() or the like) for a kernel that reads the copy: "
-                    f"the exercise is to read {name} where it lies. Pass {name} itself."
-                )
+                return "host_copy", host_copy(name, transposed=True)
             if gather and not view.is_contiguous():
-                return "host_copy", (
-                    f"{name} is not contiguous, and the launcher copied it on the host "
-                    f"({name}.contiguous() or the like) for a kernel that reads the copy: the "
-                    f"exercise is to read {name} where it lies, through {name}.stride(0) and "
-                    f"{name}.stride(1). Pass {name} itself and its strides to the kernel."
-                )
+                return "host_copy", host_copy(name, transposed=False)
             continue
         missing = int((~loaded).sum())
         if theirs and bool(trace.cells("load", name, theirs).any()):

@@ -1,20 +1,29 @@
-"""The homework as an nbgrader *source* notebook, for courses that already grade with nbgrader.
+"""A graded lesson as an nbgrader *source* notebook, for courses that already grade with nbgrader.
 
     python -m tmm_course.teach.nbgrader_export notebooks/05_homework_transpose.ipynb \\
         course/source/homework5/homework5.ipynb
 
-Each exercise becomes one solution cell (the course's solution between nbgrader's
+Each exercise becomes one solution cell: the exercise's skeleton (decorators, signatures, the
+hints in its bodies) with each function's body from the course's solution between nbgrader's
 ``### BEGIN SOLUTION`` and ``### END SOLUTION``, which ``nbgrader generate_assignment`` replaces
-with a stub), and each check cell a locked, autograded test cell worth one point that asserts the
-check passed and prints its diagnosis. nbgrader's own machinery does the rest: the student
-version, checksums of the locked cells, restoring them before ``nbgrader autograde``.
+with a stub. Each check cell becomes a locked, autograded test cell worth one point; every other
+code cell is locked read-only, so autograde restores it from the source.
+
+The score is the course's grader's, not the test cell's: in a course folder
+(``course/source/ASSIGNMENT/NAME.ipynb``) the export also copies the course notebook to
+``course/references/`` (outside ``source/``, so never released) and, unless there is one, writes
+``course/nbgrader_config.py``, which runs :class:`~tmm_course.teach.nbgrader_grade.CourseGrader`
+after nbgrader's ``Execute``: each test cell's score is the grader's verdict on the exercise,
+decided outside the student's kernel (a cell that redefines the checks changes nothing).
 """
 
 from __future__ import annotations
 
 import argparse
+import ast
 import copy
 import json
+import shutil
 import sys
 from pathlib import Path
 
@@ -22,6 +31,26 @@ from tmm_course.teach.graded_notebook import exercises_of
 from tmm_course.teach.release import is_solution, typed_in
 
 SCHEMA = 3
+BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
+CONFIG = '''"""nbgrader for the tmm-course homework: each test cell is scored by the course's
+grader (tmm_course.teach.nbgrader_grade), outside the student's kernel."""
+
+from nbconvert.preprocessors import ClearMetadataPreprocessor
+from nbgrader.preprocessors import (
+    AssignLatePenalties, CheckCellMetadata, Execute, IgnorePattern, LimitOutput, SaveAutoGrades,
+)
+
+from tmm_course.teach.nbgrader_grade import CourseGrader
+
+c = get_config()  # noqa: F821 - nbgrader's
+c.CourseDirectory.root = __import__("os").path.dirname(__file__)
+# after Execute: the course's grader replays the submission's kernels and scores the test cells
+c.Autograde.autograde_preprocessors = [
+    Execute, CourseGrader, IgnorePattern, ClearMetadataPreprocessor, LimitOutput,
+    SaveAutoGrades, AssignLatePenalties, CheckCellMetadata,
+]
+c.CourseGrader.references = "references"  # the course notebooks, never released
+'''
 
 
 def _metadata(cell_id: str, *, solution: bool, grade: bool, points: int = 0) -> dict:
@@ -32,6 +61,46 @@ def _metadata(cell_id: str, *, solution: bool, grade: bool, points: int = 0) -> 
     if grade:
         meta["points"] = points
     return meta
+
+
+def _body(lines: list[str], fn: ast.FunctionDef) -> tuple[int, int]:
+    """The lines (start, end: 0-based, end excluded) of ``fn``'s body, comments before its
+    first statement included."""
+    header = fn.lineno - 1
+    while not lines[header].split("#")[0].rstrip().endswith(":"):
+        header += 1
+    return header + 1, fn.end_lineno or header + 1
+
+
+def skeleton(exercise: str, solution: str) -> str:
+    """The exercise cell's code with each function's body replaced by the solution's body
+    between nbgrader's markers (the hint comments of its body kept above them); whatever else
+    the solution defines follows in markers of its own."""
+    stub, answer = exercise.splitlines(), solution.splitlines()
+    mine = {n.name: n for n in ast.parse(solution).body if isinstance(n, ast.FunctionDef)}
+    out, at, used = [], 0, set()
+    for fn in ast.parse(exercise).body:
+        if not isinstance(fn, ast.FunctionDef) or fn.name not in mine:
+            continue
+        start, end = _body(stub, fn)
+        first = stub[start:end]
+        indent = next((ln[: len(ln) - len(ln.lstrip())] for ln in first if ln.strip()), "    ")
+        hints = [ln for ln in first if ln.strip().startswith("#")]
+        there = _body(answer, mine[fn.name])
+        out += [*stub[at:start], *hints, indent + BEGIN, *answer[there[0] : there[1]], indent + END]
+        at, used = end, used | {fn.name}
+    out += stub[at:]
+    rest = [n for n in ast.parse(solution).body
+            if not (isinstance(n, ast.FunctionDef) and n.name in used)]  # fmt: skip
+    if rest:
+        extra = [ln for n in rest for ln in answer[_first_line(n) : n.end_lineno]]
+        out += ["", BEGIN, *extra, END]
+    return "\n".join(out).rstrip() + "\n"
+
+
+def _first_line(node: ast.stmt) -> int:
+    decorators = getattr(node, "decorator_list", [])
+    return min([node.lineno, *(d.lineno for d in decorators)]) - 1
 
 
 def source_notebook(course: dict) -> dict:
@@ -50,21 +119,34 @@ def source_notebook(course: dict) -> dict:
         check = next((t.removeprefix("check:") for t in tags if t.startswith("check:")), None)
         if cell.get("id") in by_cell:
             solution = typed_in("".join(course["cells"][index + 1]["source"]))
-            cell["source"] = f"### BEGIN SOLUTION\n{solution.rstrip()}\n### END SOLUTION\n"
+            cell["source"] = skeleton("".join(cell["source"]), solution)
             name = by_cell[cell["id"]].name
             cell["metadata"]["nbgrader"] = _metadata(f"{name}_solution", solution=True, grade=False)
         elif check in exercises:
             call = "".join(cell["source"]).strip()
             cell["source"] = (
+                "# Feedback for you. In the instructor's autograde the score is the course's "
+                "grader's:\n# it replays your kernels outside this notebook.\n"
                 f"result = {call}\nprint(result)\n"
                 "assert result.passed, result.primary.message if result.primary else 'failed'\n"
             )
             cell["metadata"]["nbgrader"] = _metadata(
                 f"check_{check}", solution=False, grade=True, points=1
             )
+        elif cell["cell_type"] == "code":  # read-only: autograde restores it from the source
+            cell["metadata"]["nbgrader"] = _metadata(
+                f"cell_{cell.get('id', index)}", solution=False, grade=False
+            )
         cells.append(cell)
     out["cells"] = cells
     return out
+
+
+def course_root(source: Path) -> Path | None:
+    """The nbgrader course folder a source notebook ``COURSE/source/ASSIGNMENT/NAME.ipynb``
+    lies in, or None."""
+    parents = source.resolve().parents
+    return parents[2] if len(parents) > 2 and parents[1].name == "source" else None
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -78,6 +160,23 @@ def main(argv: list[str] | None = None) -> int:
     args.source.parent.mkdir(parents=True, exist_ok=True)
     args.source.write_text(json.dumps(source_notebook(course), indent=1) + "\n", encoding="utf-8")
     print(f"wrote {args.source}")
+    root = course_root(args.source)
+    if root is None:
+        print(
+            "not in a course folder (COURSE/source/ASSIGNMENT/NAME.ipynb): copy "
+            f"{args.course_notebook.name} to COURSE/references/ and set up CourseGrader "
+            "(tmm_course.teach.nbgrader_grade) in nbgrader_config.py yourself"
+        )
+        return 0
+    (root / "references").mkdir(exist_ok=True)
+    shutil.copyfile(args.course_notebook, root / "references" / args.course_notebook.name)
+    print(f"wrote {root / 'references' / args.course_notebook.name} (the grader's reference)")
+    config = root / "nbgrader_config.py"
+    if not config.exists():
+        config.write_text(CONFIG, encoding="utf-8")
+        print(f"wrote {config}")
+    elif "CourseGrader" not in config.read_text(encoding="utf-8"):
+        print(f"warning: {config} does not run CourseGrader: the test cells alone would score")
     return 0
 
 

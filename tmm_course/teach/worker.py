@@ -12,7 +12,8 @@ the cell bound, as JSON: the judge reads it as data and compiles what it is judg
 
 A *replay* worker runs no cell. It is given kernel sources the judge has read
 (:mod:`.triton_only`) and, per case, the launch plan and the judge's secret inputs; it defines
-the kernels, compiles each launch for a GPU with a compiler that calls nothing but Triton,
+the kernels, passes each launch through the check's compile gate (every GPU the course names,
+:class:`tmm_course.check.gpu_rules.Compiler`) with a compiler that calls nothing but Triton,
 launches them (on the interpreter, every load and store inside the case's tensors or the plan's
 buffers, :mod:`tmm_course.check.memory_guard`) and sends back every storage it was given and
 what the guard saw. The judge compares.
@@ -25,8 +26,6 @@ import json
 import linecache
 import sys
 import traceback
-
-GPU_TARGET = "sm_80"  # what a replayed kernel must compile for before it runs (an A100)
 
 
 def _display(*values: object, **_: object) -> None:
@@ -102,12 +101,12 @@ class Refused(RuntimeError):
 
 
 class Checked:
-    """A kernel that, before each launch, is compiled for :data:`GPU_TARGET` under the strict
-    compiler (once per argument types and constants): nothing that does not compile runs."""
+    """A kernel that, before each launch, goes through the check's compile gate
+    (:class:`tmm_course.check.gpu_rules.Compiler`: every GPU the course names, each with its
+    limits) under the strict compiler: nothing that a GPU refuses runs."""
 
     def __init__(self, kernel, name: str, replayer: Replayer) -> None:
         self.kernel, self.name, self.replayer = kernel, name, replayer
-        self.compiled = replayer.compiled
 
     def __getitem__(self, grid):
         def launch(*args, **kwargs):
@@ -119,33 +118,38 @@ class Checked:
                 with triton_only.strict():
                     found.append(launched(self.kernel, self.name, args, kwargs, grid, targets))
                 return None
-            self.check(args, kwargs)
+            self.check(args, kwargs, grid)
             return self.kernel[grid](*args, **kwargs)
 
         return launch
 
-    def check(self, args: tuple, kwargs: dict) -> None:
-        from tmm_course import compile_ahead
+    def check(self, args: tuple, kwargs: dict, grid) -> None:
+        from tmm_course.check.launches import Launch, tensors_of
         from tmm_course.teach import triton_only
 
-        warps, stages = int(kwargs.get("num_warps", 4)), int(kwargs.get("num_stages", 3))
-        spec = compile_ahead.specialize(self.kernel, args, kwargs)
-        # once per argument types and constants: which pointers and integers are multiples of
-        # 16 changes how a GPU vectorises, never whether it accepts the kernel
-        key = (id(self.kernel), spec.key()[:2], warps, stages)
-        if key not in self.compiled:
-            try:
-                with triton_only.strict():
-                    compiled = compile_ahead.compile_for(
-                        self.kernel, spec, GPU_TARGET, warps, stages
-                    )
-                self.compiled[key] = None if compiled.ok else compiled.error
-            except Exception as error:  # specialize's own refusal (an argument it cannot type)
-                self.compiled[key] = str(error)
-        if self.compiled[key]:
-            raise Refused(f"{self.name} does not compile for {GPU_TARGET}: {self.compiled[key]}")
+        fn = getattr(self.kernel, "fn", self.kernel)
+        launch = Launch(
+            self.name,
+            getattr(fn, "__module__", "") or "",
+            tuple(t for a in (*args, *kwargs.values()) if (t := tensors_of(a)) is not None),
+            self.kernel,
+            args,
+            kwargs,
+            grid,
+        )
+        try:
+            with triton_only.strict():
+                refused = self.replayer.compiler.judge([launch])
+        except Exception as error:  # an argument the compiler cannot type, or not Triton
+            raise Refused(f"{self.name} does not compile: {error}") from None
+        if refused is not None:
+            raise Refused(refused.refusal() or f"a GPU's compiler refuses {self.name}")
         requires = self.replayer.requires
         if requires is not None:
+            from tmm_course import compile_ahead
+
+            key = (id(self.kernel), compile_ahead.specialize(self.kernel, args, kwargs).key()[:2],
+                   int(kwargs.get("num_warps", 4)), int(kwargs.get("num_stages", 3)))  # fmt: skip
             if key not in self.replayer.shown:
                 from tmm_course.check.compiled import shown
 
@@ -158,8 +162,12 @@ class Replayer:
     """The replay worker's kernels, each defined once, each specialization compiled once."""
 
     def __init__(self) -> None:
+        from tmm_course.check.gpu_rules import Compiler
+
         self.kernels: dict = {}
-        self.compiled: dict = {}
+        # the check's compile gate, one per set of GPUs an exercise names (Exercise.gpus)
+        self.compilers: dict[tuple[str, ...] | None, Compiler] = {}
+        self.compiler = Compiler()
         # what the exercise asks of a compiled kernel beyond its values (lesson 7), whether
         # each specialization shows it, and those the replay under way launched
         self.requires = None
@@ -187,7 +195,14 @@ class Replayer:
         args, storages = _tensors(header, blobs)
         views = dict(zip(header["tensors"], _only_tensors(args), strict=True))
         facts: dict = {"ok": True}
-        self.requires = getattr(BY_NAME.get(header.get("exercise", "")), "requires", None)
+        exercise = BY_NAME.get(header.get("exercise", ""))
+        self.requires = getattr(exercise, "requires", None)
+        gpus = getattr(exercise, "gpus", None)
+        if gpus not in self.compilers:  # as the check: every GPU the course names, or these
+            from tmm_course.check.gpu_rules import Compiler
+
+            self.compilers[gpus] = Compiler() if gpus is None else Compiler(gpus)
+        self.compiler = self.compilers[gpus]
         self.used = []
         with contextlib.ExitStack() as stack:
             launched = stack.enter_context(launches.recording())
@@ -207,6 +222,13 @@ class Replayer:
                     raise
                 facts["stray"] = {"kind": stray.kind, "text": str(stray)[:300]}
         _synchronize()
+        from tmm_course.teach import triton_only
+
+        with triton_only.strict():  # the specializations new in this case, as the check does
+            refused = self.compiler.further()
+        if refused:
+            said = refused[0][0].refusal() or "a GPU's compiler refuses a kernel"
+            return {"ok": False, "error_type": "gpu_would_reject", "error": said}, []
         if self.requires is not None:
             facts["shows"] = bool(self.used) and all(self.shown[key] for key in self.used)
         if trace is not None:
@@ -214,7 +236,6 @@ class Replayer:
             facts["outside"] = {kind: trace.outside(kind) for kind in ("load", "store")}
             facts["output_loaded"] = trace.touched("load", output) > 0
             facts["unstored"] = int((~trace.cells("store", output)).sum())
-            exercise = BY_NAME.get(header.get("exercise", ""))
             work = getattr(exercise, "work", None)
             facts["unshared"] = shared_work(trace, header["tensors"][:-1], work)
         return facts, [s.cpu().numpy().tobytes() for s in storages]
@@ -235,31 +256,31 @@ class Replayer:
             self.noting = None
 
 
-def serve(read_fd: int, write_fd: int) -> None:
-    from tmm_course.teach import wire
+class Session:
+    """One worker's state (the namespace its cells ran in, the replayer's kernels) and its
+    answer to each request of the judge's, the same whether the request came down a pipe
+    (:func:`serve`) or from a judge in this process (a test's)."""
 
-    namespace: dict = {"__name__": "__main__", "display": _display}
-    replayer: Replayer | None = None
-    count = 0
-    while True:
-        try:
-            header, blobs = wire.receive(read_fd)
-        except wire.ChannelError:
-            return
+    def __init__(self) -> None:
+        self.namespace: dict = {"__name__": "__main__", "display": _display}
+        self.replayer: Replayer | None = None
+        self.count = 0
+
+    def answer(self, header: dict, blobs: list[bytes]) -> tuple[dict, list[bytes]]:
+        """The reply to one request and the blobs that go with it; never raises (what the
+        student's code raised is the answer)."""
         op = header.get("op")
-        if op == "bye":
-            return
         reply: dict = {"ok": True}
         out: list[bytes] = []
         try:
             if op == "run":
-                count += 1
-                filename = f"<cell {count}: {header.get('name', '')}>"
+                self.count += 1
+                filename = f"<cell {self.count}: {header.get('name', '')}>"
                 source = header["source"]
                 linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
-                exec(compile(source, filename, "exec"), namespace)  # the judge's order, in order
+                exec(compile(source, filename, "exec"), self.namespace)  # the judge's order
             elif op == "record":
-                fn = namespace.get(header["name"])
+                fn = self.namespace.get(header["name"])
                 if not callable(fn):
                     reply = {"ok": False, "error_type": "missing",
                              "error": f"no function named {header['name']}"}  # fmt: skip
@@ -267,11 +288,11 @@ def serve(read_fd: int, write_fd: int) -> None:
                     out = [_record(fn, header, blobs)]
                     reply = {"ok": True, "size": len(out[0])}
             elif op == "answer":  # an answer that is data: its value, as plain JSON
-                if header["name"] not in namespace:
+                if header["name"] not in self.namespace:
                     reply = {"ok": False, "error_type": "missing",
                              "error": f"no value named {header['name']}"}  # fmt: skip
                 else:
-                    value = namespace[header["name"]]
+                    value = self.namespace[header["name"]]
                     reply = {"ok": True, "answer": json.loads(json.dumps(value))}
             elif op == "prepare":  # a replay worker's imports, before it is needed
                 import tmm_course
@@ -281,14 +302,14 @@ def serve(read_fd: int, write_fd: int) -> None:
             elif op == "kernels":
                 import tmm_course  # noqa: F401 - first: it picks the backend
 
-                replayer = replayer or Replayer()
-                replayer.define(json.loads(blobs[0]))
+                self.replayer = self.replayer or Replayer()
+                self.replayer.define(json.loads(blobs[0]))
             elif op == "replay":
-                assert replayer is not None, "no kernels defined"
-                reply, out = replayer.replay(header, blobs)
+                assert self.replayer is not None, "no kernels defined"
+                reply, out = self.replayer.replay(header, blobs)
             elif op == "launched":
-                assert replayer is not None, "no kernels defined"
-                reply = replayer.launched(header, blobs)
+                assert self.replayer is not None, "no kernels defined"
+                reply = self.replayer.launched(header, blobs)
         except BaseException as error:  # the student's code: any failure is an answer
             if isinstance(error, SystemExit | KeyboardInterrupt) and op == "run":
                 reply = _error(RuntimeError(f"{type(error).__name__} raised"))
@@ -296,7 +317,22 @@ def serve(read_fd: int, write_fd: int) -> None:
                 reply = _error(error)
             out = []
         sys.stdout.flush()
-        if op == "record" and out:  # any size: its size first, then the data
+        return reply, out
+
+
+def serve(read_fd: int, write_fd: int) -> None:
+    from tmm_course.teach import wire
+
+    session = Session()
+    while True:
+        try:
+            header, blobs = wire.receive(read_fd)
+        except wire.ChannelError:
+            return
+        if header.get("op") == "bye":
+            return
+        reply, out = session.answer(header, blobs)
+        if header.get("op") == "record" and out:  # any size: its size first, then the data
             wire.send(write_fd, reply)
             wire.send(write_fd, {}, out)
         else:

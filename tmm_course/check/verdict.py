@@ -1,0 +1,495 @@
+"""The one judge: what a case's launches stored, as plain data, decides the case; the cases
+decide the verdict, its ranked codes and one sentence per code.
+
+The learner's check (:mod:`tmm_course.check.engine`), the batch grader's judge
+(:mod:`tmm_course.teach.judge`) and, through the grader, nbgrader's locked cells each reduce a
+case to a :class:`Stored` (the output as the replayed kernels left it, what it held before, and
+what the memory guard saw) and call :func:`judge_stored`; the cases go to :func:`decide` (the
+check) or :func:`grade` (the grader's row, lesson 9's repair and the goals at scale added).
+The rules that read a launch record rather than values are here too, once: a course kernel did
+the work (:func:`course_kernel`), a copy of an input made on the host (:func:`host_copy`), a
+repair that is not one (:func:`not_the_fix`).
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import cache
+from types import SimpleNamespace
+
+import torch
+
+from tmm_course.check.result import MESSAGES, CheckResult, Diagnosis
+from tmm_course.check.result import Case as Result
+from tmm_course.exercises.spec import Case, Exercise, Goal
+
+# the order diagnoses are reported in: the first one found is the primary diagnosis
+PRIORITY = (
+    "not_implemented",
+    "timed_out",
+    "gpu_would_reject",
+    # before no_triton_kernel: a buffer whose leftover memory changes the answer also makes a
+    # 1x1 case's refilled replay differ, which alone would read as an answer from elsewhere
+    "uninitialised_buffer",
+    "no_triton_kernel",
+    "course_kernel",
+    "host_copy",
+    "no_descriptor",
+    # right values, the work not shared as the exercise asks (split-K's slices)
+    "goal_missed",
+    "too_many_programs",
+    # a known mistake matched exactly: strays and crashes elsewhere follow from it
+    "transposed",
+    "precision",
+    "reads_c_when_beta_zero",
+    "crashed",
+    "modified_input",
+    "out_of_bounds_write",
+    "out_of_bounds_read",
+    "unwritten",
+    "ragged_edge",
+    "ignores_strides",
+    "wrong_values",
+)
+
+
+def result(case: Case, **found) -> Result:
+    """A case's outcome, labelled as the exercise's case is."""
+    return Result(case.label, case.shape, case.ragged, case.strided, **found)
+
+
+# --- one case, from what its kernels stored --------------------------------------------------
+@dataclass
+class Stored:
+    """What one case's launches left, as plain data (whoever launched them)."""
+
+    out: torch.Tensor  # the output view after the launches
+    before: torch.Tensor | None  # what it held before them (the poison); None: case.initial
+    inputs_changed: bool = False
+    canaries_intact: bool = True
+    stray_store: str | None = None  # where a store fell outside every view (memory guard)
+    stray_load: str | None = None
+    output_loaded: bool | None = None  # None: loads not traced
+    unstored: int | None = None  # cells no lane stored into (None: stores not traced)
+    # once the values are right: who did the work when not the learner's kernels (code,
+    # sentence), how the launches shared it (the exercise's ``work``), whether the compiled
+    # kernels show the exercise's requirement (None: not asked)
+    elsewhere: tuple[str, str] | None = None
+    unshared: str | None = None
+    shows: bool | None = None
+    # the memory guard's record where the judge holds it (the check, in-process): a known
+    # mistake with two possible causes asks it which (Mistake.refine)
+    trace: object | None = field(default=None, repr=False)
+
+
+def judge_stored(exercise: Exercise, case: Case, stored: Stored) -> Result:
+    """The outcome of one case of ``exercise`` from what its launches stored: strays and
+    canaries first, then the values against the reference with the exercise's tolerance, a
+    known mistake named by its sentence, cells never written counted."""
+    if stored.inputs_changed:
+        return result(case, code="modified_input", problem="an input was changed")
+    got = stored.out.detach().cpu().double()
+    if stored.stray_store or not stored.canaries_intact:
+        problem = stored.stray_store or "memory around the output changed"
+        cause = _stray_cause(case, got)
+        return result(case, code="out_of_bounds_write", problem=problem, cause=cause)
+    if case.output_must_not_be_read:
+        loaded = stored.output_loaded
+        if loaded or (loaded is None and bool(got.isnan().all())):
+            return result(case, code="reads_c_when_beta_zero",
+                          problem="C was loaded although beta == 0")  # fmt: skip
+    if stored.stray_load:
+        return result(case, code="out_of_bounds_read", problem=stored.stray_load)
+    expected = case.expected.double()
+    close = ~wrong_cells(case, got)
+    if bool(close.all()):
+        return _right_values(exercise, case, got, stored)
+    for mistake in case.mistakes:
+        if mistake.code == "out_of_bounds_write" or mistake.value.shape != got.shape:
+            continue
+        if bool(_within(got, mistake.value, case.atol).all()):
+            cause, ambiguous = mistake.cause, mistake.ambiguous
+            precise = mistake.refine(stored.trace) if mistake.refine and stored.trace else None
+            if precise:  # the trace tells which of two causes it was
+                cause, ambiguous = precise, False
+            return result(case, code=mistake.code, problem=cause, cause=cause,
+                          explains=mistake.explains, ambiguous=ambiguous)  # fmt: skip
+    before = case.initial if stored.before is None else stored.before
+    if stored.unstored is not None and case.initial is None:
+        holes = stored.unstored  # the memory guard saw which cells were stored
+    else:  # cells still holding what was there, although they should have changed
+        before = before.double()
+        same = (got == before) | (got.isnan() & before.isnan())
+        holes = int((same & ~_within(before, expected, case.atol)).sum())
+    if holes:
+        return result(
+            case, code="unwritten", problem=f"{holes} of {got.numel()} cells never written"
+        )
+    nan = int(got.isnan().sum())
+    if nan and case.initial is None:
+        return result(case, problem=f"{nan} of {got.numel()} cells were stored as NaN")
+    bad = ~close
+    where = tuple(bad.nonzero()[0].tolist())
+    return result(
+        case,
+        problem=f"{int(bad.sum())} of {got.numel()} cells wrong, e.g. at {where}: "
+        f"{float(got[where]):.4g} instead of {float(expected[where]):.4g}",
+    )
+
+
+def wrong_cells(case: Case, out: torch.Tensor) -> torch.Tensor:
+    """Where ``out`` is not within the exercise's tolerance of the reference (NaN never is)."""
+    return ~_within(out.detach().cpu().double(), case.expected, case.atol)
+
+
+def _within(got: torch.Tensor, value: torch.Tensor, atol: float | torch.Tensor) -> torch.Tensor:
+    return (got - value.double()).abs() <= atol  # NaN compares False
+
+
+def _right_values(exercise: Exercise, case: Case, got: torch.Tensor, stored: Stored) -> Result:
+    """Right values: a pass, unless the work was done elsewhere, the accumulator is too weak
+    (the long-K probe), the work was not shared as asked, or the compiled kernels lack what
+    the exercise requires."""
+    if stored.elsewhere is not None:
+        code, said = stored.elsewhere
+        return result(case, code=code, problem=said, cause=said)
+    found = case.probe(got, *case.inputs) if case.probe is not None else None
+    if found:
+        return result(case, code=found[0], problem=found[1])
+    if stored.unshared:
+        return result(case, code="goal_missed", problem=stored.unshared, cause=stored.unshared)
+    requires = exercise.requires
+    if requires is not None and stored.shows is False:
+        return result(case, code=requires.code, problem=requires.fix, cause=requires.fix)
+    return result(case, passed=True)
+
+
+def _stray_cause(case: Case, got: torch.Tensor) -> str:
+    """Stores strayed: the sentence of a known mistake whose in-bounds cells match, or ''."""
+    for mistake in case.mistakes:
+        if mistake.code != "out_of_bounds_write" or mistake.value.shape != got.shape:
+            continue
+        inside = ~torch.isnan(mistake.value)
+        if bool(inside.any()) and bool((got[inside] == mistake.value[inside]).all()):
+            return mistake.cause
+    return ""
+
+
+# --- rules on the launch record --------------------------------------------------------------
+def from_record(exercise: Exercise, case: Case, record: Mapping) -> Result | None:
+    """A case's outcome from its launch record alone (no kernel launched, none handed the
+    output, a course kernel, a copy of an input made on the host), or None when the record's
+    kernels are to be replayed and judged by what they store."""
+    if not record["launches"]:
+        return result(case, code="no_triton_kernel", problem="no kernel[grid](...) launch was seen")
+    output = exercise.tensors[-1]
+    if not any(_hands(value, output) for x in record["launches"]
+               for value in [*x["args"], *x["kwargs"].values()]):  # fmt: skip
+        problem = (
+            f"no kernel was handed {output}: it was filled some other way (torch, say), or not "
+            f"at all. The kernel must store the answer into {output} itself."
+        )
+        return result(case, code="no_triton_kernel", problem=problem, cause=problem)
+    # lesson 9 starts from a course kernel's source: there a copy of one is judged a repair
+    course = course_kernel(record, by_source=exercise.fix_of is None, own=exercise.solution_kernels)
+    if course:
+        return result(case, code="course_kernel", problem=course, cause=course)
+    copied = copied_input(exercise, case, record)
+    if copied:
+        return result(case, code="host_copy", problem=copied, cause=copied)
+    return None
+
+
+def _hands(value: object, name: str) -> bool:
+    """Whether a recorded argument is the case tensor ``name`` (or a view of it, or a
+    descriptor over one)."""
+    if not isinstance(value, dict):
+        return False
+    if isinstance(value.get("tensor"), dict):
+        return value["tensor"].get("case") == name
+    if isinstance(value.get("descriptor"), dict):
+        return _hands(value["descriptor"].get("base"), name)
+    return False
+
+
+def host_copy(name: str, transposed: bool) -> str:
+    """The sentence for a copy of input ``name`` made on the host for a kernel to read, where
+    the exercise is to read it where it lies."""
+    how = f"{name}.t().contiguous()" if transposed else f"{name}.contiguous()"
+    return (
+        f"the launcher made a copy of {name} on the host ({how} or the like) for a kernel to "
+        f"read: the exercise is to read {name} where it lies, through {name}.stride(0) and "
+        f"{name}.stride(1). Pass {name} itself and its strides."
+    )
+
+
+def copied_input(exercise: Exercise, case: Case, record: Mapping) -> str | None:
+    """Where ``exercise`` is to read inputs through their strides: the :func:`host_copy`
+    sentence for a copy of an input (transposed, or of a strided view) that the record says
+    the launcher made and a kernel read; None if none."""
+    if not exercise.gather:
+        return None
+    names = dict(zip(exercise.tensors, case.tensors, strict=False))
+    for buffer in record["buffers"]:
+        fill = buffer.get("fill") or {}
+        name = fill.get("of")
+        if fill.get("kind") != "copy" or name not in names:
+            continue
+        if fill.get("transposed") or not names[name].is_contiguous():
+            return host_copy(name, bool(fill.get("transposed")))
+    return None
+
+
+@cache
+def _course_index() -> dict[str, str]:
+    """Every ``@triton.jit`` function the course ships, by its normalised source."""
+    import importlib
+    import pkgutil
+
+    import tmm_course.capstone
+    import tmm_course.kernels
+    from tmm_course.source import source_of
+
+    found: dict[str, str] = {}
+    for package in (tmm_course.kernels, tmm_course.capstone):
+        for info in pkgutil.iter_modules(package.__path__):
+            module = importlib.import_module(f"{package.__name__}.{info.name}")
+            for name, value in vars(module).items():
+                fn = getattr(value, "fn", None)
+                if type(value).__name__ not in ("JITFunction", "InterpretedFunction") or not fn:
+                    continue
+                source = getattr(value, "src", None)
+                if not source:
+                    try:
+                        source = source_of(fn)
+                    except (OSError, TypeError):
+                        source = inspect.getsource(fn)
+                key = _normalised(source)
+                if key:
+                    found.setdefault(key, f"{module.__name__}.{name}")
+    return found
+
+
+def _normalised(source: str) -> str | None:
+    """A kernel's source with its name, decorators, comments, layout and the names it binds
+    left out (:func:`tmm_course.check.record.abstracted`)."""
+    from tmm_course.check.record import abstracted
+
+    return abstracted(source)
+
+
+def course_kernel(record: Mapping, by_source: bool = True, own: Sequence[str] = ()) -> str | None:
+    """The sentence naming the course's kernels among the record's (launched, or called inside
+    a launched one): those the record says ship with the course and, ``by_source``, any whose
+    source is a course kernel's under another name (not one of ``own``: the exercise's own
+    solution); None if none."""
+    index = _course_index() if by_source else {}
+    found = []
+    for entry in record["kernels"].values():
+        course = index.get(_normalised(entry["source"]) or "")
+        course = None if course in own else course  # the exercise's own solution, copied
+        if course or entry.get("course"):
+            found.append(f"{entry['name']} is the course's {course or entry['module']}")
+    if not found:
+        return None
+    return "; ".join(sorted(set(found))) + ": the exercise is to write the kernel yourself"
+
+
+def not_the_fix(exercise: Exercise, record: Mapping) -> str | None:
+    """Lesson 9: why the kernels the function really launched are not a repair of the broken
+    one (None if they are): :func:`tmm_course.check.fixes.not_a_repair`."""
+    if exercise.fix_of is None:
+        return None
+    from tmm_course.check import fixes
+    from tmm_course.kernels import pitfalls
+
+    broken = getattr(pitfalls, exercise.fix_of)
+    entries = [
+        record["kernels"][key] for key in dict.fromkeys(x["kernel"] for x in record["launches"])
+    ]
+    kernels = [
+        (e["name"], SimpleNamespace(src=e["source"])) for e in entries if not e.get("course")
+    ]
+    found = fixes.not_a_repair(broken, kernels)
+    return None if found is None else found[0]
+
+
+# --- the verdict ----------------------------------------------------------------------------
+def grade(
+    exercise: Exercise,
+    cases: list[Result],
+    record: Mapping | None = None,
+    goals: list[Goal] | None = None,
+) -> tuple[str, list[str], str]:
+    """(verdict, codes, detail) of one exercise for a grader's row, decided by :func:`decide`
+    (the first code is the primary diagnosis); lesson 9's, once every case passed, from the
+    kernel the last ``record`` launched; with ``goals`` (an exercise's
+    :class:`~tmm_course.exercises.spec.AtScale`), those too, as the check adds them."""
+    from tmm_course.check.result import from_goals
+
+    found = _graded(exercise, cases, record)
+    if goals is None:
+        return found
+    checked = from_goals(exercise.name, goals)
+    state, codes, detail = found
+    detail += f"; {sum(g.met for g in goals)}/{len(goals)} goals met at scale"
+    if checked.passed:
+        return state, codes, detail
+    if state == "pass":
+        return "fail", checked.codes, f"{detail}; {checked.primary.message}"[:500]
+    return state, list(dict.fromkeys([*codes, *checked.codes])), detail[:500]
+
+
+def _graded(
+    exercise: Exercise, cases: list[Result], record: Mapping | None
+) -> tuple[str, list[str], str]:
+    if cases and all(c.passed for c in cases) and record is not None:
+        said = not_the_fix(exercise, record)
+        if said:
+            return "fail", ["not_the_fix"], f"{len(cases)}/{len(cases)} cases passed, but {said}"
+    if cases and cases[0].code == "not_implemented":
+        return "not_implemented", ["not_implemented"], "the function raised NotImplementedError"
+    # a refusal of one case's dtypes, where the others compiled, is secondary
+    compiled = any(c.passed or c.code not in ("gpu_would_reject", "skipped", "crashed")
+                   for c in cases)  # fmt: skip
+    for c in cases:
+        c.secondary = c.secondary or (c.code == "gpu_would_reject" and compiled)
+    checked = decide(exercise.name, cases, exercise.messages)
+    detail = f"{sum(c.passed for c in cases)}/{len(cases)} cases passed"
+    if checked.passed:
+        return "pass", [], detail
+    first = next((c for c in cases if not c.passed and c.code != "skipped"), None)
+    if checked.primary is not None:
+        detail += f"; {checked.primary.message}"
+    if first is not None and first.problem:
+        detail += f" First failure: {first.label}: {first.problem}"
+    return "fail", checked.codes, detail
+
+
+def decide(exercise: str, cases: list[Result], messages: Mapping[str, str]) -> CheckResult:
+    """The verdict on ``cases``: passed when all passed, else the codes they found ranked
+    (:data:`PRIORITY`, a cause before what it explains), each with its one sentence (a case's
+    precise cause, else the exercise's ``messages``, else the generic one)."""
+    result = CheckResult(exercise, passed=all(c.passed for c in cases), cases=cases)
+    if result.passed:
+        return result
+    if all(c.code in ("not_implemented", "skipped") for c in cases):
+        codes = ["not_implemented"]
+    else:
+        failed = [c for c in cases if not c.passed and c.code != "skipped"]
+        found = {c.code for c in failed} | set(_where_wrong(failed, cases))
+        for c in failed:  # a cause that explains another finding
+            found -= set(c.explains)
+        codes = [code for code in PRIORITY if code in found]
+        codes = _cause_first(codes)
+        codes = _consequences_last(codes, failed)
+    result.diagnoses = [Diagnosis(code, _message(code, cases, messages)) for code in codes]
+    return result
+
+
+def _consequences_last(codes: list[str], failed: list[Result]) -> list[str]:
+    """A GPU's refusal of a kernel for one dtype only (float16 results from float32 inputs,
+    say), found beside a known mistake, follows from that mistake: name the mistake first."""
+    refusals = [c for c in failed if c.code == "gpu_would_reject"]
+    known = {"transposed", "precision", "reads_c_when_beta_zero"}
+    if refusals and all(c.secondary for c in refusals) and known & set(codes):
+        codes = [c for c in codes if c != "gpu_would_reject"] + ["gpu_would_reject"]
+    return codes
+
+
+def _cause_first(codes: list[str]) -> list[str]:
+    """Where the failures cluster names their cause better than what they did: strided
+    tensors explain strays of either kind. (A stray on a ragged edge is named as such: a load
+    or a store whose mask is missing.)"""
+    strays = ("out_of_bounds_write", "out_of_bounds_read")
+    first = next((c for c in codes if c in strays), None)
+    place = "ignores_strides"
+    if place not in codes or first is None or codes.index(place) < codes.index(first):
+        return codes
+    codes = [c for c in codes if c != place]
+    codes.insert(codes.index(first), place)
+    return codes
+
+
+def _message(code: str, cases: list[Result], messages: Mapping[str, str]) -> str:
+    """A case's precise cause, else the exercise's sentence, else the generic one."""
+    causes = sorted((c for c in cases if c.code == code and c.cause), key=lambda c: c.ambiguous)
+    if causes:
+        return causes[0].cause
+    if (mixup := messages.get(f"{code} when M != N")) and _only_when_not_square(cases):
+        return mixup
+    if code == "ragged_edge":
+        return _axes_message(cases, messages)
+    if code == "ignores_strides":
+        return _strides_message(cases, messages)
+    return messages.get(code) or MESSAGES[code]
+
+
+LOCATED = (None, "unwritten", "out_of_bounds_read", "out_of_bounds_write")
+
+
+def _located(cases: list[Result]) -> list[Result]:
+    """Failed cases whose place (ragged axes, strided tensors) may explain them."""
+    return [c for c in cases if not c.passed and c.code in LOCATED]
+
+
+def _where_wrong(failed: list[Result], cases: list[Result]) -> list[str]:
+    """Where plain wrong values cluster: only on ragged axes, only on strided tensors, or not
+    at all. Cases with a cause of their own say nothing about place."""
+    located = _located(failed)
+    passed = [c for c in cases if c.passed]
+    if not located:
+        return []
+    if all(c.ragged for c in located) and any(not c.ragged for c in passed):
+        return ["ragged_edge"]
+    if all(c.strided for c in located) and any(not c.strided for c in passed):
+        return ["ignores_strides"]
+    if any(c.code is None for c in located):
+        return ["wrong_values"]
+    return []
+
+
+def _only_when_not_square(cases: list[Result]) -> bool:
+    """Every failure has M != N, and some M == N case passed: the two sizes were mixed up."""
+    failed = [c for c in cases if not c.passed and c.code != "skipped"]
+    square = [c.shape[0] == c.shape[1] for c in failed]
+    return (
+        bool(failed)
+        and not any(square)
+        and any(c.passed and c.shape[0] == c.shape[1] for c in cases)
+    )
+
+
+def _strayed(cases: list[Result]) -> str:
+    reads = [c for c in _located(cases) if c.code == "out_of_bounds_read"]
+    if not reads:
+        return ""
+    return " (Those cases also loaded lanes outside the inputs, which the check did not perform.)"
+
+
+def _common(sets: list[tuple[str, ...]]) -> list[str]:
+    common = set(sets[0]).intersection(*sets[1:]) if sets else set()
+    union = set().union(*sets) if sets else set()
+    return sorted(common or union)
+
+
+def _axes_message(cases: list[Result], messages: Mapping[str, str]) -> str:
+    axes = _common([c.ragged for c in _located(cases)])
+    which = " or ".join(axes)
+    fix = messages.get(f"ragged_edge {'/'.join(axes)}") or messages.get("ragged_edge", "")
+    return f"Right when every size is a multiple of the block, wrong when {which} is not: " + (
+        fix or MESSAGES["ragged_edge"]
+    )
+
+
+def _strides_message(cases: list[Result], messages: Mapping[str, str]) -> str:
+    tensors = _common([c.strided for c in _located(cases)])
+    which = " or ".join(tensors)
+    fix = messages.get("ignores_strides") or (
+        "compute every address from the tensor's .stride(0) and .stride(1), not its shape."
+    )
+    return f"Right for contiguous tensors, wrong when {which} is not contiguous: {fix}" + _strayed(
+        cases
+    )
