@@ -124,3 +124,9 @@ def same_bits(a: torch.Tensor, b: torch.Tensor) -> bool:
     if a.shape != b.shape or a.element_size() != b.element_size():
         return False
     return bool(torch.equal(a.view(bits[a.element_size()]), b.view(bits[b.element_size()])))
+
+
+def as_bytes(storage: torch.Tensor) -> bytes:
+    """A buffer's bytes, for the grader's pipe: any dtype numpy lacks (float8) goes as raw bytes,
+    which ``torch.frombuffer`` reads back in the buffer's own dtype."""
+    return storage.detach().cpu().contiguous().view(torch.uint8).numpy().tobytes()

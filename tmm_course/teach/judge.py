@@ -28,7 +28,7 @@ from dataclasses import dataclass
 import torch
 
 from tmm_course.check import verdict
-from tmm_course.check.buffers import Framed, framed, guarded_output, same_bits
+from tmm_course.check.buffers import Framed, as_bytes, framed, guarded_output, same_bits
 from tmm_course.check.result import Case as Result
 from tmm_course.exercises.spec import Case, Exercise
 from tmm_course.teach import triton_only
@@ -79,7 +79,7 @@ class Trial:
             else:
                 args.append({"kind": "scalar", "value": value})
         order = self.exercise.arguments(list(range(len(args) - 1)), len(args) - 1)
-        blobs = [*extra_blobs, *(b.storage.numpy().tobytes() if values else b""
+        blobs = [*extra_blobs, *(as_bytes(b.storage) if values else b""
                                  for b in self.buffers)]  # fmt: skip
         header = {"op": op, "exercise": self.exercise.name, "name": self.exercise.function,
                   "args": args, "order": order, "tensors": list(self.exercise.tensors)}  # fmt: skip

@@ -238,7 +238,9 @@ class Replayer:
             facts["unstored"] = int((~trace.cells("store", output)).sum())
             work = getattr(exercise, "work", None)
             facts["unshared"] = shared_work(trace, header["tensors"][:-1], work)
-        return facts, [s.cpu().numpy().tobytes() for s in storages]
+        from tmm_course.check.buffers import as_bytes
+
+        return facts, [as_bytes(s) for s in storages]
 
     def launched(self, header: dict, blobs: list[bytes]) -> dict:
         """A record's launches on the case's tensors, each compiled ahead for
