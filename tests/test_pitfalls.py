@@ -280,9 +280,9 @@ def test_mystery_a_with_a_mask_that_drops_the_last_slab_is_not_told_its_masks_ar
 
 
 def test_the_grader_judges_every_kernel_a_repair_launches(tmp_path):
-    """The grader reads the record's kernels by their source, with the same rule as check_fix."""
+    """The one judge reads the record's kernels by their source, with the same rule as check_fix."""
+    from tmm_course.check.verdict import not_the_fix as fix_problem
     from tmm_course.exercises import BY_NAME
-    from tmm_course.teach.judge import fix_problem
 
     fixed = _learner_copy(tmp_path, pitfalls.mystery_a_kernel, "rec_fixed_a", FIXES["a"])
     other = _learner_copy(tmp_path, pitfalls.correct_kernel, "rec_other_kernel")

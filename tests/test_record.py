@@ -290,16 +290,16 @@ def _renamed(kernel, renames: dict[str, str]) -> dict:
 
 
 def test_a_course_kernel_with_its_local_names_changed_is_still_the_courses():
-    from tmm_course.teach.judge import course_kernels
+    from tmm_course.check.verdict import course_kernel as course_kernels
 
     record = _renamed(vector_add_kernel, {"offsets": "where", "pid": "me", "x_ptr": "xs"})
     assert "tmm_course.kernels.vector_add.vector_add_kernel" in course_kernels(record)
 
 
 def test_lesson_3s_own_solution_is_never_a_course_kernel():
+    from tmm_course.check.verdict import course_kernel as course_kernels
     from tmm_course.exercises import strided_copy
     from tmm_course.kernels.strides import strided_copy_kernel
-    from tmm_course.teach.judge import course_kernels
 
     record = _renamed(strided_copy_kernel, {})
     assert course_kernels(record) is not None  # the kernel lesson 3 prints

@@ -33,7 +33,7 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
-from tmm_course.teach.safe_io import csv_cell, entry_name
+from tmm_course.teach.safe_io import csv_cell, entry_name, shown_name
 
 VERDICTS = ["pass", "fail", "not_implemented", "missing", "review", "timeout", "error", "invalid"]
 COLOURS = {"pass": "#2e7d32", "fail": "#c62828", "not_implemented": "#9e9e9e",
@@ -208,7 +208,7 @@ def _entries(rows: list[dict]) -> dict[str, list[dict]]:
 
 def unmatched(rows: list[dict], roster: Roster) -> tuple[list[str], list[str]]:
     """Submissions the roster does not name, and roster files with no submission."""
-    files = [entry_name(key) for key in _entries(rows)]
+    files = [shown_name(entry_name(key)) for key in _entries(rows)]
     handed_in = {f.removesuffix(".ipynb") for f in files}
     return ([f for f in files if roster.who(f) is None],
             [f for f in roster.people if f not in handed_in])  # fmt: skip
@@ -274,7 +274,7 @@ def students_table(
     e = html.escape
     table = []
     for key, graded in _entries(rows).items():
-        file = entry_name(key)
+        file = shown_name(entry_name(key))
         person = roster.who(file) if roster else None
         name = next((v for v in (person or {}).values() if v), None) or graded[0]["submission"]
         by_exercise = {r["exercise"]: r for r in graded}
