@@ -4,10 +4,6 @@ from __future__ import annotations
 
 SYNTHETIC_PEAK_GFLOPS = 1000.0  # the roofline lab's made-up compute ceiling
 
-# NVIDIA's H200 datasheet (SXM): dense float16/bfloat16 tensor-core peak and HBM3e bandwidth
-H200_DATASHEET_TFLOPS = 989.0
-H200_DATASHEET_TBS = 4.8
-
 
 def attainable(intensity: float, bandwidth: float, peak: float = SYNTHETIC_PEAK_GFLOPS) -> float:
     """GFLOP/s reachable at ``intensity`` FLOP/byte with ``bandwidth`` GB/s under ``peak``."""
