@@ -12,9 +12,10 @@ code cell is locked read-only, so autograde restores it from the source.
 The score is the course's grader's, not the test cell's: in a course folder
 (``course/source/ASSIGNMENT/NAME.ipynb``) the export also copies the course notebook to
 ``course/references/`` (outside ``source/``, so never released) and, unless there is one, writes
-``course/nbgrader_config.py``, which runs :class:`~tmm_course.teach.nbgrader_grade.CourseGrader`
-after nbgrader's ``Execute``: each test cell's score is the grader's verdict on the exercise,
-decided outside the student's kernel (a cell that redefines the checks changes nothing).
+``course/nbgrader_config.py`` (:data:`CONFIG`, the file the repository's ``course/`` ships),
+which runs :class:`~tmm_course.teach.nbgrader_grade.CourseGrader` after nbgrader's
+``Execute``: each test cell's score is the grader's verdict on the exercise, decided outside
+the student's kernel (a cell that redefines the checks changes nothing).
 """
 
 from __future__ import annotations
@@ -32,24 +33,16 @@ from tmm_course.teach.release import is_solution, typed_in
 
 SCHEMA = 3
 BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
+TEST_CELL = "check_"  # a locked test cell's grade_id: check_NAME grades exercise NAME
+SOLUTION = "_solution"  # a solution cell's grade_id: NAME_solution answers exercise NAME
 CONFIG = '''"""nbgrader for the tmm-course homework: each test cell is scored by the course's
-grader (tmm_course.teach.nbgrader_grade), outside the student's kernel."""
+grader, outside the student's kernel (tmm_course.teach.nbgrader_grade.configure says how)."""
 
-from nbconvert.preprocessors import ClearMetadataPreprocessor
-from nbgrader.preprocessors import (
-    AssignLatePenalties, CheckCellMetadata, Execute, IgnorePattern, LimitOutput, SaveAutoGrades,
-)
+import os
 
-from tmm_course.teach.nbgrader_grade import CourseGrader
+from tmm_course.teach.nbgrader_grade import configure
 
-c = get_config()  # noqa: F821 - nbgrader's
-c.CourseDirectory.root = __import__("os").path.dirname(__file__)
-# after Execute: the course's grader replays the submission's kernels and scores the test cells
-c.Autograde.autograde_preprocessors = [
-    Execute, CourseGrader, IgnorePattern, ClearMetadataPreprocessor, LimitOutput,
-    SaveAutoGrades, AssignLatePenalties, CheckCellMetadata,
-]
-c.CourseGrader.references = "references"  # the course notebooks, never released
+configure(get_config(), os.path.dirname(os.path.abspath(__file__)))  # noqa: F821 - nbgrader's
 '''
 
 
@@ -121,7 +114,9 @@ def source_notebook(course: dict) -> dict:
             solution = typed_in("".join(course["cells"][index + 1]["source"]))
             cell["source"] = skeleton("".join(cell["source"]), solution)
             name = by_cell[cell["id"]].name
-            cell["metadata"]["nbgrader"] = _metadata(f"{name}_solution", solution=True, grade=False)
+            cell["metadata"]["nbgrader"] = _metadata(
+                f"{name}{SOLUTION}", solution=True, grade=False
+            )
         elif check in exercises:
             call = "".join(cell["source"]).strip()
             cell["source"] = (
@@ -131,7 +126,7 @@ def source_notebook(course: dict) -> dict:
                 "assert result.passed, result.primary.message if result.primary else 'failed'\n"
             )
             cell["metadata"]["nbgrader"] = _metadata(
-                f"check_{check}", solution=False, grade=True, points=1
+                f"{TEST_CELL}{check}", solution=False, grade=True, points=1
             )
         elif cell["cell_type"] == "code":  # read-only: autograde restores it from the source
             cell["metadata"]["nbgrader"] = _metadata(
