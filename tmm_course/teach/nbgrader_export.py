@@ -67,8 +67,9 @@ def _body(lines: list[str], fn: ast.FunctionDef) -> tuple[int, int]:
 
 def skeleton(exercise: str, solution: str) -> str:
     """The exercise cell's code with each function's body replaced by the solution's body
-    between nbgrader's markers (the hint comments of its body kept above them); whatever else
-    the solution defines follows in markers of its own."""
+    between nbgrader's markers (the statements the body hands out and the solution's starts
+    with, then the hint comments of its body, kept above them); whatever else the solution
+    defines follows in markers of its own."""
     stub, answer = exercise.splitlines(), solution.splitlines()
     mine = {n.name: n for n in ast.parse(solution).body if isinstance(n, ast.FunctionDef)}
     out, at, used = [], 0, set()
@@ -78,10 +79,27 @@ def skeleton(exercise: str, solution: str) -> str:
         start, end = _body(stub, fn)
         first = stub[start:end]
         indent = next((ln[: len(ln) - len(ln.lstrip())] for ln in first if ln.strip()), "    ")
-        hints = [ln for ln in first if ln.strip().startswith("#")]
+        # the hints: the body's comments, and those after its stub (pass  # your code: ...)
+        hints = [
+            ln if ln.strip().startswith("#") else indent + ln[ln.index("#") :]
+            for ln in first
+            if ln.strip().startswith("#") or (_stub(ln) and "#" in ln)
+        ]
         there = _body(answer, mine[fn.name])
-        out += [*stub[at:start], *hints, indent + BEGIN, *answer[there[0] : there[1]], indent + END]
-        at, used = end, used | {fn.name}
+        given, code = [_code(stub, start, end), _code(answer, *there)]
+        kept = 0  # the stub's first statements (M, N = x.shape) stay outside, as handed out
+        while (
+            kept < min(len(given), len(code))
+            and answer[code[kept]].strip() == stub[given[kept]].strip()
+        ):
+            kept += 1
+        used.add(fn.name)
+        if kept == len(code):  # the body is handed out whole (lesson 6's kernel)
+            continue
+        outside = [answer[i] for i in code[:kept]]
+        inside = [answer[i] for i in range(*there) if i not in code[:kept]]
+        out += [*stub[at:start], *outside, *hints, indent + BEGIN, *inside, indent + END]
+        at = end
     out += stub[at:]
     rest = [n for n in ast.parse(solution).body
             if not (isinstance(n, ast.FunctionDef) and n.name in used)]  # fmt: skip
@@ -89,6 +107,18 @@ def skeleton(exercise: str, solution: str) -> str:
         extra = [ln for n in rest for ln in answer[_first_line(n) : n.end_lineno]]
         out += ["", BEGIN, *extra, END]
     return "\n".join(out).rstrip() + "\n"
+
+
+def _stub(line: str) -> bool:
+    """Whether ``line`` is a stub statement, the one an exercise's body holds until solved."""
+    return line.split("#")[0].strip() in ("pass", "raise NotImplementedError")
+
+
+def _code(lines: list[str], start: int, end: int) -> list[int]:
+    """The indices of the lines from ``start`` to ``end`` that are code, not comments."""
+    return [
+        i for i in range(start, end) if lines[i].strip() and not lines[i].strip().startswith("#")
+    ]
 
 
 def _first_line(node: ast.stmt) -> int:
