@@ -5,8 +5,8 @@ three, each through its public door.
 A bank entry becomes a submission as a learner would hand it in: the lesson's student copy
 whose exercise cell holds the bank's source (its kernels and launchers) and binds the
 exercise's function to the entry's launcher. :func:`graded_by_the_grader` grades those
-notebooks with the grader's command (``python -m tmm_course.teach.grade``, one submission per
-lesson holding an entry for each of its exercises); :func:`graded_on_nbgrader` puts the same
+notebooks with the grader's command (``python -m tmm_course.teach.grade``; a lesson's k-th
+submission holds the k-th entry of each of its exercises); :func:`graded_on_nbgrader` puts the same
 cells in the nbgrader export of the lesson and scores its test cells with
 :class:`~tmm_course.teach.nbgrader_grade.CourseGrader`, the step of ``nbgrader autograde`` that
 decides the score (tests/test_nbgrader.py runs nbgrader itself around it).
@@ -25,6 +25,7 @@ import json
 import math
 import os
 from collections import defaultdict
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -133,38 +134,46 @@ def submissions(chosen: list[bug_bank.Entry]) -> dict[str, list[dict[str, bug_ba
     }
 
 
-def _codes(verdict: str, codes: str) -> tuple[str, list[str]]:
-    return verdict, codes.split()
-
-
 def graded_by_the_grader(chosen: list[bug_bank.Entry], scratch: Path) -> Graded:
     """(verdict, codes) of each chosen entry from the grader's command on its lesson's
-    submissions (isolated where this machine can, else ``--no-isolation``)."""
+    submissions (isolated where this machine can, else ``--no-isolation``), two lessons at a
+    time, one submission at a time each."""
     found: Graded = {}
-    isolation = [] if sandbox.problem() is None else ["--no-isolation"]
-    for lesson, handed in submissions(chosen).items():
-        reference = NOTEBOOKS / f"{lesson}.ipynb"
-        inbox = scratch / lesson
-        inbox.mkdir(parents=True)
-        for k, entries in enumerate(handed):
-            notebook = student_notebook(json.loads(reference.read_text(encoding="utf-8")))
-            for name, entry in entries.items():
-                (cell,) = [
-                    c for c in notebook["cells"] if c.get("id") == BY_NAME[name].cells.exercise
-                ]
-                cell["source"] = answer(entry)
-            (inbox / f"{k:03d}.ipynb").write_text(json.dumps(notebook), encoding="utf-8")
-        out = scratch / f"{lesson}.csv"
-        argv = [str(inbox), "--reference", str(reference), "--out", str(out), "--jobs", "2",
-                "--no-progress", *isolation]  # fmt: skip
-        assert grade.main(argv) == 0
-        with out.open(newline="", encoding="utf-8") as f:
-            rows = {(r["submission"], r["exercise"]): r for r in csv.DictReader(f)}
-        for k, entries in enumerate(handed):
-            for name, entry in entries.items():
-                row = rows[(f"{k:03d}.ipynb", name)]
-                found[(entry.check, entry.name)] = _codes(row["verdict"], row["codes"])
+    with ThreadPoolExecutor(2) as pool:
+        for graded in pool.map(
+            lambda lesson: _graded(lesson, scratch), submissions(chosen).items()
+        ):
+            found.update(graded)
     return found
+
+
+def _graded(lesson: tuple[str, list[dict[str, bug_bank.Entry]]], scratch: Path) -> Graded:
+    name, handed = lesson
+    reference = NOTEBOOKS / f"{name}.ipynb"
+    inbox = scratch / name
+    inbox.mkdir(parents=True)
+    for k, entries in enumerate(handed):
+        notebook = student_notebook(json.loads(reference.read_text(encoding="utf-8")))
+        for exercise, entry in entries.items():
+            cell_id = BY_NAME[exercise].cells.exercise
+            (cell,) = [c for c in notebook["cells"] if c.get("id") == cell_id]
+            cell["source"] = answer(entry)
+        (inbox / f"{k:03d}.ipynb").write_text(json.dumps(notebook), encoding="utf-8")
+    out = scratch / f"{name}.csv"
+    isolation = [] if sandbox.problem() is None else ["--no-isolation"]
+    argv = [str(inbox), "--reference", str(reference), "--out", str(out), "--jobs", "1",
+            "--no-progress", *isolation]  # fmt: skip
+    assert grade.main(argv) == 0
+    with out.open(newline="", encoding="utf-8") as f:
+        rows = {
+            (r["submission"], r["exercise"]): (r["verdict"], r["codes"].split())
+            for r in csv.DictReader(f)
+        }
+    return {
+        (entry.check, entry.name): rows[(f"{k:03d}.ipynb", exercise)]
+        for k, entries in enumerate(handed)
+        for exercise, entry in entries.items()
+    }
 
 
 def graded_on_nbgrader(chosen: list[bug_bank.Entry]) -> Graded:
