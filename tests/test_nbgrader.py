@@ -120,7 +120,7 @@ def scores(autograded) -> dict[str, tuple[float, float]]:
 def unusual_cells(autograded) -> dict[str, float]:
     """oscar's score per test cell."""
     with gradebook(autograded) as book:
-        graded = book.find_submission_notebook("hw", "oscar", "hw")
+        graded = book.find_submission_notebook("hw", "hw", "oscar")
         return {g.name: g.score for g in graded.grades}
 
 
@@ -236,3 +236,30 @@ def test_every_graded_lesson_exports_its_skeleton_outside_the_markers(lesson):
         compile(answer, exercise.name, "exec")  # the markers are comments: it still runs
     tests = [c for c in source["cells"] if c["metadata"].get("nbgrader", {}).get("grade")]
     assert len(tests) == len(exercises) and all(c["metadata"]["nbgrader"]["locked"] for c in tests)
+
+
+def test_nbgrader_releases_every_graded_lesson_with_its_skeleton(tmp_path):
+    """``nbgrader generate_assignment`` on every graded lesson's export (one assignment): each
+    answer cell keeps the exercise's signatures and hints, its solutions replaced by
+    nbgrader's stub, and still compiles."""
+    lessons = [p for p in sorted((ROOT / "notebooks").glob("*.ipynb"))
+               if exercises_of(json.loads(p.read_text(encoding="utf-8")))]  # fmt: skip
+    for lesson in lessons:
+        exported = source_notebook(json.loads(lesson.read_text(encoding="utf-8")))
+        target = tmp_path / "source" / "all" / lesson.name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(json.dumps(exported), encoding="utf-8")
+    nbgrader(tmp_path, "generate_assignment", "all")
+    for lesson in lessons:
+        course = json.loads(lesson.read_text(encoding="utf-8"))
+        released = json.loads((tmp_path / "release" / "all" / lesson.name).read_text())
+        cells = {c.get("id"): "".join(c["source"]) for c in released["cells"]}
+        for exercise in exercises_of(course):
+            stub = "".join(
+                next(c for c in course["cells"] if c.get("id") == exercise.cell_id)["source"]
+            )
+            answer = cells[exercise.cell_id]
+            assert "YOUR CODE HERE" in answer and BEGIN not in answer, exercise.name
+            signatures = [ln for ln in stub.splitlines() if ln.startswith(("def ", "@"))]
+            assert all(line in answer.splitlines() for line in signatures), exercise.name
+            compile(answer, exercise.name, "exec")
