@@ -11,8 +11,8 @@ cells in the nbgrader export of the lesson and scores its test cells with
 :class:`~tmm_course.teach.nbgrader_grade.CourseGrader`, the step of ``nbgrader autograde`` that
 decides the score (tests/test_nbgrader.py runs nbgrader itself around it).
 
-CI runs one entry per check through the check and the grader, and lesson 5's share of them on
-the nbgrader path; ``TMM_PARITY=all`` runs the whole bank through all three. The test is in
+CI runs one entry per check through the check and the grader, and lesson 5's bugs among them
+on the nbgrader path; ``TMM_PARITY=all`` runs the whole bank through all three. The test is in
 tests/test_bug_bank.py, which runs the checks' side once for the bank and these comparisons.
 :func:`graded` is the grader's case loop with its workers answered in this process, for tests
 of one launcher that is a function, not a cell.
@@ -217,8 +217,13 @@ def scored(output) -> tuple[str, list[str]]:
 
 def nbgrader_sample(chosen: list[bug_bank.Entry]) -> list[bug_bank.Entry]:
     """The chosen entries the nbgrader path grades: all with ``TMM_PARITY=all``, else lesson
-    5's (the homework the README's nbgrader example hands out; the same CourseGrader and
-    export serve every lesson)."""
+    5's bugs (the homework the README's nbgrader example hands out, where a primary code is
+    compared; the same CourseGrader and export serve every lesson, and tests/test_nbgrader.py
+    scores lesson 5's solutions through nbgrader itself)."""
     if os.environ.get("TMM_PARITY") == "all":
         return chosen
-    return [e for e in chosen if spec_of(e).cells.notebook == "05_homework_transpose"]
+    return [
+        e
+        for e in chosen
+        if spec_of(e).cells.notebook == "05_homework_transpose" and e.intended != bug_bank.PASS
+    ]
