@@ -60,6 +60,12 @@ class Gpu:
         return self.capability >= AMPERE
 
     @property
+    def tensor_cores(self) -> bool:
+        """Whether ``tl.dot`` runs on tensor cores (8.0+; before, Triton 3.3+ compiles it for
+        FMA units)."""
+        return self.capability >= AMPERE
+
+    @property
     def tma(self) -> bool:
         """Whether tensor descriptors load tiles through the TMA unit (9.0+, RTX 50 too)."""
         return self.capability >= HOPPER
