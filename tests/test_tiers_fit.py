@@ -6,14 +6,13 @@ compiler's: never below it, so that the tiles it picks to fit a GPU do fit."""
 
 from __future__ import annotations
 
-import dataclasses
-
 import pytest
 import torch
 
 import tmm_course
 from tmm_course import gpu, gpus
 from tmm_course.backend import GPU
+from tmm_course.capstone.config import Config
 from tmm_course.check.gpu_rules import fits
 from tmm_course.compile_ahead import compile_for, specialize
 
@@ -71,17 +70,23 @@ def compiling(monkeypatch):
     monkeypatch.setattr(launches.knobs.runtime, "interpret", False)  # a GPU's launch
 
 
+def _largest(fake: gpu.Gpu) -> dict:
+    """The largest plan (by the plan's count) of each kernel and element size on ``fake``, each
+    plan checked first to be within its shared memory by that count."""
+    largest: dict = {}
+    for used, chosen, a, b in _plans(fake):
+        assert used <= fake.shared_memory, (fake.name, str(chosen))
+        key = (chosen.path, a.element_size())
+        if key not in largest or used > largest[key][0]:
+            largest[key] = (used, chosen, a, b)
+    return largest
+
+
 @pytest.mark.parametrize("short", TIER_CARDS)
 def test_the_capstones_plans_fit_each_tier_compiled(short, monkeypatch, compiling):
     fake, card = gpu.KNOWN[short], gpus.CARDS[short]
     _fake(monkeypatch, fake)
-    largest: dict = {}
-    for used, chosen, a, b in _plans(fake):
-        assert used <= fake.shared_memory, (short, str(chosen))
-        key = (chosen.path, a.element_size())
-        if key not in largest or used > largest[key][0]:
-            largest[key] = (used, chosen, a, b)
-    for (_, itemsize), (used, chosen, a, b) in largest.items():
+    for (_, itemsize), (used, chosen, a, b) in _largest(fake).items():
         if itemsize == 4 and fake.capability < (10, 0):
             continue
         compiled = _compiled(chosen, a, b, card.target)
@@ -92,25 +97,36 @@ def test_the_capstones_plans_fit_each_tier_compiled(short, monkeypatch, compilin
 
 
 def test_a_fake_12x_gpu_gets_persistent_float32_tiles_that_fit(monkeypatch, compiling):
-    """An RTX 50 of another name and SM count: the capstone's float32 plan, through the
-    persistent kernel, shrunk by its count (C's staging buffer included) to tiles that fit."""
+    """A faked RTX 50: the capstone's largest float32 plan through the persistent kernel, shrunk
+    by the plan's count (C's staging buffer included) to tiles that fit, compiled for sm_120
+    (the walk above compiled the same launch: cached)."""
     from tmm_course.capstone import plans
-    from tmm_course.capstone.config import Config
 
-    fake = dataclasses.replace(gpu.KNOWN["RTX 5090"], name="NVIDIA GeForce RTX 5080", sms=84)
+    fake = gpu.KNOWN["RTX 5090"]
     _fake(monkeypatch, fake)
     assert fake.tier == "consumer Blackwell"
-    a, b = torch.empty(4096, 4096), torch.empty(4096, 4096)
-    chosen = plans.plan(a, b)
-    assert chosen.path == "persistent_tma" and "shrunk to fit 99 KB" in chosen.reason
-    used = plans.shared_memory_bytes(chosen.path, chosen.config, 4)
+    used, chosen, a, b = _largest(fake)["persistent_tma", 4]
+    assert "shrunk to fit 99 KB" in chosen.reason
     compiled = _compiled(chosen, a, b, "sm_120")
     assert compiled.ok, (str(chosen), compiled.error)
     assert compiled.shared_bytes <= used <= fake.shared_memory
-    # the tiles of A and B alone fit; with C's 64 KB on its way out they did not (114,696 B)
+    # what the count left out before: C's tile on its way out (64 KB of float32 at 128x256,
+    # subtiled), which took the plan it let through to 114,696 bytes compiled for sm_120
     big = Config(128, 256, 32, num_warps=8, num_stages=2, subtile=True)
     assert plans.shared_memory_bytes("grouped", big, 4) <= fake.shared_memory
     assert plans.shared_memory_bytes(chosen.path, big, 4) > fake.shared_memory
+    assert plans.fit_shared_memory(chosen.path, big, 4, fake) != big
+
+
+def test_lessons_6_and_7_exercises_gate_on_every_gpu_the_course_names():
+    """Their checks compile every launch for the five GPUs (Exercise.gpus None: the compile
+    gate's every target) and lesson 6's goals read each; the notebooks' solution cells, run
+    by nbval on Triton 3.6 and 3.9, pass those checks, so their launches fit each tier."""
+    from tmm_course.exercises import descriptor_matmul, faster
+    from tmm_course.perf import faster as lab
+
+    assert faster.EXERCISE.gpus is None and descriptor_matmul.EXERCISE.gpus is None
+    assert tuple(gpus.TARGETS) == lab.TARGETS
 
 
 # lesson 6's steps as a GPU runs them live (mf39), per tier: each step's launches noted, not run,
