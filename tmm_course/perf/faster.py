@@ -23,8 +23,8 @@ from tmm_course.perf.knobs import BASELINE, Knobs
 
 SIZE = 4096  # float16 SIZE^3: the problem the goals are stated for
 TARGETS = tuple(gpus.TARGETS)  # the five GPUs the course names: its goals read each
-# the GPUs whose goal is only that a program fits their shared memory: a T4's 64 KB, a B200's
-# 227 KB and an RTX 50's 99 KB (an A100's and an H200's goals are per_gpu_goals)
+# the GPUs whose goal is only that a program fits their shared memory (a T4, a B200, an RTX 50;
+# an A100's and an H200's goals are per_gpu_goals)
 FIT_ONLY = ("sm_75", "sm_100", "sm_120")
 TILE_NAMES = ("BLOCK_M", "BLOCK_N", "BLOCK_K")  # the constexprs a launch's tile is read from
 # the tile class of the stored sweep's fastest launch (128x256x64 on 8 warps: 0.917 of
