@@ -1,5 +1,6 @@
 """The homework on nbgrader: generate the student version from the exported source, autograde
-a correct submission (full marks), an untouched one, one whose locked test cells were edited
+a correct submission (full marks: saved as nbformat 4.4, without cell ids, one kernel
+autotuned, a self-test under ``__main__``), an untouched one, one whose locked test cells were edited
 (no marks: nbgrader restores them from the source) and one whose first cell redefines the
 checks to always pass (no marks: the course's grader scores the test cells, outside the
 student's kernel). Every graded lesson exports, its exercise skeleton outside the markers."""
@@ -76,24 +77,20 @@ def autograded(tmp_path_factory) -> Path:
     first = {"cell_type": "code", "execution_count": None, "id": "forged", "metadata": {},
              "outputs": [], "source": FORGED}  # fmt: skip
     forged["cells"].insert(setup + 1, first)
+    # correct, and unusual: nbformat 4.4 (no cell ids), Part 1 with a self-test under
+    # __main__, Part 3 autotuned
     answers = solutions(source)
-    for cell in correct["cells"]:
+    answers["transpose_v1_solution"] += SELF_TEST
+    answers["transpose_solution"] = AUTOTUNED_TRANSPOSE
+    for cell in without_ids(correct)["cells"]:
         grading = cell["metadata"].get("nbgrader", {})
         if grading.get("solution"):
             cell["source"] = answers[grading["grade_id"]]
     for cell in tampered["cells"]:
         if cell["metadata"].get("nbgrader", {}).get("grade"):
             cell["source"] = "pass  # edited: every test passes"
-    # nbformat 4.4 (no cell ids), Part 1 with a self-test under __main__, Part 3 autotuned
-    unusual = without_ids(json.loads(json.dumps(release)))
-    for cell in unusual["cells"]:
-        grade_id = cell["metadata"].get("nbgrader", {}).get("grade_id")
-        if grade_id == "transpose_v1_solution":
-            cell["source"] = answers[grade_id] + SELF_TEST
-        elif grade_id == "transpose_solution":
-            cell["source"] = AUTOTUNED_TRANSPOSE
     for student, notebook in (("alice", correct), ("bob", release), ("eve", tampered),
-                              ("mallory", forged), ("oscar", unusual)):  # fmt: skip
+                              ("mallory", forged)):  # fmt: skip
         folder = course / "submitted" / student / "hw"
         folder.mkdir(parents=True)
         (folder / "hw.ipynb").write_text(json.dumps(notebook))
@@ -112,15 +109,15 @@ def scores(autograded) -> dict[str, tuple[float, float]]:
     with gradebook(autograded) as book:
         return {
             s: (book.find_submission("hw", s).score, book.find_submission("hw", s).max_score)
-            for s in ("alice", "bob", "eve", "mallory", "oscar")
+            for s in ("alice", "bob", "eve", "mallory")
         }
 
 
 @pytest.fixture(scope="module")
-def unusual_cells(autograded) -> dict[str, float]:
-    """oscar's score per test cell."""
+def alices_cells(autograded) -> dict[str, float]:
+    """alice's score per test cell."""
     with gradebook(autograded) as book:
-        graded = book.find_submission_notebook("hw", "hw", "oscar")
+        graded = book.find_submission_notebook("hw", "hw", "alice")
         return {g.name: g.score for g in graded.grades}
 
 
@@ -171,17 +168,18 @@ def test_a_first_cell_that_redefines_the_checks_gets_no_marks(scores):
     assert scores["mallory"] == (0.0, 4.0)
 
 
-def test_a_notebook_without_cell_ids_is_scored_cell_by_cell(unusual_cells):
-    assert unusual_cells["check_transpose_v2"] == unusual_cells["check_scaled_matmul"] == 0
-    assert unusual_cells["check_transpose_v1"] == 1
+def test_a_notebook_without_cell_ids_is_scored_cell_by_cell(alices_cells):
+    assert alices_cells == dict.fromkeys(
+        ["check_transpose_v1", "check_transpose_v2", "check_transpose", "check_scaled_matmul"], 1
+    )
 
 
-def test_an_autotuned_transpose_scores(unusual_cells):
-    assert unusual_cells["check_transpose"] == 1
+def test_an_autotuned_transpose_scores(alices_cells):
+    assert alices_cells["check_transpose"] == 1
 
 
-def test_a_self_test_under_main_does_not_change_the_score(scores, unusual_cells):
-    assert unusual_cells["check_transpose_v1"] == 1 and scores["oscar"] == (2.0, 4.0)
+def test_a_self_test_under_main_does_not_change_the_score(alices_cells):
+    assert alices_cells["check_transpose_v1"] == 1
 
 
 SHIPPED = ROOT / "course" / "nbgrader_config.py"
