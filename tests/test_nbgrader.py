@@ -1,9 +1,10 @@
 """The homework on nbgrader: generate the student version from the exported source, autograde
 a correct submission (full marks: saved as nbformat 4.4, without cell ids, one kernel
-autotuned, a self-test under ``__main__``), an untouched one, one whose locked test cells were edited
-(no marks: nbgrader restores them from the source) and one whose first cell redefines the
-checks to always pass (no marks: the course's grader scores the test cells, outside the
-student's kernel). Every graded lesson exports, its exercise skeleton outside the markers."""
+autotuned, a self-test under ``__main__``), an untouched one, one whose locked test cells
+were edited (no marks: nbgrader restores them from the source) and one whose first cell
+redefines the checks to always pass (no marks: the course's grader scores the test cells,
+outside the student's kernel). Every graded lesson exports, its exercise skeleton outside
+the markers."""
 
 from __future__ import annotations
 
