@@ -185,18 +185,19 @@ def graded_on_nbgrader(chosen: list[bug_bank.Entry]) -> Graded:
     found: Graded = {}
     for lesson, handed in submissions(chosen).items():
         reference = json.loads((NOTEBOOKS / f"{lesson}.ipynb").read_text(encoding="utf-8"))
-        for entries in handed:
+        stubs = {c.get("id"): c["source"] for c in reference["cells"]}
+        for entries in handed:  # the other exercises as handed out
             source = nbgrader_export.source_notebook(reference)
             for cell in source["cells"]:
                 grade_id = cell["metadata"].get("nbgrader", {}).get("grade_id", "")
-                name = grade_id.removesuffix("_solution")
-                if name in entries and grade_id.endswith("_solution"):
-                    cell["source"] = answer(entries[name])
+                name = grade_id.removesuffix(nbgrader_export.SOLUTION)
+                if grade_id.endswith(nbgrader_export.SOLUTION):
+                    cell["source"] = answer(entries[name]) if name in entries else stubs[cell["id"]]
             nb, _ = CourseGrader(references=str(NOTEBOOKS)).preprocess(
                 nbformat.from_dict(source), {}
             )
             said = {
-                c.metadata.nbgrader.grade_id.removeprefix("check_"): c.outputs[0]
+                c.metadata.nbgrader.grade_id.removeprefix(nbgrader_export.TEST_CELL): c.outputs[0]
                 for c in nb.cells
                 if c.get("metadata", {}).get("nbgrader", {}).get("grade")
             }
