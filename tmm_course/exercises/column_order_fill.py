@@ -97,4 +97,5 @@ EXERCISE = Exercise(
     cases=cases,
     cells=Cells("01_tile_fill", "o01", "o02", "o03"),
     messages={"ragged_edge": STORE_MASK},
+    solution_kernels=("tmm_course.kernels.tile_fill.fill_owner_kernel",),  # the page's owners
 )
