@@ -73,6 +73,14 @@ def test_missing_mask_is_an_out_of_bounds_write_on_the_ragged_edge():
         assert "below the last row" in str(result) or "right of the last column" in str(result)
 
 
+def test_a_lane_past_a_vectors_end_is_named_by_its_element():
+    from tmm_course.check.engine import where
+
+    assert where((0, 7), (7,)) == "element 7 (past the end)"
+    assert where((0, -1), (7,)) == "element -1 (before the first)"
+    assert where((33, 0), (33, 17)) == "row 33, column 0 (below the last row)"
+
+
 def test_floor_grid_leaves_cells_unwritten_on_the_ragged_edge():
     result = check_column_order_fill(fill(grid=lambda m, n: (max(1, (m // 8) * (n // 4)),)))
     assert result.codes == ["unwritten"]  # the grid explains the ragged edge
