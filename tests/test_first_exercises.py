@@ -15,20 +15,29 @@ SLIPS = [
     ("01_tile_fill.ipynb", "fill_owners", check.check_column_order_fill,
      ("pid_m, pid_n = pid % grid_m, pid // grid_m",
       "pid_m, pid_n = pid // tl.cdiv(N, BLOCK_N), pid % tl.cdiv(N, BLOCK_N)"),
-     column_order_fill.ROW_ORDER),
+     "wrong_values", column_order_fill.ROW_ORDER),
+    ("01_tile_fill.ipynb", "fill_owners", check.check_column_order_fill,  # 2-D thinking
+     ("pid_m, pid_n = pid % grid_m, pid // grid_m", "pid_m, pid_n = pid, tl.program_id(axis=1)"),
+     "unwritten", column_order_fill.UNSTORED),
     ("03_strides.ipynb", "flip_rows", check.check_flip_rows,
-     ("from_row = M - 1 - offs_m", "from_row = offs_m"), flip_rows.NOT_FLIPPED),
+     ("from_row = M - 1 - offs_m", "from_row = offs_m"), "wrong_values", flip_rows.NOT_FLIPPED),
+    ("03_strides.ipynb", "flip_rows", check.check_flip_rows,  # one past the last row
+     ("from_row = M - 1 - offs_m", "from_row = M - offs_m"), "out_of_bounds_read",
+     "an index runs past the edge"),
 ]  # fmt: skip
 
 
-@pytest.mark.parametrize(("notebook", "name", "check_fn", "edit", "cause"), SLIPS,
-                         ids=[s[1] for s in SLIPS])  # fmt: skip
-def test_a_slip_in_the_solution_is_named_by_its_cause(notebook, name, check_fn, edit, cause,
+SLIP_IDS = ["row order", "program_id(1)", "not flipped", "M - offs_m"]
+
+
+@pytest.mark.parametrize(("notebook", "name", "check_fn", "edit", "code", "cause"), SLIPS,
+                         ids=SLIP_IDS)  # fmt: skip
+def test_a_slip_in_the_solution_is_named_by_its_cause(notebook, name, check_fn, edit, code, cause,
                                                        tmp_path):  # fmt: skip
     source = edited(solution(notebook, name), *edit)
-    module = load(source, tmp_path, f"slip_{name}")
+    module = load(source, tmp_path, f"slip_{name}_{abs(hash(edit)) % 10**8}")
     result = check_fn(getattr(module, name))
-    assert result.primary.code == "wrong_values" and cause in result.primary.message, str(result)
+    assert result.primary.code == code and cause in result.primary.message, str(result)
 
 
 @pytest.mark.parametrize("check_fn", [check.check_column_order_fill, check.check_flip_rows])
