@@ -1,8 +1,14 @@
-"""The engine behind tmm_course.check: run a learner's launcher on fresh random cases, into an
-output the check owns (poisoned, surrounded by canaries), watch which kernels it launched and,
-every lane it loaded and stored (on a GPU, by replaying the case through the interpreter); then
-turn what happened into a verdict and one primary diagnosis that names the cause. Nothing here
-raises into the notebook.
+"""The engine behind tmm_course.check: call a learner's launcher on fresh random cases, into an
+output the check owns (poisoned, surrounded by canaries), note which kernels it launched, launch
+those itself on fresh inputs of its own and watch every lane they load and store (on a GPU, by
+replaying the case through the interpreter); then turn what happened into a verdict and one
+primary diagnosis that names the cause. Nothing here raises into the notebook.
+
+On the interpreter a case costs one interpreter pass: the launcher is called with every launch
+noted and none run, as the grader's recording worker calls it, and the noted kernels run once,
+in the check's replay. Only a launcher that did work of its own the replay does not redo (it
+wrote, on the host, a tensor its kernels were handed; it raised; a buffer it made was refilled
+with poison and the replay failed) is run for real, to say what happened.
 """
 
 from __future__ import annotations
