@@ -171,7 +171,7 @@ def watch(views: Mapping[str, torch.Tensor]):
 
 
 TIMED_OUT = (
-    "{who} did not finish within {seconds:g} s{where}: a loop that never ends? Check every loop's "
+    "{who} did not finish within {limit}{where}: a loop that never ends? Check every loop's "
     "bounds and that its counter advances (for k in range(0, tl.cdiv(K, BLOCK_K)), not a while "
     "loop on a value that never changes)."
 )
@@ -619,7 +619,7 @@ def _timed_out(stop: time_limit.CaseTimedOut, where: str) -> str:
     """The sentence for a case stopped by its time limit (on a GPU the replay is limited: a
     kernel running on the device cannot be stopped from the host)."""
     who = f"program {stop.program[:2]}" if stop.program is not None else "the case"
-    return TIMED_OUT.format(who=who, seconds=stop.seconds, where=where)
+    return TIMED_OUT.format(who=who, limit=stop.limit, where=where)
 
 
 def _compile_verdict(case: Case, compiler: gpu_rules.Compiler, launched: launches.Launches) -> None:
