@@ -243,7 +243,7 @@ def _run_trial(
         case.code, case.problem = "skipped", "not run: fix the other cases first"
         return False
     again: Again | None = None
-    if tmm_course.BACKEND == INTERPRETER:  # one interpreter pass: record, then replay
+    if tmm_course.BACKEND == INTERPRETER and not replays():  # one pass: record, then replay
         done = _recorded_then_replayed(fn, trial, names, compiler, allow_course_kernels, gather)
         if isinstance(done, bool):
             return done
@@ -321,24 +321,30 @@ def _recorded_then_replayed(
     not be recorded, it wrote on the host a tensor its kernels were handed (the case's, or a
     buffer of its own once a kernel had it), or a replay that refilled a buffer it made with
     poison failed (an answer handed in, or memory read before it was written)."""
-    case = trial.case
+    case, out = trial.case, trial.guard.out
     if trial.initial is not None:
-        trial.guard.out.copy_(trial.initial)
+        out.copy_(trial.initial)
+    poison = out.clone()
+    if trial.initial is None and out.is_floating_point():
+        # numbers, not NaN: arithmetic on the host (out += 1) must change what it holds
+        out.copy_(torch.randn(out.shape, generator=torch.Generator().manual_seed(0)))
     views = _views(trial, names)
     untouched = _Untouched(views.values())
     recorder = record.Recorder(views)
+    raised = False
     try:
         with launches.recording(dry=True) as launched, time_limit.time_limit():
             launched.listeners += [recorder.note, untouched.note]
-            fn(*trial.inputs, trial.guard.out)
+            fn(*trial.inputs, out)
     except time_limit.CaseTimedOut as stop:
         case.code, case.problem = "timed_out", _timed_out(stop, "")
         return True
     except Exception:  # the launcher's own error: its run names it
-        untouched.restore()
-        return None
-    if recorder.problem is not None or untouched.written():
-        untouched.restore()  # the launcher runs on the case as it was drawn
+        raised = True
+    written = untouched.written()
+    untouched.restore()  # a run of the launcher, if one follows, starts from the case drawn
+    out.copy_(poison)
+    if raised or recorder.problem is not None or written:
         return None
     data = recorder.record()
     fresh = trial.fresh() if trial.fresh is not None else _copy_of(trial)
