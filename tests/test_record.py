@@ -296,14 +296,14 @@ def test_a_course_kernel_with_its_local_names_changed_is_still_the_courses():
     assert "tmm_course.kernels.vector_add.vector_add_kernel" in course_kernels(record)
 
 
-def test_lesson_3s_own_solution_is_never_a_course_kernel():
+def test_the_kernel_lesson_3s_exercise_starts_from_is_never_a_course_kernel():
     from tmm_course.check.verdict import course_kernel as course_kernels
-    from tmm_course.exercises import strided_copy
+    from tmm_course.exercises import flip_rows
     from tmm_course.kernels.strides import strided_copy_kernel
 
     record = _renamed(strided_copy_kernel, {})
     assert course_kernels(record) is not None  # the kernel lesson 3 prints
-    assert course_kernels(record, own=strided_copy.EXERCISE.solution_kernels) is None
+    assert course_kernels(record, own=flip_rows.EXERCISE.solution_kernels) is None
 
 
 def test_restore_value_puts_back_what_a_timed_launch_changed():

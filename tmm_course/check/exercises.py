@@ -27,7 +27,6 @@ from tmm_course.exercises import (
     column_order_fill,
     descriptor_matmul,
     faster,
-    fill_column_major,
     five_gpus,
     flip_rows,
     grouped_tile,
@@ -35,7 +34,6 @@ from tmm_course.exercises import (
     outer_product,
     scaled_matmul,
     split_k,
-    strided_copy,
     transpose,
     vector_add,
 )
@@ -48,7 +46,6 @@ __all__ = [
     "check_column_order_fill",
     "check_descriptor_matmul",
     "check_faster",
-    "check_fill_column_major",
     "check_five_gpus",
     "check_flip_rows",
     "check_grouped_tile",
@@ -56,7 +53,6 @@ __all__ = [
     "check_outer_product",
     "check_scaled_matmul",
     "check_split_k",
-    "check_strided_copy",
     "check_transpose",
     "check_vector_add",
     "labelled_case",
@@ -79,13 +75,6 @@ def check_vector_add(
     return run_exercise(vector_add.EXERCISE, fn, allow_course_kernels=allow_course_kernels)
 
 
-def check_fill_column_major(
-    fn: Callable[[torch.Tensor], object], *, allow_course_kernels: bool = False
-) -> CheckResult:
-    """Lesson 1: ``fn(out)`` must set ``out[i, j] = j * M + i`` (the column-major index)."""
-    return run_exercise(fill_column_major.EXERCISE, fn, allow_course_kernels=allow_course_kernels)
-
-
 def check_column_order_fill(
     fn: Callable[[torch.Tensor], object], *, allow_course_kernels: bool = False
 ) -> CheckResult:
@@ -101,13 +90,6 @@ def check_outer_product(
 ) -> CheckResult:
     """Lesson 2: ``fn(x, y, out)`` must set ``out[i, j] = x[i] * y[j]`` by broadcasting."""
     return run_exercise(outer_product.EXERCISE, fn, allow_course_kernels=allow_course_kernels)
-
-
-def check_strided_copy(
-    fn: Callable[[torch.Tensor, torch.Tensor], object], *, allow_course_kernels: bool = False
-) -> CheckResult:
-    """Lesson 3: ``fn(x, out)`` must copy ``x`` into ``out`` for any strides of either."""
-    return run_exercise(strided_copy.EXERCISE, fn, allow_course_kernels=allow_course_kernels)
 
 
 def check_flip_rows(
@@ -244,10 +226,10 @@ def _at_scale(exercise, fn: Callable[..., object], race: Callable[[], dict], lab
 def check_faster(fn: Callable[[torch.Tensor, torch.Tensor, torch.Tensor], object]) -> CheckResult:
     """Lesson 6: ``fn(a, b, c)`` must store ``a @ b`` into ``c`` as lesson 4's ``my_matmul``
     does (the same cases), through a kernel of its own. Its launches on a float16 ``4096^3``
-    product, noted and not run, are compiled for a T4, an A100 and an H200 and judged: FLOPs
-    per byte, no spills, ``mma``/``wgmma``, a ring of 4 slabs on an H200 that fits an A100 and
-    a T4 (:func:`tmm_course.perf.faster.compiler_goals`). On a GPU it is raced against lesson
-    4's kernel at that size too."""
+    product, noted and not run, are compiled for the five GPUs the course names and judged:
+    FLOPs per byte, no spills, ``mma``/``wgmma``, a ring of 4 slabs on an H200 that fits an
+    A100, an RTX 50 and a T4 (:func:`tmm_course.perf.faster.compiler_goals`). On a GPU it is
+    raced against lesson 4's kernel at that size too."""
     from tmm_course.perf import faster as lab
 
     return _at_scale(faster.EXERCISE, fn, lambda: lab.race(lab.filled(fn)), lab)

@@ -142,8 +142,8 @@ class Exercise:
     requires: Requirement | None = None
     # what they compile to on a problem too large to run here (lesson 8: split-K's figures)
     at_scale: AtScale | None = None
-    # course kernels (module.name) that are this exercise's own solution, as the lesson prints
-    # it: a learner's copy of one, its names changed or not, is the exercise done, not
+    # course kernels (module.name) the lesson prints for this exercise to start from: a
+    # learner's copy of one, its names changed or not, is judged by what it stores, not called
     # course_kernel (launching the course's own still is)
     solution_kernels: tuple[str, ...] = ()
     # an answer that is data, judged against the compiler (lesson 6: predict a knob's effect):
