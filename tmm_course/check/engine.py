@@ -1,8 +1,14 @@
-"""The engine behind tmm_course.check: run a learner's launcher on fresh random cases, into an
-output the check owns (poisoned, surrounded by canaries), watch which kernels it launched and,
-every lane it loaded and stored (on a GPU, by replaying the case through the interpreter); then
-turn what happened into a verdict and one primary diagnosis that names the cause. Nothing here
-raises into the notebook.
+"""The engine behind tmm_course.check: call a learner's launcher on fresh random cases, into an
+output the check owns (poisoned, surrounded by canaries), note which kernels it launched, launch
+those itself on fresh inputs of its own and watch every lane they load and store (on a GPU, by
+replaying the case through the interpreter); then turn what happened into a verdict and one
+primary diagnosis that names the cause. Nothing here raises into the notebook.
+
+On the interpreter a case costs one interpreter pass: the launcher is called with every launch
+noted and none run, as the grader's recording worker calls it, and the noted kernels run once,
+in the check's replay. Only a launcher that did work of its own the replay does not redo (it
+wrote, on the host, a tensor its kernels were handed; it raised; a buffer it made was refilled
+with poison and the replay failed) is run for real, to say what happened.
 """
 
 from __future__ import annotations
@@ -10,8 +16,8 @@ from __future__ import annotations
 import contextlib
 import os
 import traceback
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
 
 import torch
 import triton
@@ -169,7 +175,7 @@ def watch(views: Mapping[str, torch.Tensor]):
 
 
 TIMED_OUT = (
-    "{who} did not finish within {seconds:g} s{where}: a loop that never ends? Check every loop's "
+    "{who} did not finish within {limit}{where}: a loop that never ends? Check every loop's "
     "bounds and that its counter advances (for k in range(0, tl.cdiv(K, BLOCK_K)), not a while "
     "loop on a value that never changes)."
 )
@@ -240,11 +246,16 @@ def _run_trial(
     if trial.source.only_if_all_passed and not all(c.passed for c in earlier):
         case.code, case.problem = "skipped", "not run: fix the other cases first"
         return False
+    again: Again | None = None
+    if tmm_course.BACKEND == INTERPRETER and not replays():  # one pass: record, then replay
+        done = _recorded_then_replayed(fn, trial, names, compiler, allow_course_kernels, gather)
+        if isinstance(done, bool):
+            return done
+        again = done  # the launcher did work a replay does not redo: run it to say what
     inputs = list(trial.inputs)  # framed by trial() or _copy_of()
     if trial.initial is not None:
         trial.guard.out.copy_(trial.initial)
-    tensors = [x for x in inputs if isinstance(x, torch.Tensor)]
-    views = dict(zip(names, [*tensors, trial.guard.out], strict=True))
+    views = _views(trial, names)
     replayed: Trace | OutOfBoundsAccess | None = None
     if replays():  # on the CPU first, under the time limit: a GPU kernel cannot be stopped
         replay = Replay.before(inputs, trial.guard.out)
@@ -286,6 +297,142 @@ def _run_trial(
         trace = replayed if isinstance(replayed, Trace) else None
     case.trace = trace
     _judge(trial, launched, trace, views, allow_course_kernels, snapshot.get("out"), gather)
+    _name_cause(trial, trace, views, recorder, allow_course_kernels)
+    _compile_verdict(case, compiler, launched)
+    if case.passed:
+        return _replayed(trial, recorder, names, again)
+    if case.code in (None, "wrong_values"):  # wrong values, no cause named yet
+        _name_empty_buffer(trial, recorder, names, trace)
+    return False
+
+
+def _recorded_then_replayed(
+    fn: Callable,
+    trial: Trial,
+    names: Sequence[str],
+    compiler: gpu_rules.Compiler,
+    allow_course_kernels: bool,
+    gather: bool,
+) -> bool | Again | None:
+    """On the interpreter, one pass: the launcher called with every launch noted and none run
+    (as the grader's recording worker calls it), then the noted kernels launched once, on
+    fresh inputs of the check's own, every buffer the launcher made refilled
+    (:func:`tmm_course.check.record.replay`), under the memory guard and the time limit; what
+    they store and touch decides the case. True or False as :func:`_run_trial` returns.
+
+    None, or the replay when it failed (:class:`Again`), where the launcher did work of its
+    own that no replay redoes and a run of it says better what happened: it raised, it could
+    not be recorded, it wrote on the host a tensor its kernels were handed (the case's, or a
+    buffer of its own once a kernel had it), or a replay that refilled a buffer it made with
+    poison failed (an answer handed in, or memory read before it was written)."""
+    case, out = trial.case, trial.guard.out
+    if trial.initial is not None:
+        out.copy_(trial.initial)
+    poison = out.clone()
+    if trial.initial is None and out.is_floating_point():
+        # numbers, not NaN: arithmetic on the host (out += 1) must change what it holds
+        out.copy_(torch.randn(out.shape, generator=torch.Generator().manual_seed(0)))
+    views = _views(trial, names)
+    untouched = _Untouched(views.values())
+    recorder = record.Recorder(views)
+    raised = False
+    try:
+        with launches.recording(dry=True) as launched, time_limit.time_limit():
+            launched.listeners += [recorder.note, untouched.note]
+            fn(*trial.inputs, out)
+    except time_limit.CaseTimedOut as stop:
+        case.code, case.problem = "timed_out", _timed_out(stop, "")
+        return True
+    except Exception:  # the launcher's own error: its run names it
+        raised = True
+    written = untouched.written()
+    untouched.restore()  # a run of the launcher, if one follows, starts from the case drawn
+    out.copy_(poison)
+    if raised or recorder.problem is not None or written:
+        return None
+    data = recorder.record()
+    fresh = trial.fresh() if trial.fresh is not None else _copy_of(trial)
+    again = _launch_again(fresh, data, recorder, names)
+    poisoned = any(b["fill"].get("kind") == "poison" for b in data["buffers"])
+    if isinstance(again.stopped, time_limit.CaseTimedOut):
+        case.code, case.problem = "timed_out", _timed_out(again.stopped, "")
+        return True
+    if again.stopped is not None:
+        if poisoned:
+            return again
+        lost = _failed(case, again.stopped, again.trace, again.views)
+        _compile_verdict(case, compiler, launched)
+        return lost
+    judged = replace(fresh, case=case)
+    case.trace = again.trace
+    _judge(judged, launched, again.trace, again.views, allow_course_kernels, None, gather)
+    _name_cause(trial, again.trace, again.views, recorder, allow_course_kernels)
+    if not case.passed and poisoned:
+        _unjudged(trial)
+        return again
+    _compile_verdict(case, compiler, launched)
+    if case.passed:
+        case.trace = None  # the record of failures only
+    return False
+
+
+class _Untouched:
+    """The bytes of every storage a dry run's kernels were handed (the case's from the start,
+    a buffer of the launcher's from the first launch given it), to tell at the end whether the
+    launcher wrote one on the host: no kernel runs in a dry run. What an autotuner's
+    ``reset_to_zero`` zeroes is taken as it is then: the replay zeroes it too."""
+
+    def __init__(self, tensors: Iterable[torch.Tensor]) -> None:
+        self.kept: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}
+        for tensor in tensors:
+            self._keep(tensor)
+
+    def _keep(self, tensor: torch.Tensor, again: bool = False) -> None:
+        storage = tensor.untyped_storage()
+        if storage.data_ptr() in self.kept and not again:
+            return
+        whole = torch.empty(0, dtype=torch.uint8, device=storage.device)
+        whole.set_(storage, 0, (storage.nbytes(),), (1,))
+        self.kept[storage.data_ptr()] = (whole, whole.clone())
+
+    def note(self, launch: launches.Launch) -> None:
+        zeroed = set(launch.hooks.get("zero", ()))
+        try:
+            named = launches.arguments(launch) if zeroed else {}
+        except TypeError:
+            named = {}
+        for name, value in named.items():
+            if name in zeroed and (tensor := launches.tensors_of(value)) is not None:
+                self._keep(tensor, again=True)
+        for tensor in launch.tensors:
+            self._keep(tensor)
+
+    def written(self) -> bool:
+        return any(not torch.equal(now, then) for now, then in self.kept.values())
+
+    def restore(self) -> None:
+        for now, then in self.kept.values():
+            now.copy_(then)
+
+
+def _unjudged(trial: Trial) -> None:
+    """Forget what was found of the trial's case (its launcher is run again to judge it)."""
+    case = trial.case
+    case.passed, case.problem, case.code, case.cause = False, "", None, ""
+    case.trace, case.explains, case.ambiguous, case.secondary = None, (), False, False
+    trial.seen = None
+
+
+def _name_cause(
+    trial: Trial,
+    trace: Trace | None,
+    views: Mapping[str, torch.Tensor],
+    recorder: record.Recorder,
+    allow_course_kernels: bool,
+) -> None:
+    """Once the values are judged: the cause a failed case's trace points to
+    (:mod:`~tmm_course.check.causes`), or a course kernel called inside the learner's."""
+    case = trial.case
     if trace is not None:
         learner = {i for i, x in enumerate(trace.launches) if mine(x, allow_course_kernels)}
         trial.seen = causes.seen(trace, views, learner, causes.grids_of(trace.launches))
@@ -295,12 +442,6 @@ def _run_trial(
             case.code, case.cause, case.explains = found.code, found.sentence, found.explains
     if case.code is None and not allow_course_kernels:
         _course_inside(case, recorder)
-    _compile_verdict(case, compiler, launched)
-    if case.passed:
-        return _replayed(trial, recorder, names)
-    if case.code in (None, "wrong_values"):  # wrong values, no cause named yet
-        _name_empty_buffer(trial, recorder, names, trace)
-    return False
 
 
 def _name_empty_buffer(
@@ -319,10 +460,8 @@ def _name_empty_buffer(
     if not empty:
         return
     fresh = _copy_of(trial)
-    try:
-        _launch_again(fresh, data, recorder, names)
-    except Exception:  # the first run's diagnosis stands
-        return
+    if _launch_again(fresh, data, recorder, names).stopped is not None:
+        return  # the first run's diagnosis stands
     before, after = trial.guard.out, fresh.guard.out
     turned = int((after.isnan() & ~before.isnan()).sum())
     if turned:
@@ -351,51 +490,76 @@ REPLAYED = (
 )
 
 
+@dataclass
+class Again:
+    """The recorded launches, launched again by the check on a trial of its own: the trial,
+    its views, the memory guard's trace, and what stopped the launches (None: they finished;
+    a :class:`~tmm_course.check.time_limit.CaseTimedOut`, or what a kernel raised)."""
+
+    fresh: Trial
+    views: dict[str, torch.Tensor]
+    trace: Trace | None
+    stopped: BaseException | None = None
+
+
 def _launch_again(
     fresh: Trial,
     data: dict,
     recorder: record.Recorder,
     names: Sequence[str],
     empty: float | None = None,
-) -> tuple[dict[str, torch.Tensor], Trace | None]:
+) -> Again:
     """The recorded launches (``data``) again on ``fresh``'s tensors, every buffer the
     launcher allocated made anew (:func:`tmm_course.check.record.replay`), under the memory
-    guard and the time limit: the views they were given and the guard's trace."""
+    guard and the time limit."""
     if fresh.initial is not None:
         fresh.guard.out.copy_(fresh.initial)
-    tensors = [x for x in fresh.inputs if isinstance(x, torch.Tensor)]
-    views = dict(zip(names, [*tensors, fresh.guard.out], strict=True))
+    views = _views(fresh, names)
     stack, _, trace = watch(views)
-    with stack, time_limit.time_limit(tmm_course.BACKEND == INTERPRETER):
-        record.replay(data, views, recorder.kernels, empty)
-    return views, trace
+    again = Again(fresh, views, trace)
+    try:
+        with stack, time_limit.time_limit(tmm_course.BACKEND == INTERPRETER):
+            record.replay(data, views, recorder.kernels, empty)
+    except (time_limit.CaseTimedOut, Exception) as stop:
+        again.stopped = stop
+    return again
 
 
-def _replayed(trial: Trial, recorder: record.Recorder, names: Sequence[str]) -> bool:
+def _views(trial: Trial, names: Sequence[str]) -> dict[str, torch.Tensor]:
+    """The trial's tensors by name: its inputs, then its output."""
+    tensors = [x for x in trial.inputs if isinstance(x, torch.Tensor)]
+    return dict(zip(names, [*tensors, trial.guard.out], strict=True))
+
+
+def _replayed(
+    trial: Trial, recorder: record.Recorder, names: Sequence[str], again: Again | None = None
+) -> bool:
     """Launch the recorded kernels again on fresh inputs the check owns, every buffer the
-    launcher allocated poisoned (a constant or a copy of an input kept): the case passes only
-    if what those launches store is right. True when the cases after it cannot run."""
+    launcher allocated poisoned (a constant or a copy of an input kept), unless ``again``
+    holds that replay already: the case passes only if what those launches store is right.
+    True when the cases after it cannot run."""
     case = trial.case
     case.trace = None  # the record of failures only
     if recorder.problem is not None:
         case.passed, case.code, case.problem = False, "crashed", recorder.problem
         return False
     data = recorder.record()
-    fresh = trial.fresh() if trial.fresh is not None else _copy_of(trial)
+    if again is None:
+        fresh = trial.fresh() if trial.fresh is not None else _copy_of(trial)
+        again = _launch_again(fresh, data, recorder, names)
+    fresh, views, trace, stop = again.fresh, again.views, again.trace, again.stopped
     output = names[-1]
-    try:
-        views, trace = _launch_again(fresh, data, recorder, names)
-    except time_limit.CaseTimedOut as stop:
+    if isinstance(stop, time_limit.CaseTimedOut):
         case.passed, case.code = False, "timed_out"
         case.problem = _timed_out(stop, " when the check replayed your kernels")
         return True
-    except Exception as error:  # poison sent a kernel astray: its answer was not its own
+    if stop is not None:  # poison sent a kernel astray: its answer was not its own
         case.passed, case.code = False, "no_triton_kernel"
         case.problem = case.cause = (
             REPLAYED.format(bad="some", cells=fresh.guard.out.numel(), output=output)
-            + f" (the replay stopped: {_first_line(error)})"
+            + f" (the replay stopped: {_first_line(stop)})"
         )
-        return _gpu_context_lost(error)
+        return _gpu_context_lost(stop)
     out = fresh.guard.out
     answer = fresh.source
     found = verdict.judge_stored(
@@ -434,13 +598,13 @@ def _needs_zeros(fresh: Trial, data: dict, recorder: record.Recorder, names) -> 
     kernels read or added into torch.empty's memory, which held zeros by chance."""
     if not any(b["fill"].get("kind") == "poison" for b in data["buffers"]):
         return False
-    again = _copy_of(fresh)
-    try:
-        _launch_again(again, data, recorder, names, empty=0.0)
-    except Exception:
+    zeroed = _launch_again(_copy_of(fresh), data, recorder, names, empty=0.0)
+    if zeroed.stopped is not None:
         return False
-    out = again.guard.out
-    return again.guard.canaries_intact() and not bool(verdict.wrong_cells(again.source, out).any())
+    guard = zeroed.fresh.guard
+    return guard.canaries_intact() and not bool(
+        verdict.wrong_cells(zeroed.fresh.source, guard.out).any()
+    )
 
 
 UNINITIALISED = (
@@ -465,7 +629,7 @@ def _timed_out(stop: time_limit.CaseTimedOut, where: str) -> str:
     """The sentence for a case stopped by its time limit (on a GPU the replay is limited: a
     kernel running on the device cannot be stopped from the host)."""
     who = f"program {stop.program[:2]}" if stop.program is not None else "the case"
-    return TIMED_OUT.format(who=who, seconds=stop.seconds, where=where)
+    return TIMED_OUT.format(who=who, limit=stop.limit, where=where)
 
 
 def _compile_verdict(case: Case, compiler: gpu_rules.Compiler, launched: launches.Launches) -> None:

@@ -4,10 +4,11 @@ first of which names the cause.
 
 Every exercise is defined once, in :mod:`tmm_course.exercises` (its cases, reference,
 tolerance and known mistakes); a check draws fresh cases of it on every call and runs them
-through the engine (:func:`~tmm_course.check.engine.run_exercise`): the launcher runs once per
-case into an output the check poisons and surrounds with canaries, its launches are recorded,
-and the recorded kernels are launched again on fresh inputs, every buffer the launcher made
-refilled with poison; what they store is the verdict.
+through the engine (:func:`~tmm_course.check.engine.run_exercise`): the launcher is called once
+per case with an output the check poisons and surrounds with canaries, its launches are
+recorded (on the interpreter, not run), and the recorded kernels are launched by the check on
+fresh inputs, every buffer the launcher made refilled with poison; what they store is the
+verdict.
 """
 
 from __future__ import annotations
