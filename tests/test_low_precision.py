@@ -90,7 +90,10 @@ def _attempt(a_ptr, as_ptr, b_ptr, bs_ptr, c_ptr, M, N, K,
         )
         b = tl.load(b_ptr + (k * BLOCK_K + offs_k)[:, None] * sbk + offs_n[None, :] * sbn,
                     mask=(offs_k[:, None] < left) & (offs_n[None, :] < N), other=0.0)  # fmt: skip
-        group = k * BLOCK_K // 128
+        if SLIP == "group is the step":
+            group = k  # the K step, not the 128-wide K group it lies in
+        else:
+            group = k * BLOCK_K // 128
         sa = tl.load(as_ptr + offs_m * sasm + group * sask, mask=offs_m < M, other=0.0)
         if SLIP == "b_scale transposed":
             sb = tl.load(bs_ptr + group * sbsn + (offs_n // 128) * sbsk, mask=offs_n < N, other=0.0)
@@ -98,6 +101,8 @@ def _attempt(a_ptr, as_ptr, b_ptr, bs_ptr, c_ptr, M, N, K,
             sb = tl.load(bs_ptr + group * sbsk + (offs_n // 128) * sbsn, mask=offs_n < N, other=0.0)
         if SLIP == "scales once per tile":
             acc += tl.dot(a, b) * first_a[:, None] * first_b[None, :]
+        elif SLIP == "only a_scale":
+            acc += tl.dot(a, b) * sa[:, None]
         elif SLIP == "float16 sum":
             acc += (tl.dot(a, b) * sa[:, None] * sb[None, :]).to(tl.float16)
         else:
@@ -130,6 +135,8 @@ def test_untouched_exercise_is_not_implemented():
         ("scales once per tile", "wrong_values", "loaded once per tile (before the K loop)"),
         ("b_scale transposed", "transposed", "b_scale read transposed"),
         ("float16 sum", "precision", "matches a float16 accumulator"),
+        ("only a_scale", "wrong_values", "b_scale was never applied"),
+        ("group is the step", "out_of_bounds_read", "the K group"),
     ],
 )
 def test_each_slip_gets_its_own_sentence(slip, code, says):

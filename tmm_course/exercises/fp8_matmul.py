@@ -45,6 +45,11 @@ SCALES_NEVER_APPLIED = (
     "matches the product of the float8 values without their scales: multiply each K block's "
     "tl.dot(a, b) by a_scale[:, None] * b_scale[None, :] before adding it to acc."
 )
+ONE_SIDE_ONLY = (
+    "matches each K block's tl.dot(a, b) multiplied by {used} only: {missing} was never "
+    "applied. Multiply by both, {both}, before adding to acc."
+)
+BOTH = "a_scale[:, None] * b_scale[None, :]"
 
 MESSAGES = {
     **products.MESSAGES,
@@ -139,7 +144,11 @@ def mistakes(aq: Quantized, bq: Quantized, integers: bool) -> list[Mistake]:
     n = bq.values.shape[1]
     found = [
         Mistake("wrong_values", sum(p for p, _, _ in parts), SCALES_NEVER_APPLIED),
-    ]
+        Mistake("wrong_values", sum(p * sa[:, None] for p, sa, _ in parts),
+                ONE_SIDE_ONLY.format(used="a_scale", missing="b_scale", both=BOTH)),
+        Mistake("wrong_values", sum(p * sb[None, :] for p, _, sb in parts),
+                ONE_SIDE_ONLY.format(used="b_scale", missing="a_scale", both=BOTH)),
+    ]  # fmt: skip
     if len(parts) > 1:
         for which, (_, sa, sb), where in (
             ("first", parts[0], "before the K loop"),
