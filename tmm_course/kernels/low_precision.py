@@ -1,9 +1,10 @@
 """Lesson 10: low-precision tiles.
 
 Block quantization to float8 (one scale per ``1 x 128`` row block of A and per ``128 x 128``
-block of B, as DeepSeek-V3 trains), lesson 4's kernel on float8 tiles with those scales applied
-in the K loop, accumulating in float32, and ``tl.dot_scaled`` on MX formats (one power-of-two
-scale per 32 elements along K).
+block of B, as DeepSeek-V3 trains), lesson 4's kernel on float8 tiles with one scale per row of
+A and column of B applied once after the K loop (the kernel the lesson prints) and with the block
+scales applied in it (the exercise's answer), accumulating in float32, and ``tl.dot_scaled``
+on MX formats (one power-of-two scale per 32 elements along K).
 
     a_q = quantize(a, (1, GROUP)); b_q = quantize(b, (GROUP, GROUP))
     c = fp8_matmul(a_q.values, a_q.scales, b_q.values, b_q.scales)
