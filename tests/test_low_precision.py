@@ -66,6 +66,18 @@ def test_the_course_kernel_stays_within_the_accumulation_bound():
         lp.fp8_matmul(aq.values, aq.scales.t(), bq.values, bq.scales)
 
 
+def test_the_per_row_kernel_scales_the_finished_sum():
+    torch.manual_seed(2)
+    a, b = torch.randn(40, 200), torch.randn(200, 24)
+    aq, bq = lp.quantize(a, (1, 200)), lp.quantize(b, (200, 1))  # a scale per row, per column
+    c = lp.fp8_matmul_rowwise(aq.values, aq.scales, bq.values, bq.scales)
+    kernel = numerics.error(c, aq.dequantized().float(), bq.dequantized().float())
+    assert kernel <= numerics.accumulation_bound(200, 200, tmm_course.BACKEND)
+    blocks = lp.quantize(a, (1, lp.GROUP))  # per-block scales need the K loop's kernel
+    with pytest.raises(tmm_course.validate.KernelInputError, match=r"a_scale is \(40, 2\)"):
+        lp.fp8_matmul_rowwise(blocks.values, blocks.scales, bq.values, bq.scales)
+
+
 @triton.jit
 def _attempt(a_ptr, as_ptr, b_ptr, bs_ptr, c_ptr, M, N, K,
              sam, sak, sasm, sask, sbk, sbn, sbsk, sbsn, scm, scn,
@@ -90,7 +102,10 @@ def _attempt(a_ptr, as_ptr, b_ptr, bs_ptr, c_ptr, M, N, K,
         )
         b = tl.load(b_ptr + (k * BLOCK_K + offs_k)[:, None] * sbk + offs_n[None, :] * sbn,
                     mask=(offs_k[:, None] < left) & (offs_n[None, :] < N), other=0.0)  # fmt: skip
-        group = k * BLOCK_K // 128
+        if SLIP == "group is the step":  # noqa: SIM108 (a constexpr branch, as the others)
+            group = k  # the K step, not the 128-wide K group it lies in
+        else:
+            group = k * BLOCK_K // 128
         sa = tl.load(as_ptr + offs_m * sasm + group * sask, mask=offs_m < M, other=0.0)
         if SLIP == "b_scale transposed":
             sb = tl.load(bs_ptr + group * sbsn + (offs_n // 128) * sbsk, mask=offs_n < N, other=0.0)
@@ -98,6 +113,8 @@ def _attempt(a_ptr, as_ptr, b_ptr, bs_ptr, c_ptr, M, N, K,
             sb = tl.load(bs_ptr + group * sbsk + (offs_n // 128) * sbsn, mask=offs_n < N, other=0.0)
         if SLIP == "scales once per tile":
             acc += tl.dot(a, b) * first_a[:, None] * first_b[None, :]
+        elif SLIP == "only a_scale":
+            acc += tl.dot(a, b) * sa[:, None]
         elif SLIP == "float16 sum":
             acc += (tl.dot(a, b) * sa[:, None] * sb[None, :]).to(tl.float16)
         else:
@@ -130,6 +147,8 @@ def test_untouched_exercise_is_not_implemented():
         ("scales once per tile", "wrong_values", "loaded once per tile (before the K loop)"),
         ("b_scale transposed", "transposed", "b_scale read transposed"),
         ("float16 sum", "precision", "matches a float16 accumulator"),
+        ("only a_scale", "wrong_values", "b_scale was never applied"),
+        ("group is the step", "out_of_bounds_read", "index the scales with that group, not with k"),
     ],
 )
 def test_each_slip_gets_its_own_sentence(slip, code, says):

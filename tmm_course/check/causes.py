@@ -13,7 +13,7 @@ the check and the grader can call them on the facts either has.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import torch
@@ -35,6 +35,7 @@ class Cause:
     code: str
     sentence: str
     explains: tuple[str, ...] = ()
+    ambiguous: bool = False  # the sentence names two causes the record cannot tell apart
 
 
 @dataclass(frozen=True)
@@ -48,6 +49,10 @@ class Stray:
     shape: tuple[int, ...]
     cell: tuple[int, int] | None
     lanes: int
+
+
+# an exercise's (sentence, ambiguous) for a stray load whose cause it knows, or None
+StrayCause = Callable[[Stray], "tuple[str, bool] | None"]
 
 
 @dataclass(frozen=True)
@@ -335,12 +340,19 @@ def grids_of(launches: Sequence[Launch]) -> dict[int, Program]:
     return found
 
 
-def first(facts: Seen, code: str | None, strided: bool = False) -> Cause | None:
+def first(
+    facts: Seen, code: str | None, strided: bool = False, own: StrayCause | None = None
+) -> Cause | None:
     """The cause that explains a case's ``code`` (its symptom), or None; ``strided``: the case
-    has a tensor that is not contiguous."""
+    has a tensor that is not contiguous; ``own``: the exercise's sentence for a stray load it
+    knows the cause of (lesson 10: a scale's K-group index), ahead of the mask."""
     if code == "unwritten":
         return grid(facts)
     if code in ("out_of_bounds_read", "out_of_bounds_write"):
         found = stray(facts, strided)
+        loads = [s for s in facts.strays if s.kind == "load"]
+        if found is not None and found.code == "out_of_bounds_read" and own and loads:
+            said = own(loads[0])
+            found = found if said is None else Cause(found.code, said[0], ambiguous=said[1])
         return found if found is not None and found.code == code else None
     return None

@@ -437,9 +437,12 @@ def _name_cause(
         learner = {i for i, x in enumerate(trace.launches) if mine(x, allow_course_kernels)}
         trial.seen = causes.seen(trace, views, learner, causes.grids_of(trace.launches))
         strided = bool(case.strided)
-        found = None if case.passed or case.cause else causes.first(trial.seen, case.code, strided)
+        own = trial.exercise.stray_cause
+        found = (None if case.passed or case.cause
+                 else causes.first(trial.seen, case.code, strided, own))  # fmt: skip
         if found is not None:
             case.code, case.cause, case.explains = found.code, found.sentence, found.explains
+            case.ambiguous = found.ambiguous
     if case.code is None and not allow_course_kernels:
         _course_inside(case, recorder)
 

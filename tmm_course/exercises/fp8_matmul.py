@@ -45,6 +45,25 @@ SCALES_NEVER_APPLIED = (
     "matches the product of the float8 values without their scales: multiply each K block's "
     "tl.dot(a, b) by a_scale[:, None] * b_scale[None, :] before adding it to acc."
 )
+ONE_SIDE_ONLY = (
+    "matches each K block's tl.dot(a, b) multiplied by {used} only: {missing} was never "
+    "applied. Multiply by both, {both}, before adding to acc."
+)
+BOTH = "a_scale[:, None] * b_scale[None, :]"
+GROUP_INDEX = (
+    "the K step k covers K from k * BLOCK_K on, inside the scale group k * BLOCK_K // 128: "
+    "index the scales with that group, not with k. A mask would not fix it: other=0.0 would "
+    "scale those K blocks by 0."
+)
+SCALE_GROUP_PAST = (
+    "the tl.load of {tensor} read {where}, past its last K group ({tensor} has cdiv(K, 128) = "
+    "{groups} along K): the scales' K-group index runs too far: " + GROUP_INDEX
+)
+SCALE_ROW_OR_GROUP = (
+    "the tl.load of a_scale read past its last element (row {row}, column {col}; a_scale is "
+    "{shape}): either its K-group index runs past cdiv(K, 128) - 1 (" + GROUP_INDEX + ") or the "
+    "row mask offs_m < M is missing from that load."
+)
 
 MESSAGES = {
     **products.MESSAGES,
@@ -139,7 +158,11 @@ def mistakes(aq: Quantized, bq: Quantized, integers: bool) -> list[Mistake]:
     n = bq.values.shape[1]
     found = [
         Mistake("wrong_values", sum(p for p, _, _ in parts), SCALES_NEVER_APPLIED),
-    ]
+        Mistake("wrong_values", sum(p * sa[:, None] for p, sa, _ in parts),
+                ONE_SIDE_ONLY.format(used="a_scale", missing="b_scale", both=BOTH)),
+        Mistake("wrong_values", sum(p * sb[None, :] for p, _, sb in parts),
+                ONE_SIDE_ONLY.format(used="b_scale", missing="a_scale", both=BOTH)),
+    ]  # fmt: skip
     if len(parts) > 1:
         for which, (_, sa, sb), where in (
             ("first", parts[0], "before the K loop"),
@@ -177,6 +200,25 @@ def float16_sum(aq: Quantized, bq: Quantized, step: int) -> torch.Tensor:
         scaled = (part * aq.scales.double()[:, j][:, None] * sb[None, :]).half()
         acc = (acc.double() + scaled.double()).half()
     return acc.double()
+
+
+def scale_group_stray(stray) -> tuple[str, bool] | None:
+    """The sentence for a load past a scale tensor's K groups (a_scale's columns, b_scale's
+    rows: only the group index moves along them), ambiguous where a_scale's storage ends and a
+    missing row mask would stray there too; None for any other stray."""
+    if stray.tensor not in ("a_scale", "b_scale") or stray.cell is None or len(stray.shape) != 2:
+        return None
+    row, col = stray.cell
+    rows, cols = stray.shape
+    if stray.tensor == "b_scale" and row >= rows:
+        where = f"row {row}"
+        return SCALE_GROUP_PAST.format(tensor="b_scale", where=where, groups=rows), False
+    if stray.tensor == "a_scale" and 0 <= row < rows and col >= cols:
+        where = f"column {col} of row {row}"
+        return SCALE_GROUP_PAST.format(tensor="a_scale", where=where, groups=cols), False
+    if stray.tensor == "a_scale" and row >= rows:
+        return SCALE_ROW_OR_GROUP.format(row=row, col=col, shape=(rows, cols)), True
+    return None
 
 
 def case(p: Problem, backend: str, gen: torch.Generator) -> Case:
@@ -222,6 +264,7 @@ EXERCISE = Exercise(
     cases=cases,
     cells=Cells("10_low_precision", "lp20", "lp21", "lp22"),
     messages=MESSAGES,
+    stray_cause=scale_group_stray,
     # float8 tiles compile only where the GPU has float8 tensor cores
     gpus=tuple(target for target, card in gpus.TARGETS.items() if gpus.CARDS[card].fp8),
 )

@@ -151,6 +151,9 @@ class Exercise:
     predicts: Prediction | None = None
     # the GPUs the check's compile gate covers (None: every GPU the course names)
     gpus: tuple[str, ...] | None = None
+    # a sentence for a stray load whose cause the exercise knows (given the check's Stray:
+    # its tensor, shape and cell), with True where it names two causes; None: the mask's
+    stray_cause: Callable[[object], tuple[str, bool] | None] | None = None
     # once the values are right, how each launch's programs shared the reading of the inputs
     # (from the record of their loads, on the interpreter): a sentence when they did not share
     # it as the exercise asks (lesson 8: each K-slice of a tile reads its own share of K)

@@ -1,9 +1,10 @@
 """Lesson 10: low-precision tiles.
 
 Block quantization to float8 (one scale per ``1 x 128`` row block of A and per ``128 x 128``
-block of B, as DeepSeek-V3 trains), lesson 4's kernel on float8 tiles with those scales applied
-in the K loop, accumulating in float32, and ``tl.dot_scaled`` on MX formats (one power-of-two
-scale per 32 elements along K).
+block of B, as DeepSeek-V3 trains), lesson 4's kernel on float8 tiles with one scale per row of
+A and column of B applied once after the K loop (the kernel the lesson prints) and with the block
+scales applied in it (the exercise's answer), accumulating in float32, and ``tl.dot_scaled``
+on MX formats (one power-of-two scale per 32 elements along K).
 
     a_q = quantize(a, (1, GROUP)); b_q = quantize(b, (GROUP, GROUP))
     c = fp8_matmul(a_q.values, a_q.scales, b_q.values, b_q.scales)
@@ -122,9 +123,72 @@ def fp8_matmul_kernel(a_ptr, a_scale_ptr, b_ptr, b_scale_ptr, c_ptr,
              mask=(offs_m[:, None] < M) & (offs_n[None, :] < N))  # fmt: skip
 
 
-def check_scaled_operands(a, a_scale, b, b_scale, group: int = GROUP) -> None:
+@triton.jit
+def fp8_matmul_rowwise_kernel(a_ptr, a_scale_ptr, b_ptr, b_scale_ptr, c_ptr, M, N, K,
+                              stride_am, stride_ak, stride_as,  # A and its M scales
+                              stride_bk, stride_bn, stride_bs,  # B and its N scales
+                              stride_cm, stride_cn,
+                              BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                              BLOCK_K: tl.constexpr):
+    # lesson 4's kernel on float8 tiles; one scale per row of A and one per column of B
+    offs_m = tl.program_id(axis=0) * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_n = tl.program_id(axis=1) * BLOCK_N + tl.arange(0, BLOCK_N)
+    offs_k = tl.arange(0, BLOCK_K)
+    a_ptrs = a_ptr + offs_m[:, None] * stride_am + offs_k[None, :] * stride_ak
+    b_ptrs = b_ptr + offs_k[:, None] * stride_bk + offs_n[None, :] * stride_bn
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for k in range(0, tl.cdiv(K, BLOCK_K)):
+        k_left = K - k * BLOCK_K
+        a = tl.load(a_ptrs, mask=(offs_m[:, None] < M) & (offs_k[None, :] < k_left), other=0.0)
+        b = tl.load(b_ptrs, mask=(offs_k[:, None] < k_left) & (offs_n[None, :] < N), other=0.0)
+        acc += tl.dot(a, b)  # float8 tiles in, float32 out: the float8 values' own product
+        a_ptrs += BLOCK_K * stride_ak
+        b_ptrs += BLOCK_K * stride_bk
+    # a row's scale is the same at every k, a column's too: sum_k (a sa)(b sb) = sa sb sum_k a b,
+    # so the scales multiply the finished sum, once
+    a_scale = tl.load(a_scale_ptr + offs_m * stride_as, mask=offs_m < M, other=0.0)
+    b_scale = tl.load(b_scale_ptr + offs_n * stride_bs, mask=offs_n < N, other=0.0)
+    acc = acc * a_scale[:, None] * b_scale[None, :]
+    c_ptrs = c_ptr + offs_m[:, None] * stride_cm + offs_n[None, :] * stride_cn
+    tl.store(c_ptrs, acc, mask=(offs_m[:, None] < M) & (offs_n[None, :] < N))
+
+
+def fp8_matmul_rowwise(
+    a: torch.Tensor,
+    a_scale: torch.Tensor,
+    b: torch.Tensor,
+    b_scale: torch.Tensor,
+    *,
+    block_m: int = 64,
+    block_n: int = 64,
+    block_k: int = 64,
+) -> torch.Tensor:
+    """C = (a * a_scale) @ (b * b_scale) in float32 with :func:`fp8_matmul_rowwise_kernel`:
+    one scale per row of ``a`` (``a_scale`` (M, 1): ``quantize(a, (1, K))``) and per column
+    of ``b`` (``b_scale`` (1, N): ``quantize(b, (K, 1))``), applied once after the K loop."""
+    k = max(a.shape[1], 1)
+    check_scaled_operands(a, a_scale, b, b_scale, a_block=(1, k), b_block=(k, 1))
+    (m, k), n = a.shape, b.shape[1]
+    for name, block in (("block_m", block_m), ("block_n", block_n)):
+        validate.power_of_two(name, block)
+    validate.power_of_two("block_k", block_k, minimum=32)
+    out = torch.empty(m, n, device=a.device, dtype=torch.float32)
+    grid = (triton.cdiv(m, block_m), triton.cdiv(n, block_n))
+    fp8_matmul_rowwise_kernel[grid](
+        a, a_scale, b, b_scale, out, m, n, k,
+        *a.stride(), a_scale.stride(0), *b.stride(), b_scale.stride(1), *out.stride(),
+        BLOCK_M=block_m, BLOCK_N=block_n, BLOCK_K=block_k,
+    )  # fmt: skip
+    return out
+
+
+def check_scaled_operands(
+    a, a_scale, b, b_scale, a_block: tuple[int, int] = (1, GROUP),
+    b_block: tuple[int, int] = (GROUP, GROUP),
+) -> None:  # fmt: skip
     """Raise KernelInputError unless ``a`` (M, K) and ``b`` (K, N) are float8 with float32
-    scales of shape (M, cdiv(K, group)) and (cdiv(K, group), cdiv(N, group))."""
+    scales, one per ``a_block`` of ``a`` and per ``b_block`` of ``b`` (as :func:`quantize`
+    makes them)."""
     for name, value in (("a", a), ("a_scale", a_scale), ("b", b), ("b_scale", b_scale)):
         validate.tensor(name, value, ndim=2)
     validate.on_device(tmm_course.DEVICE, a=a, a_scale=a_scale, b=b, b_scale=b_scale)
@@ -149,14 +213,16 @@ def check_scaled_operands(a, a_scale, b, b_scale, group: int = GROUP) -> None:
             "Expected a (M, K) and b (K, N)."
         )
     (m, k), n = a.shape, b.shape[1]
-    blocks_k, blocks_n = -(-k // group), -(-n // group)
-    wanted = {"a_scale": (m, blocks_k), "b_scale": (blocks_k, blocks_n)}
+    wanted = {
+        "a_scale": (-(-m // a_block[0]), -(-k // a_block[1])),
+        "b_scale": (-(-k // b_block[0]), -(-n // b_block[1])),
+    }
     for name, value in (("a_scale", a_scale), ("b_scale", b_scale)):
         if tuple(value.shape) != wanted[name] or value.dtype != torch.float32:
             raise validate.KernelInputError(
                 f"{name} is {tuple(value.shape)} {value.dtype}; expected {wanted[name]} "
-                f"float32 (one scale per {'row and ' if name == 'a_scale' else ''}{group}-wide "
-                f"block). Fix: quantize a with block (1, {group}) and b with ({group}, {group})."
+                f"float32 (one scale per {a_block if name == 'a_scale' else b_block} block). "
+                f"Fix: quantize a with block {a_block} and b with {b_block}."
             )
 
 
