@@ -124,8 +124,8 @@ def _outer(x_ptr, y_ptr, out_ptr, M, N, som, BM: tl.constexpr, BN: tl.constexpr,
 def outer(y_by_row: bool = False):
     def launch(x, y, out):
         m, n = out.shape
-        _outer[(triton.cdiv(m, 16), triton.cdiv(n, 16))](x, y, out, m, n, out.stride(0), BM=16, BN=16,
-                                                        Y_BY_ROW=y_by_row)  # fmt: skip
+        grid = (triton.cdiv(m, 16), triton.cdiv(n, 16))
+        _outer[grid](x, y, out, m, n, out.stride(0), BM=16, BN=16, Y_BY_ROW=y_by_row)
 
     return launch
 
