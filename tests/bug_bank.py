@@ -157,12 +157,14 @@ def outer_kernel(
     out_ptr,
     M,
     N,
+    som,
     BM: tl.constexpr,
     BN: tl.constexpr,
     SWAP: tl.constexpr,
     LOAD_MASK: tl.constexpr,
     STORE_MASK: tl.constexpr,
     ADD: tl.constexpr,
+    OVERWRITE: tl.constexpr,
 ):
     offs_m = tl.program_id(0) * BM + tl.arange(0, BM)
     offs_n = tl.program_id(1) * BN + tl.arange(0, BN)
@@ -178,29 +180,48 @@ def outer_kernel(
         tile = x[:, None] + y[None, :]
     else:
         tile = x[:, None] * y[None, :]
-    ptrs = out_ptr + offs_m[:, None] * N + offs_n[None, :]
+    ptrs = out_ptr + offs_m[:, None] * som + offs_n[None, :]
+    if not OVERWRITE:  # out += the product: out's tile loaded through its row stride
+        if LOAD_MASK:
+            tile += tl.load(ptrs, mask=(offs_m[:, None] < M) & (offs_n[None, :] < N), other=0.0)
+        else:
+            tile += tl.load(ptrs)
     if STORE_MASK:
         tl.store(ptrs, tile, mask=(offs_m[:, None] < M) & (offs_n[None, :] < N))
     else:
         tl.store(ptrs, tile)
 
 
-def outer(swap=False, load_mask=True, store_mask=True, add=False, block=16, swap_grid=False):
+def outer(
+    swap=False,
+    load_mask=True,
+    store_mask=True,
+    add=False,
+    block=16,
+    swap_grid=False,
+    overwrite=False,
+    floor=False,
+):
     def launch(x, y, out):
         m, n = out.shape
-        grid = (triton.cdiv(m, block), triton.cdiv(n, block))
+        if floor:  # the grid rounded down: no program for a ragged edge
+            grid = (m // block, n // block)
+        else:
+            grid = (triton.cdiv(m, block), triton.cdiv(n, block))
         outer_kernel[grid[::-1] if swap_grid else grid](
             x,
             y,
             out,
             m,
             n,
+            out.stride(0),
             BM=block,
             BN=block,
             SWAP=swap,
             LOAD_MASK=load_mask,
             STORE_MASK=store_mask,
             ADD=add,
+            OVERWRITE=overwrite,
         )
 
     return launch
@@ -798,6 +819,8 @@ BANK = [
     Entry("outer_product", "store without mask", outer(store_mask=False), "out_of_bounds_write"),
     Entry("outer_product", "grid axes swapped", outer(swap_grid=True), "unwritten"),
     Entry("outer_product", "x + y instead of x * y", outer(add=True), "wrong_values"),
+    Entry("outer_product", "product stored over out", outer(overwrite=True), "wrong_values"),
+    Entry("outer_product", "grid rounded down", outer(block=32, floor=True), "unwritten"),
     Entry(
         "outer_product",
         "torch.outer",

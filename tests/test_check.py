@@ -80,7 +80,7 @@ def test_a_crash_is_reported_not_raised():
 
 
 @triton.jit
-def outer(x_ptr, y_ptr, out_ptr, M, N, SWAP: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr):
+def outer(x_ptr, y_ptr, out_ptr, M, N, som, SWAP: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr):
     om = tl.program_id(0) * BM + tl.arange(0, BM)
     on = tl.program_id(1) * BN + tl.arange(0, BN)
     x = tl.load(x_ptr + om, mask=om < M, other=0.0)
@@ -92,13 +92,15 @@ def outer(x_ptr, y_ptr, out_ptr, M, N, SWAP: tl.constexpr, BM: tl.constexpr, BN:
     else:
         tile = x[:, None] * y[None, :]
     mask = (om[:, None] < M) & (on[None, :] < N)
-    tl.store(out_ptr + om[:, None] * N + on[None, :], tile, mask=mask)
+    ptrs = out_ptr + om[:, None] * som + on[None, :]  # out += the tile
+    tl.store(ptrs, tile + tl.load(ptrs, mask=mask, other=0.0), mask=mask)
 
 
 def outer_launcher(swap):
     def launch(x, y, out):
         m, n = out.shape
-        outer[(triton.cdiv(m, 16), triton.cdiv(n, 16))](x, y, out, m, n, SWAP=swap, BM=16, BN=16)
+        outer[(triton.cdiv(m, 16), triton.cdiv(n, 16))](x, y, out, m, n, out.stride(0), SWAP=swap,
+                                                          BM=16, BN=16)  # fmt: skip
 
     return launch
 

@@ -106,7 +106,8 @@ def scaled(mask_c: bool = True):
 
 
 @triton.jit
-def _outer(x_ptr, y_ptr, out_ptr, M, N, BM: tl.constexpr, BN: tl.constexpr, Y_BY_ROW: tl.constexpr):
+def _outer(x_ptr, y_ptr, out_ptr, M, N, som, BM: tl.constexpr, BN: tl.constexpr,
+           Y_BY_ROW: tl.constexpr):  # fmt: skip
     i = tl.program_id(0) * BM + tl.arange(0, BM)
     j = tl.program_id(1) * BN + tl.arange(0, BN)
     x = tl.load(x_ptr + i, mask=i < M, other=0.0)
@@ -116,14 +117,15 @@ def _outer(x_ptr, y_ptr, out_ptr, M, N, BM: tl.constexpr, BN: tl.constexpr, Y_BY
     else:
         y = tl.load(y_ptr + j, mask=j < N, other=0.0)
         tile = x[:, None] * y[None, :]
-    tl.store(out_ptr + i[:, None] * N + j[None, :], tile, mask=(i[:, None] < M) & (j[None, :] < N))
+    ptrs, mask = out_ptr + i[:, None] * som + j[None, :], (i[:, None] < M) & (j[None, :] < N)
+    tl.store(ptrs, tile + tl.load(ptrs, mask=mask, other=0.0), mask=mask)
 
 
 def outer(y_by_row: bool = False):
     def launch(x, y, out):
         m, n = out.shape
-        _outer[(triton.cdiv(m, 16), triton.cdiv(n, 16))](x, y, out, m, n, BM=16, BN=16,
-                                                        Y_BY_ROW=y_by_row)  # fmt: skip
+        grid = (triton.cdiv(m, 16), triton.cdiv(n, 16))
+        _outer[grid](x, y, out, m, n, out.stride(0), BM=16, BN=16, Y_BY_ROW=y_by_row)
 
     return launch
 

@@ -1,4 +1,6 @@
-"""Lesson 2: ``outer_product(x, y, out)`` sets ``out[i, j] = x[i] * y[j]`` by broadcasting."""
+"""Lesson 2: ``outer_product(x, y, out)`` adds ``x[i] * y[j]`` to ``out[i, j]`` by broadcasting:
+out arrives holding values (some cases with a gap between its rows), so the kernel loads a 2-D
+tile of it through its strides, the one thing the lesson's kernels do not print."""
 
 from __future__ import annotations
 
@@ -19,12 +21,20 @@ from tmm_course.exercises.spec import (
 )
 from tmm_course.numerics import allowed
 
-SHAPES = [(64, 64), (64, 128), (1, 1), (5, 7), (33, 17), (70, 3), (3, 70)]  # aligned, ragged
+# aligned, then ragged: (100, 70) is ragged on both axes yet larger than any block a learner
+# picks, so a grid rounded down (M // BLOCK) still launches programs and the check names it
+SHAPES = [(64, 64), (64, 128), (1, 1), (5, 7), (33, 17), (70, 3), (3, 70), (100, 70)]
+ROW_GAPS = {(64, 128): 5, (33, 17): 3, (100, 70): 7}  # out with a gap between its rows
 SWAPPED = (
-    "out[i, j] holds x[j] * y[i]: x was loaded along the columns and y along the rows. Load x "
-    "at offs_m and y at offs_n, then x[:, None] * y[None, :]."
+    "out[i, j] gained x[j] * y[i]: x was loaded along the columns and y along the rows. Load x "
+    "at offs_m and y at offs_n, then add x[:, None] * y[None, :]."
 )
 TILE_BLOCKS = (8, 16, 32)  # square tiles a swapped broadcast transposes
+OVERWRITTEN = (
+    "out holds x[i] * y[j] without what it held before: the kernel stored the product over out "
+    "instead of adding to it. Load out's tile (at offs_m[:, None] * stride_0 + offs_n[None, :] "
+    "* stride_1, masked), add the product, store the sum."
+)
 
 
 def tiles_transposed(value: torch.Tensor, block: int) -> torch.Tensor:
@@ -39,19 +49,21 @@ def tiles_transposed(value: torch.Tensor, block: int) -> torch.Tensor:
 
 def case(m: int, n: int, backend: str, gen: torch.Generator) -> Case:
     x, y = torch.randn(m, generator=gen), torch.randn(n, generator=gen)
-    x64, y64 = x.double(), y.double()
-    right = x64[:, None] * y64[None, :]
-    mistakes = []
+    before = torch.randn(m, n, generator=gen)
+    x64, y64, before64 = x.double(), y.double(), before.double()
+    product = x64[:, None] * y64[None, :]
+    right = before64 + product
+    mistakes = [Mistake("wrong_values", product, OVERWRITTEN)]
     if m == n > 1:
-        mistakes.append(Mistake("transposed", y64[:, None] * x64[None, :], SWAPPED))
+        mistakes.append(Mistake("transposed", before64 + y64[:, None] * x64[None, :], SWAPPED))
         for block in TILE_BLOCKS:  # swapped [:, None] and [None, :] in square tiles
             mistakes.append(
                 Mistake(
                     "transposed",
-                    tiles_transposed(right, block),
+                    before64 + tiles_transposed(product, block),
                     f"each {block}x{block} tile holds the transpose of the right tile: "
                     "[:, None] and [None, :] are swapped, so x runs along the tile's columns. "
-                    "Use x[:, None] (a column, down the rows) times y[None, :] (a row, along "
+                    "Add x[:, None] (a column, down the rows) times y[None, :] (a row, along "
                     "the columns).",
                 )
             )
@@ -59,13 +71,15 @@ def case(m: int, n: int, backend: str, gen: torch.Generator) -> Case:
         label((m, n)),
         (m, n),
         (x, y),
-        Output((m, n), torch.float32),
+        Output((m, n), torch.float32, ROW_GAPS.get((m, n), 0)),
         right,
         # one bound for every cell (the largest product's), so that a swapped x and y, whose
         # cells are other products, is told by its values
         atol=float(allowed(right.abs().amax(), torch.float32, backend, "ieee")),
         mistakes=mistakes,
         ragged=ragged(M=m, N=n),
+        strided=("out",) if (m, n) in ROW_GAPS else (),
+        initial=before,
         redraw=partial(case, m, n, backend),
     )
 
@@ -83,7 +97,7 @@ EXERCISE = Exercise(
     cases=cases,
     cells=Cells("02_broadcasting", "c16", "c17", "c18"),
     messages={
-        "ragged_edge": "mask the loads of x (offs_m < M) and y (offs_n < N), and the store "
-        "with both."
+        "ragged_edge": "mask the loads of x (offs_m < M) and y (offs_n < N), and out's load "
+        "and store with both."
     },
 )
