@@ -434,15 +434,20 @@ MM_FLAGS = dict(
 )
 
 
-def mm(block=(32, 32, 32), floor=False, c_strides=None, scratch=False, contiguous=False, **bugs):
+def in_place_copy(x: torch.Tensor) -> torch.Tensor:
+    """A copy of ``x`` in ``x``'s own layout (strides, gaps and all): still ``x``."""
+    return torch.empty_strided(x.shape, x.stride(), dtype=x.dtype, device=x.device).copy_(x)
+
+
+def mm(block=(32, 32, 32), floor=False, c_strides=None, scratch=False, copies=None, **bugs):
     flags = {**MM_FLAGS, **{k.upper(): v for k, v in bugs.items()}}
     bm, bn, bk = block
 
     def launch(a, b, c, alpha=1.0, beta=0.0):
         m, k = a.shape
         n = b.shape[1]
-        if contiguous:
-            a, b = a.contiguous(), b.contiguous()
+        if copies is not None:
+            a, b = copies(a), copies(b)
         target = torch.empty(m, n, device=c.device, dtype=torch.float32) if scratch else c
         sc = c_strides(c) if c_strides else target.stride()
         grid = (
@@ -587,6 +592,16 @@ def course_matmul_and_decoy(a, b, c):
 def course_matmul_and_epilogue(a, b, c):
     matmul(a, b, out=c)
     _move(c.clone(), c)
+
+
+def transpose_through_permuted_copy(x, out):
+    """x rearranged on the host so that its memory holds x.T, then copied flat by a kernel."""
+    y = x.t().contiguous().t()  # x's shape and values; x.T's memory
+    m, n = x.shape
+    copy_kernel[(triton.cdiv(n, 16), triton.cdiv(m, 16))](
+        y, out, n, m, m, 1, *out.stride(), BM=16, BN=16, TRANSPOSE=False, LOAD_MASK=True,
+        STORE_MASK=True, SWAP_X=False, SWAPPED_STORE_MASK=False,
+    )  # fmt: skip
 
 
 def transpose_through_contiguous(x, out):
@@ -887,6 +902,10 @@ BANK = [
     ),
     Entry("transpose", "x.contiguous() on the host", transpose_through_contiguous, "host_copy"),
     Entry(
+        "transpose", "x.t().contiguous().t() copied flat", transpose_through_permuted_copy,
+        "host_copy",
+    ),
+    Entry(
         "transpose", "load reads x column-major", copy(transpose=True, swap_x=True), "transposed"
     ),
     Entry(
@@ -908,7 +927,9 @@ BANK = [
     Entry("matmul", "correct, 64x64x32", mm(block=(64, 64, 32)), PASS),
     Entry("matmul", "correct, 8x8x16", mm(block=(8, 8, 16)), PASS),
     Entry("matmul", "float32 scratch copied by torch", mm(scratch=True), "no_triton_kernel"),
-    Entry("matmul", "correct, contiguous copies of a and b", mm(contiguous=True), PASS),
+    Entry("matmul", "correct, copies of a and b in their layouts", mm(copies=in_place_copy), PASS),
+    Entry("matmul", "strided a and b gathered by .contiguous()", mm(copies=torch.Tensor.contiguous),
+          "host_copy"),  # fmt: skip
     Entry("matmul", "a_ptrs strides swapped", mm(swap_a=True), "transposed"),
     Entry("matmul", "b_ptrs strides swapped", mm(swap_b=True), "transposed"),
     Entry("matmul", "C stored transposed", mm(swap_c=True), "transposed"),

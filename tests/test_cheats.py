@@ -193,9 +193,9 @@ def test_an_honest_but_unusual_scaled_launcher_passes_on_its_values(capsys):
     assert "tensor(" in capsys.readouterr().out  # the print ran, on the check's output
 
 
-def test_an_honest_launcher_with_a_grid_helper_and_a_contiguous_copy_passes():
+def test_an_honest_launcher_with_a_grid_helper_and_a_copy_in_place_passes():
     def launcher(a, b, c):
-        bug_bank.mm(contiguous=True)(a, b, c)
+        bug_bank.mm(copies=bug_bank.in_place_copy)(a, b, c)
 
     assert run_exercise(MATMUL, launcher).passed
 

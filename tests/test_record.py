@@ -5,6 +5,7 @@ launcher made refilled (poison, a kept constant, a fresh copy of an input)."""
 from __future__ import annotations
 
 import json
+import math
 
 import tmm_course  # chooses the backend first
 
@@ -124,6 +125,49 @@ def test_a_host_copy_of_an_input_is_made_again_from_the_fresh_input():
     fresh = vectors()
     replay(recorder.record(), fresh, recorder.kernels)
     assert torch.allclose(fresh["out"], 2 * fresh["x"] + fresh["y"])
+
+
+def test_a_copy_is_that_input_only_in_its_layout():
+    x = torch.randn(8, 6)
+    sliced = torch.randn(8, 12)[:, ::2]
+    assert record.layout(x.clone(), x) == record.layout(x.float(), x) == "same"
+    assert record.layout(x.t().contiguous().t(), x) == "other"  # permuted
+    assert record.layout(sliced.contiguous(), sliced) == "other"  # gathered
+    assert record.layout(torch.randn(1, 6).t().contiguous().t(), torch.randn(1, 6)) == "same"
+
+
+def test_a_gathered_copy_is_host_work_poisoned_at_replay_and_named():
+    from types import SimpleNamespace
+
+    from tmm_course.check.verdict import copied_input
+
+    def gathers(x, y, out):
+        axpy_kernel[(3,)](x.contiguous(), y, out, out.numel(), BLOCK=16)
+
+    case = {"x": torch.randn(80)[::2], "y": torch.randn(40), "out": torch.full((40,), math.nan)}
+    data = recorded(gathers, case).record()
+    assert data["buffers"][0]["fill"]["layout"] == "other"
+    exercise = SimpleNamespace(tensors=tuple(case))
+    said = copied_input(exercise, SimpleNamespace(tensors=[case["x"], case["y"]]), data)
+    assert said is not None and "x.contiguous()" in said
+    replay(data, case, rebuild(data))
+    assert case["out"].isnan().all()
+
+
+def test_a_transposed_copy_is_named_for_any_exercise_and_a_copy_in_place_is_not():
+    from types import SimpleNamespace
+
+    from tmm_course.check.verdict import copied_input
+
+    exercise = SimpleNamespace(tensors=("x", "out"))  # no exercise allows another layout
+    case = SimpleNamespace(tensors=[torch.randn(6, 6)])
+
+    def copy(layout: str) -> dict:
+        return {"buffers": [{"fill": {"kind": "copy", "of": "x", "layout": layout}}]}
+
+    assert "x.t().contiguous()" in copied_input(exercise, case, copy("transposed"))
+    assert "x.t().contiguous().t()" in copied_input(exercise, case, copy("other"))
+    assert copied_input(exercise, case, copy("same")) is None
 
 
 def test_a_view_of_an_input_is_replayed_at_the_same_offset():

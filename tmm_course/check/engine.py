@@ -112,7 +112,6 @@ def run_exercise(
         exercise.tensors,
         messages=exercise.messages,
         allow_course_kernels=allow_course_kernels,
-        gather=exercise.gather,
         gpus=exercise.gpus,
     )
 
@@ -180,21 +179,18 @@ def run_trials(
     *,
     messages: Mapping[str, str] | None = None,
     allow_course_kernels: bool = False,
-    gather: bool = False,
     gpus: tuple[str, ...] | None = None,
 ) -> CheckResult:
     """Run ``fn(*inputs, out)`` on every trial and judge it. ``names`` name the tensors among
     the inputs, then the output (for messages and pictures); ``messages`` replace the generic
     sentence of a code with one written for this exercise; ``allow_course_kernels`` accepts an
-    output written by the course's own kernels (the pitfalls lab checks those); ``gather`` says
-    the exercise is to read strided inputs in place (a contiguous copy made on the host is
-    named); ``gpus``: the GPUs its kernels are compiled for (None: every one the course
-    names)."""
+    output written by the course's own kernels (the pitfalls lab checks those); ``gpus``: the
+    GPUs its kernels are compiled for (None: every one the course names)."""
     cases = [t.case for t in trials]
     compiler = gpu_rules.Compiler() if gpus is None else gpu_rules.Compiler(gpus)
     try:
         for index, trial in enumerate(trials):
-            if _run_trial(fn, trial, names, compiler, allow_course_kernels, gather, cases[:index]):
+            if _run_trial(fn, trial, names, compiler, allow_course_kernels, cases[:index]):
                 for later in cases[index + 1 :]:
                     later.code = later.code or "skipped"
                     if not later.problem:
@@ -228,7 +224,6 @@ def _run_trial(
     names: Sequence[str],
     compiler: gpu_rules.Compiler,
     allow_course_kernels: bool,
-    gather: bool,
     earlier: list[Case],
 ) -> bool:
     """Run and judge one trial; True when the cases after it cannot run."""
@@ -281,7 +276,7 @@ def _run_trial(
     if replays():
         trace = replayed if isinstance(replayed, Trace) else None
     case.trace = trace
-    _judge(trial, launched, trace, views, allow_course_kernels, snapshot.get("out"), gather)
+    _judge(trial, launched, trace, views, allow_course_kernels, snapshot.get("out"))
     if trace is not None:
         learner = {i for i, x in enumerate(trace.launches) if mine(x, allow_course_kernels)}
         trial.seen = causes.seen(trace, views, learner, causes.grids_of(trace.launches))
@@ -290,7 +285,7 @@ def _run_trial(
         if found is not None:
             case.code, case.cause, case.explains = found.code, found.sentence, found.explains
     if case.code is None and not allow_course_kernels:
-        _course_inside(case, recorder)
+        _host_work(trial, recorder)
     _compile_verdict(case, compiler, launched)
     if case.passed:
         return _replayed(trial, recorder, names)
@@ -329,14 +324,21 @@ def _name_empty_buffer(
         )
 
 
-def _course_inside(case: Case, recorder: record.Recorder) -> None:
-    """A learner kernel that calls one of the course's ``@triton.jit`` functions inside it
-    (or a course kernel launched under another name) did not do the exercise itself."""
+def _host_work(trial: Trial, recorder: record.Recorder) -> None:
+    """What the launch record shows (:func:`~tmm_course.check.verdict.host_work`): a course
+    kernel did the work (launched, called inside a learner's, or copied under other names),
+    or an input was rearranged on the host for a kernel."""
     if recorder.problem is not None:
         return
-    found = verdict.course_kernel(recorder.record(), by_source=False)
-    if found:
-        case.passed, case.code, case.problem, case.cause = False, "course_kernel", found, found
+    found = verdict.host_work(trial.exercise, trial.source, recorder.record())
+    if found is not None:
+        case = trial.case
+        case.passed, case.code, case.problem, case.cause = (
+            False,
+            found.code,
+            found.cause,
+            found.cause,
+        )
 
 
 REPLAYED = (
@@ -524,7 +526,6 @@ def _judge(
     views: Mapping[str, torch.Tensor],
     allow_course_kernels: bool,
     after_last_launch: torch.Tensor | None = None,
-    gather: bool = False,
 ) -> None:
     """Reduce the case to what its kernels stored (:class:`~tmm_course.check.verdict.Stored`)
     and let the one judge decide it."""
@@ -556,7 +557,7 @@ def _judge(
     )
     if stray_store is None and stored.stray_load is None:  # read only once the values are right
         stored.elsewhere = who_did_the_work(
-            trace, views, after_last_launch, course_too=allow_course_kernels, gather=gather
+            trace, views, after_last_launch, course_too=allow_course_kernels
         )
         stored.unshared = shared_work(trace, list(views)[:-1], trial.exercise.work)
     stored.trace = trace

@@ -192,7 +192,14 @@ def from_record(exercise: Exercise, case: Case, record: Mapping) -> Result | Non
             f"at all. The kernel must store the answer into {output} itself."
         )
         return result(case, code="no_triton_kernel", problem=problem, cause=problem)
-    # lesson 9 starts from a course kernel's source: there a copy of one is judged a repair
+    return host_work(exercise, case, record)
+
+
+def host_work(exercise: Exercise, case: Case, record: Mapping) -> Result | None:
+    """Where the record shows work that is not the learner's kernels' own: a course kernel
+    (:func:`course_kernel`; its names changed or not, unless it is the exercise's own solution;
+    lesson 9 starts from a course kernel's source: there a copy of one is judged a repair),
+    or an input rearranged on the host (:func:`copied_input`); None if neither."""
     course = course_kernel(record, by_source=exercise.fix_of is None, own=exercise.solution_kernels)
     if course:
         return result(case, code="course_kernel", problem=course, cause=course)
@@ -214,31 +221,32 @@ def _hands(value: object, name: str) -> bool:
     return False
 
 
-def host_copy(name: str, transposed: bool) -> str:
-    """The sentence for a copy of input ``name`` made on the host for a kernel to read, where
-    the exercise is to read it where it lies."""
-    how = f"{name}.t().contiguous()" if transposed else f"{name}.contiguous()"
+def host_copy(name: str, how: str) -> str:
+    """The sentence for a copy of input ``name`` made on the host (``how``: ``x.contiguous()``,
+    say) for a kernel to read, where a kernel is to read ``name`` where it lies."""
     return (
-        f"the launcher made a copy of {name} on the host ({how} or the like) for a kernel to "
-        f"read: the exercise is to read {name} where it lies, through {name}.stride(0) and "
-        f"{name}.stride(1). Pass {name} itself and its strides."
+        f"the launcher rearranged {name} on the host ({how} or the like) and handed the copy "
+        f"to a kernel: moving {name}'s cells is host work there, not your kernel's. Pass "
+        f"{name} itself and read it where it lies, through {name}.stride()."
     )
 
 
 def copied_input(exercise: Exercise, case: Case, record: Mapping) -> str | None:
-    """Where ``exercise`` is to read inputs through their strides: the :func:`host_copy`
-    sentence for a copy of an input (transposed, or of a strided view) that the record says
-    the launcher made and a kernel read; None if none."""
-    if not exercise.gather:
-        return None
+    """The :func:`host_copy` sentence for a copy of an input that the record says the launcher
+    made for a kernel in another layout than the input's (transposed, permuted, or gathered
+    from a strided view); None if none. A copy is that input only in the same layout (a
+    contiguous copy of a contiguous input, a dtype conversion): the replay keeps it."""
     names = dict(zip(exercise.tensors, case.tensors, strict=False))
     for buffer in record["buffers"]:
         fill = buffer.get("fill") or {}
         name = fill.get("of")
-        if fill.get("kind") != "copy" or name not in names:
+        if fill.get("kind") != "copy" or name not in names or fill.get("layout") == "same":
             continue
-        if fill.get("transposed") or not names[name].is_contiguous():
-            return host_copy(name, bool(fill.get("transposed")))
+        if fill.get("layout") == "transposed":
+            return host_copy(name, f"{name}.t().contiguous()")
+        gathered = not names[name].is_contiguous()
+        how = f"{name}.contiguous()" if gathered else f"{name}.t().contiguous().t()"
+        return host_copy(name, how)
     return None
 
 

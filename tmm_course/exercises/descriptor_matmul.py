@@ -131,7 +131,6 @@ EXERCISE = Exercise(
     cases=cases,
     cells=Cells("07_persistent_tma", "pt19", "pt20", "pt21"),
     messages=MESSAGES,
-    gather=True,  # w is read where it lies: a transposed copy made on the host is host_copy
     requires=READS_THROUGH_DESCRIPTORS,
     # its solution's float32 tiles (128x128x32, 3 stages) take 131,104 bytes compiled for sm_120
     # on Triton 3.6, over an RTX 50's 99 KB per program: gated, as lesson 6's exercise is, on

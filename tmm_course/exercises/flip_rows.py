@@ -84,5 +84,4 @@ EXERCISE = Exercise(
     cases=cases,
     cells=Cells("03_strides", "g01", "g02", "g03"),
     messages={"ragged_edge": MASKS},
-    gather=True,
 )

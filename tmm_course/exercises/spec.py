@@ -131,7 +131,6 @@ class Exercise:
     cases: Callable[..., list[Case]]
     cells: Cells | None = None
     messages: Mapping[str, str] = field(default_factory=dict)  # sentences for this exercise
-    gather: bool = False  # the exercise is to read strided inputs in place
     # the order the learner's function takes (inputs..., out) in: indices into that tuple
     call: Sequence[int] | None = None
     # lesson 9: the broken course kernel (in tmm_course.kernels.pitfalls) the cell repairs,

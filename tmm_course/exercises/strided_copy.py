@@ -65,6 +65,5 @@ EXERCISE = Exercise(
     cases=cases,
     cells=Cells("03_strides", "c18", "c19", "c20"),
     messages={"ragged_edge": LOAD_AND_STORE_MASKS},
-    gather=True,
     solution_kernels=("tmm_course.kernels.strides.strided_copy_kernel",),
 )
