@@ -902,7 +902,9 @@ BANK = [
     ),
     Entry("transpose", "x.contiguous() on the host", transpose_through_contiguous, "host_copy"),
     Entry(
-        "transpose", "x.t().contiguous().t() copied flat", transpose_through_permuted_copy,
+        "transpose",
+        "x.t().contiguous().t() copied flat",
+        transpose_through_permuted_copy,
         "host_copy",
     ),
     Entry(
@@ -928,8 +930,12 @@ BANK = [
     Entry("matmul", "correct, 8x8x16", mm(block=(8, 8, 16)), PASS),
     Entry("matmul", "float32 scratch copied by torch", mm(scratch=True), "no_triton_kernel"),
     Entry("matmul", "correct, copies of a and b in their layouts", mm(copies=in_place_copy), PASS),
-    Entry("matmul", "strided a and b gathered by .contiguous()", mm(copies=torch.Tensor.contiguous),
-          "host_copy"),  # fmt: skip
+    Entry(
+        "matmul",
+        "strided a and b gathered by .contiguous()",
+        mm(copies=torch.Tensor.contiguous),
+        "host_copy",
+    ),
     Entry("matmul", "a_ptrs strides swapped", mm(swap_a=True), "transposed"),
     Entry("matmul", "b_ptrs strides swapped", mm(swap_b=True), "transposed"),
     Entry("matmul", "C stored transposed", mm(swap_c=True), "transposed"),

@@ -341,13 +341,12 @@ def test_a_course_kernel_with_its_local_names_changed_is_still_the_courses():
 
 
 def test_lesson_3s_own_solution_is_never_a_course_kernel():
+    """Typed in for lesson 3, or reused for lesson 5's transpose: the learner's own work."""
     from tmm_course.check.verdict import course_kernel as course_kernels
-    from tmm_course.exercises import strided_copy
-    from tmm_course.kernels.strides import strided_copy_kernel
+    from tmm_course.kernels.strides import strided_copy_kernel, swapped_strides_copy_kernel
 
-    record = _renamed(strided_copy_kernel, {})
-    assert course_kernels(record) is not None  # the kernel lesson 3 prints
-    assert course_kernels(record, own=strided_copy.EXERCISE.solution_kernels) is None
+    assert course_kernels(_renamed(strided_copy_kernel, {"x_ptr": "src"})) is None
+    assert course_kernels(_renamed(swapped_strides_copy_kernel, {})) is not None  # not a solution
 
 
 def test_restore_value_puts_back_what_a_timed_launch_changed():

@@ -1,7 +1,7 @@
 """Lesson 9's "find the bug": the learner's kernel must be the broken kernel they were given,
 fixed, not any matmul that passes.
 
-:func:`check_fix` runs lesson 4's matmul check on the learner's launcher, with every launch
+:func:`check_fix` runs lesson 4's matmul cases on the learner's launcher, with every launch
 recorded, and then compares the source of the kernel it launched with the broken one: a fix is a
 small edit (at most :data:`MOST_LINES_CHANGED` statements, counted with every variable name,
 the loop variable's included, and the layout left out), and the edited kernel passes. Each
@@ -18,8 +18,10 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from tmm_course.check import launches
+from tmm_course.check.engine import run_exercise
 from tmm_course.check.exercises import check_matmul
 from tmm_course.check.result import Case, CheckResult, Diagnosis
+from tmm_course.exercises import fixes
 from tmm_course.source import parse, source_of
 
 MOST_LINES_CHANGED = 5  # statements; lesson 9 states it before the first mystery
@@ -149,8 +151,9 @@ def check_fix(fn: Callable[..., object], broken: Any) -> CheckResult:
     """``fn(a, b, c)`` must launch ``broken`` (one of ``pitfalls.MYSTERIES``) with its bug fixed
     by a small edit, and no other kernel of its own, and pass lesson 4's matmul check."""
     name = getattr(getattr(broken, "fn", broken), "__name__", "the kernel")
+    (exercise,) = [e for e in fixes.EXERCISES if e.fix_of == name]  # lesson 4's cases
     with launches.recording() as seen:
-        result = check_matmul(fn)
+        result = run_exercise(exercise, fn)
     result.exercise = f"fix {name}"
     if not result.passed:
         return _as_symptom(result, seen)

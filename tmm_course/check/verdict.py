@@ -14,7 +14,7 @@ repair that is not one (:func:`not_the_fix`).
 from __future__ import annotations
 
 import inspect
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cache
 from types import SimpleNamespace
@@ -200,7 +200,7 @@ def host_work(exercise: Exercise, case: Case, record: Mapping) -> Result | None:
     (:func:`course_kernel`; its names changed or not, unless it is the exercise's own solution;
     lesson 9 starts from a course kernel's source: there a copy of one is judged a repair),
     or an input rearranged on the host (:func:`copied_input`); None if neither."""
-    course = course_kernel(record, by_source=exercise.fix_of is None, own=exercise.solution_kernels)
+    course = course_kernel(record, by_source=exercise.fix_of is None)
     if course:
         return result(case, code="course_kernel", problem=course, cause=course)
     copied = copied_input(exercise, case, record)
@@ -252,13 +252,18 @@ def copied_input(exercise: Exercise, case: Case, record: Mapping) -> str | None:
 
 @cache
 def _course_index() -> dict[str, str]:
-    """Every ``@triton.jit`` function the course ships, by its normalised source."""
+    """Every ``@triton.jit`` function the course ships, by its normalised source, but those that
+    are an exercise's own solution as a lesson prints it (lesson 3's strided copy): a learner
+    who types one in, or reuses it later, did the exercise."""
     import importlib
     import pkgutil
 
     import tmm_course.capstone
     import tmm_course.kernels
+    from tmm_course.exercises import EXERCISES
     from tmm_course.source import source_of
+
+    solutions = {kernel for e in EXERCISES for kernel in e.solution_kernels}
 
     found: dict[str, str] = {}
     for package in (tmm_course.kernels, tmm_course.capstone):
@@ -274,9 +279,9 @@ def _course_index() -> dict[str, str]:
                         source = source_of(fn)
                     except (OSError, TypeError):
                         source = inspect.getsource(fn)
-                key = _normalised(source)
-                if key:
-                    found.setdefault(key, f"{module.__name__}.{name}")
+                key, qualified = _normalised(source), f"{module.__name__}.{name}"
+                if key and qualified not in solutions:
+                    found.setdefault(key, qualified)
     return found
 
 
@@ -288,16 +293,14 @@ def _normalised(source: str) -> str | None:
     return abstracted(source)
 
 
-def course_kernel(record: Mapping, by_source: bool = True, own: Sequence[str] = ()) -> str | None:
+def course_kernel(record: Mapping, by_source: bool = True) -> str | None:
     """The sentence naming the course's kernels among the record's (launched, or called inside
     a launched one): those the record says ship with the course and, ``by_source``, any whose
-    source is a course kernel's under another name (not one of ``own``: the exercise's own
-    solution); None if none."""
+    source is a course kernel's with its names changed (:func:`_course_index`); None if none."""
     index = _course_index() if by_source else {}
     found = []
     for entry in record["kernels"].values():
         course = index.get(_normalised(entry["source"]) or "")
-        course = None if course in own else course  # the exercise's own solution, copied
         if course or entry.get("course"):
             found.append(f"{entry['name']} is the course's {course or entry['module']}")
     if not found:

@@ -142,8 +142,8 @@ class Exercise:
     # what they compile to on a problem too large to run here (lesson 8: split-K's figures)
     at_scale: AtScale | None = None
     # course kernels (module.name) that are this exercise's own solution, as the lesson prints
-    # it: a learner's copy of one, its names changed or not, is the exercise done, not
-    # course_kernel (launching the course's own still is)
+    # it: a learner's copy of one, its names changed or not, is the exercise done, and reused
+    # in a later exercise their own work, not course_kernel (launching the course's own is)
     solution_kernels: tuple[str, ...] = ()
     # an answer that is data, judged against the compiler (lesson 6: predict a knob's effect):
     # no function is called, no case drawn
