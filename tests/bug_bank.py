@@ -345,6 +345,7 @@ def mm_kernel(
     NO_K_STRIDE: tl.constexpr,
     WHOLE_SLABS: tl.constexpr,
     ALPHA_ON_C: tl.constexpr,
+    C_TERM_SLIP: tl.constexpr,  # 1: alpha * (acc + beta * C), 2: beta * (alpha * acc + C), 3: + C
 ):
     offs_m = tl.program_id(0) * BM + tl.arange(0, BM)
     offs_n = tl.program_id(1) * BN + tl.arange(0, BN)
@@ -406,6 +407,14 @@ def mm_kernel(
                 result += beta * tl.load(c_ptrs, mask=mask, other=0.0).to(tl.float32)
             elif ALPHA_ON_C and beta != 0:
                 result += alpha * beta * tl.load(c_ptrs, mask=mask, other=0.0).to(tl.float32)
+        if C_TERM_SLIP != 0 and beta != 0:
+            old = tl.load(c_ptrs, mask=mask, other=0.0).to(tl.float32)
+            if C_TERM_SLIP == 1:
+                result = alpha * (acc.to(tl.float32) + beta * old)
+            elif C_TERM_SLIP == 2:
+                result = beta * (alpha * acc.to(tl.float32) + old)
+            else:
+                result = alpha * acc.to(tl.float32) + old
     if STORE_MASK:
         tl.store(c_ptrs, result.to(c_ptr.dtype.element_ty), mask=mask)
     else:
@@ -431,6 +440,7 @@ MM_FLAGS = dict(
     NO_K_STRIDE=False,
     WHOLE_SLABS=False,
     ALPHA_ON_C=False,
+    C_TERM_SLIP=0,
 )
 
 
@@ -988,6 +998,9 @@ BANK = [
     Entry("scaled_matmul", "no K mask", scaled(k_mask=False), "out_of_bounds_read"),
     Entry("scaled_matmul", "alpha and beta swapped", scaled(swap_alpha_beta=True), "wrong_values"),
     Entry("scaled_matmul", "alpha applied to beta * C", scaled(alpha_on_c=True), "wrong_values"),
+    Entry("scaled_matmul", "alpha applied to both terms", scaled(c_term_slip=1), "wrong_values"),
+    Entry("scaled_matmul", "beta applied to both terms", scaled(c_term_slip=2), "wrong_values"),
+    Entry("scaled_matmul", "C added without beta", scaled(c_term_slip=3), "wrong_values"),
     Entry("scaled_matmul", "K loop of K // BLOCK_K trips", scaled(short_loop=True), "ragged_edge"),
     Entry("linear_relu", "correct", linear(), PASS),
     Entry("linear_relu", "correct, 64x64x32 blocks", linear(block=(64, 64, 32)), PASS),

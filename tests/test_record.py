@@ -16,7 +16,8 @@ import triton
 import triton.language as tl
 
 from tmm_course.check import launches, record
-from tmm_course.check.record import Recorder, course_kernels, rebuild, replay
+from tmm_course.check.record import Recorder, rebuild, replay
+from tmm_course.check.verdict import course_kernel
 from tmm_course.kernels.vector_add import vector_add_kernel
 
 SCALE = tl.constexpr(2)
@@ -187,11 +188,9 @@ def test_a_course_kernel_called_inside_a_learner_kernel_is_named():
     def inside(x, y, out):
         calls_the_course[(3,)](x, y, out, x.numel(), BLOCK=16)
 
-    found = course_kernels(recorded(inside, vectors()).record())
-    assert found == (
-        "calls_the_course calls the course's tmm_course.kernels.vector_add.vector_add_kernel "
-        "inside it"
-    )
+    found = course_kernel(recorded(inside, vectors()).record(), by_source=False)
+    assert found is not None
+    assert "vector_add_kernel, called inside your kernel, is the course's" in found
 
 
 def test_a_course_kernel_rebuilt_in_another_module_is_still_the_courses():
@@ -205,7 +204,8 @@ def test_a_course_kernel_rebuilt_in_another_module_is_still_the_courses():
     def launch(x, y, out):
         mine[(3,)](x, y, out, x.numel(), BLOCK=16)
 
-    assert "launched the course's" in (course_kernels(recorded(launch, vectors()).record()) or "")
+    found = course_kernel(recorded(launch, vectors()).record(), by_source=False)
+    assert "vector_add_kernel is the course's" in (found or "")
 
 
 def test_a_tensor_descriptor_is_recorded_by_its_base_and_blocks():
@@ -334,19 +334,16 @@ def _renamed(kernel, renames: dict[str, str]) -> dict:
 
 
 def test_a_course_kernel_with_its_local_names_changed_is_still_the_courses():
-    from tmm_course.check.verdict import course_kernel as course_kernels
-
     record = _renamed(vector_add_kernel, {"offsets": "where", "pid": "me", "x_ptr": "xs"})
-    assert "tmm_course.kernels.vector_add.vector_add_kernel" in course_kernels(record)
+    assert "tmm_course.kernels.vector_add.vector_add_kernel" in course_kernel(record)
 
 
 def test_lesson_3s_own_solution_is_never_a_course_kernel():
     """Typed in for lesson 3, or reused for lesson 5's transpose: the learner's own work."""
-    from tmm_course.check.verdict import course_kernel as course_kernels
     from tmm_course.kernels.strides import strided_copy_kernel, swapped_strides_copy_kernel
 
-    assert course_kernels(_renamed(strided_copy_kernel, {"x_ptr": "src"})) is None
-    assert course_kernels(_renamed(swapped_strides_copy_kernel, {})) is not None  # not a solution
+    assert course_kernel(_renamed(strided_copy_kernel, {"x_ptr": "src"})) is None
+    assert course_kernel(_renamed(swapped_strides_copy_kernel, {})) is not None  # not a solution
 
 
 def test_restore_value_puts_back_what_a_timed_launch_changed():

@@ -23,7 +23,6 @@ From another process (the batch grader: the worker records, the judge replays), 
 replays on tensors it drew itself::
 
     data = json.loads(text)
-    problem = course_kernels(data)                 # a sentence if a course kernel ran, or None
     kernels = rebuild(data)                        # key -> @triton.jit kernel, from source
     replay(data, {"a": a2, "b": b2, "c": c2}, kernels)
 
@@ -372,40 +371,6 @@ def _globals_read(fn: types.FunctionType) -> list[tuple[str, object]]:
     return found
 
 
-def course_kernels(data: Mapping) -> str | None:
-    """A sentence naming the course's kernels the record's launches ran, directly or as
-    ``@triton.jit`` functions called inside the learner's kernel; None if none did."""
-    kernels = data["kernels"]
-    launched = [launch["kernel"] for launch in data["launches"]]
-    direct = sorted({k for k in launched if kernels[k]["course"]})
-    inside = []
-    for key in dict.fromkeys(launched):
-        if kernels[key]["course"]:
-            continue
-        seen, todo = set(), list(kernels[key]["calls"])
-        while todo:
-            callee = todo.pop()
-            if callee in seen:
-                continue
-            seen.add(callee)
-            if kernels[callee]["course"]:
-                inside.append((key, callee))
-            else:
-                todo += kernels[callee]["calls"]
-    if not direct and not inside:
-        return None
-    parts = [f"launched the course's {_qualified(kernels[k])}" for k in direct]
-    parts += [
-        f"{kernels[k]['name']} calls the course's {_qualified(kernels[c])} inside it"
-        for k, c in inside
-    ]
-    return "; ".join(parts)
-
-
-def _qualified(entry: Mapping) -> str:
-    return f"{entry['module']}.{entry['name']}"
-
-
 def abstracted(source: str) -> str | None:
     """A kernel's source as a key that ignores what a copy may rename: its name, decorators,
     comments, layout, and every name it binds itself (parameters, locals, loop variables,
@@ -605,7 +570,6 @@ __all__ = [
     "VERSION",
     "Recorder",
     "Unrecordable",
-    "course_kernels",
     "from_the_course",
     "rebuild",
     "recorded",

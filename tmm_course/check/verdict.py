@@ -298,11 +298,13 @@ def course_kernel(record: Mapping, by_source: bool = True) -> str | None:
     a launched one): those the record says ship with the course and, ``by_source``, any whose
     source is a course kernel's with its names changed (:func:`_course_index`); None if none."""
     index = _course_index() if by_source else {}
+    launched = {x["kernel"] for x in record.get("launches", ())}
     found = []
-    for entry in record["kernels"].values():
+    for key, entry in record["kernels"].items():
         course = index.get(_normalised(entry["source"]) or "")
         if course or entry.get("course"):
-            found.append(f"{entry['name']} is the course's {course or entry['module']}")
+            inside = "" if key in launched or not launched else ", called inside your kernel,"
+            found.append(f"{entry['name']}{inside} is the course's {course or entry['module']}")
     if not found:
         return None
     return "; ".join(sorted(set(found))) + ": the exercise is to write the kernel yourself"

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from tmm_course.perf.knobs import Knobs
 
 BLOCK = 64  # "aligned" means a multiple of this on every axis (blocks up to 64 fit)
+SCALAR_BITS = 64 * 64  # sixty-four int64 arguments: more than a launch passes by hand
 
 # (out, *inputs) -> (code, sentence) for a subtler fault once the values are right, or None
 Probe = Callable[..., "tuple[str, str] | None"]
@@ -33,6 +34,14 @@ Probe = Callable[..., "tuple[str, str] | None"]
 def ragged(**sizes: int) -> tuple[str, ...]:
     """The axes whose size is not a multiple of :data:`BLOCK`: ``ragged(M=33, N=64) == ("M",)``."""
     return tuple(axis for axis, size in sizes.items() if size % BLOCK)
+
+
+def beyond_scalars(values: int, largest: int) -> bool:
+    """Whether an answer of ``values`` numbers up to ``largest`` needs more bits than
+    :data:`SCALAR_BITS`. Where the answer depends on the shape alone (a fill, the grouped
+    order), the replay on the same shape reproduces one computed on the host and packed into
+    the launch's scalars: only a case this large tells it from the kernel's own work."""
+    return values * max(largest, 1).bit_length() > SCALAR_BITS
 
 
 def label(shape: tuple[int, ...], note: str = "") -> str:
