@@ -267,6 +267,31 @@ def test_a_repair_beside_another_kernel_is_not_the_fix(tmp_path):
     assert "real_work_kernel differs from mystery_a_kernel" in result.primary.message
 
 
+def test_a_repair_that_calls_a_whole_kernel_of_its_own_is_not_the_fix(tmp_path):
+    """Mystery A repaired, plus one statement: a call to a correct @triton.jit function that
+    stores every tile again. The output comes from that function, not from the repair alone."""
+    import importlib
+    import sys
+
+    helper = source_of(pitfalls.correct_kernel).replace("def correct_kernel(", "def whole_tile(")
+    call = ("    whole_tile(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk, "
+            "stride_bn, stride_cm, stride_cn, BLOCK_M, BLOCK_N, BLOCK_K)\n")  # fmt: skip
+    kernel = source_of(pitfalls.mystery_a_kernel).replace("mystery_a_kernel", "called_a_kernel")
+    for old, new in FIXES["a"]:
+        kernel = kernel.replace(old, new)
+    (tmp_path / "called_a.py").write_text(
+        f"import triton\nimport triton.language as tl\n\n\n{helper}\n\n{kernel.rstrip()}\n{call}"
+    )
+    sys.path.insert(0, str(tmp_path))
+    try:
+        module = importlib.import_module("called_a")
+    finally:
+        sys.path.remove(str(tmp_path))
+    result = check_fix(launcher(module.called_a_kernel), pitfalls.mystery_a_kernel)
+    assert not result.passed and result.primary.code == "not_the_fix", str(result)
+    assert "with the @triton.jit functions it calls differs" in result.primary.message
+
+
 def test_mystery_a_with_a_mask_that_drops_the_last_slab_is_not_told_its_masks_are_fine(tmp_path):
     wrong_fix = [FIXES["a"][0]] + [
         (f"(rk[{i}] < K)", f"(rk[{i}] < (K - k * BLOCK_K) // BLOCK_K * BLOCK_K)")

@@ -319,13 +319,26 @@ def not_the_fix(exercise: Exercise, record: Mapping) -> str | None:
     from tmm_course.kernels import pitfalls
 
     broken = getattr(pitfalls, exercise.fix_of)
-    entries = [
-        record["kernels"][key] for key in dict.fromkeys(x["kernel"] for x in record["launches"])
-    ]
-    kernels = [
-        (e["name"], SimpleNamespace(src=e["source"])) for e in entries if not e.get("course")
-    ]
-    found = fixes.not_a_repair(broken, kernels)
+    kernels = record["kernels"]
+
+    def called(key: str) -> list[SimpleNamespace]:
+        """The learner's @triton.jit functions ``key`` calls, at any depth."""
+        seen, todo = [], list(kernels[key].get("calls", ()))
+        while todo:
+            callee = todo.pop()
+            if callee not in seen:
+                seen.append(callee)
+                todo += kernels[callee].get("calls", ())
+        return [SimpleNamespace(src=kernels[k]["source"]) for k in seen
+                if not kernels[k].get("course")]  # fmt: skip
+
+    launched = [k for k in dict.fromkeys(x["kernel"] for x in record["launches"])
+                if not kernels[k].get("course")]  # fmt: skip
+    found = fixes.not_a_repair(
+        broken,
+        [(kernels[k]["name"], SimpleNamespace(src=kernels[k]["source"])) for k in launched],
+        {kernels[k]["name"]: called(k) for k in launched},
+    )
     return None if found is None else found[0]
 
 
