@@ -15,16 +15,9 @@ def _every_candidate():
     return [(path, c) for paths in CANDIDATES.values() for path, cs in paths.items() for c in cs]
 
 
-def _shared_memory(path, config, itemsize):
-    used = shared_memory_bytes(config, itemsize)
-    if path == "persistent_tma":  # C leaves through shared memory, in halves if subtiled
-        used += config.block_m * config.block_n * itemsize // (2 if config.subtile else 1)
-    return used
-
-
 def test_every_16_bit_candidate_fits_an_h200s_shared_memory():
     for path, config in _every_candidate():
-        assert _shared_memory(path, config, 2) <= gpu.KNOWN["H200"].shared_memory, str(config)
+        assert shared_memory_bytes(path, config, 2) <= gpu.KNOWN["H200"].shared_memory, str(config)
 
 
 def test_new_names_exactly_the_candidates_the_shipped_fit_never_timed():

@@ -91,7 +91,7 @@ def test_every_plan_exists_on_the_gpu_and_fits_its_shared_memory(card, problem, 
     chosen = plans.plan(a, b)
     assert chosen.path in plans.PATHS
     assert chosen.path != "persistent_tma" or card.tma
-    used = plans.shared_memory_bytes(chosen.config, a.element_size(), card.pipelining)
+    used = plans.shared_memory_bytes(chosen.path, chosen.config, a.element_size(), card)
     assert used <= card.shared_memory, chosen
     if not card.pipelining:
         assert chosen.config.num_stages == 1
@@ -112,7 +112,8 @@ def test_the_h200_runs_a_configuration_its_fit_timed_and_the_rules_without_one(u
 def test_a_config_is_shrunk_until_its_tiles_fit():
     t4, a100 = gpu.KNOWN["T4"], gpu.KNOWN["A100"]
     big = plans.LARGE_GROUPED  # 128x256x64, 4 stages: 196 KB of float16 tiles
-    assert plans.shared_memory_bytes(big, 2) == 4 * (128 + 256) * 64 * 2
-    assert plans.fit_shared_memory(big, 2, t4).num_stages == 1  # nothing to pipeline
-    on_a100 = plans.fit_shared_memory(big, 2, a100)
-    assert on_a100.num_stages == 3 and plans.shared_memory_bytes(on_a100, 2) <= 163 * 1024
+    assert plans.shared_memory_bytes("grouped", big, 2) == 4 * (128 + 256) * 64 * 2
+    assert plans.fit_shared_memory("grouped", big, 2, t4).num_stages == 1  # nothing to pipeline
+    on_a100 = plans.fit_shared_memory("grouped", big, 2, a100)
+    assert on_a100.num_stages == 3
+    assert plans.shared_memory_bytes("grouped", on_a100, 2) <= 163 * 1024

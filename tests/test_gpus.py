@@ -145,3 +145,26 @@ def test_the_five_gpu_exercise_names_the_gpu_and_the_knob():
     for target in GPUS:
         assert goal(target, (64, 64, 32), 8, 3).met, target
     assert five_gpus.judge([])[0].code == "course_kernel"
+
+
+def test_lesson_7s_float32_slabs_fit_an_rtx_50_as_its_solution_says():
+    """pt20: float32 slabs 16 deep, "so that 3 stages fit an RTX 50's 99 KB (32-deep ones ask
+    128 KB there on Triton 3.6)"; compiled for sm_120 on whichever Triton is installed."""
+    import triton
+    from test_performance_lessons import descriptor_solution
+
+    from tmm_course.check.compiled import launched
+    from tmm_course.check.launches import grid_of, recording
+
+    fn = descriptor_solution()
+    a, w, c = torch.zeros(64, 64), torch.zeros(64, 64), torch.zeros(64, 64)
+    rtx = {}
+    for tile_k in (64, 128):  # the solution's float32 BLOCK_K: a quarter, 16 and 32 deep
+        with recording(dry=True) as seen:
+            fn(a, w, c, tile=(128, 128, tile_k))
+        (x,) = seen.seen
+        found = launched(x.jit, x.kernel, x.args, x.kwargs, grid_of(x), ("sm_120",))
+        rtx[found.constants["BLOCK_K"]] = found.compiled["sm_120"]
+    assert rtx[16].ok and rtx[16].shared_bytes <= gpus.CARDS["RTX 5090"].shared_per_block
+    if triton.__version__.startswith("3.6."):
+        assert not rtx[32].ok and "Required: 131104" in rtx[32].error  # 128 KB

@@ -925,18 +925,22 @@ def test_lesson_6s_check_passes_the_solution_and_judges_it_at_4096_by_the_compil
     assert result.passed, result.diagnoses
     at_scale = [c.label for c in result.cases if not c.shape]
     assert "no spills on sm_90" in at_scale and "tl.dot on wgmma on sm_90" in at_scale
-    assert "fits a T4's 64 KB of shared memory (sm_75)" in at_scale
+    fit = "fits each GPU's shared memory per program: T4 64 KB, B200 227 KB, RTX 5090 99 KB"
+    assert f"{fit} (sm_75, sm_100, sm_120)" in at_scale
     seen = {c.label: c.problem for c in result.cases if not c.shape}
     ring = next(label for label in seen if "slabs per program on sm_90" in label)
-    # the solution's comment: "4 stages of 48 KB slabs: 192 KB on an H200, ... 64 KB on a T4"
-    assert seen[ring].endswith("4 slabs of 48 KB: a 192 KB ring, of 192 KB of shared memory")
-    assert seen["fits a T4's 64 KB of shared memory (sm_75)"] == "64 KB"
+    # the solution's comment: "4 stages of 24 KB slabs (32 deep): 96 KB on an H200, 3 slabs
+    # (72 KB) on an A100 and an RTX 50"
+    assert seen[ring].endswith("4 slabs of 24 KB: a 96 KB ring, of 96 KB of shared memory")
+    assert "72 KB on sm_120" in seen[f"{fit} (sm_75, sm_100, sm_120)"]
     from tmm_course.check.compiled import launches_at_scale
     from tmm_course.exercises import faster as spec
 
     fn = solution("06_making_it_fast.ipynb", "mf24")["solution_fast_matmul"]
     dot = faster.dot_launch(launches_at_scale(spec.EXERCISE, fn))
-    assert dot is not None and dot.compiled["sm_80"].shared_bytes == 144 * 1024  # "3 slabs"
+    assert dot is not None and dot.compiled["sm_80"].shared_bytes == 72 * 1024  # "3 slabs"
+    deeper = faster.dot_launch(launches_at_scale(spec.EXERCISE, functools.partial(fn, BLOCK_K=64)))
+    assert deeper is not None and "Required: 147456" in deeper.compiled["sm_120"].error  # 144 KB
 
 
 @pytest.mark.parametrize(
@@ -947,11 +951,14 @@ def test_lesson_6s_check_passes_the_solution_and_judges_it_at_4096_by_the_compil
     [({"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 32, "num_warps": 4}, "a 64x64 tile does 32.0",
       "BLOCK_M and BLOCK_N"),
      ({"BLOCK_N": 128}, "a 128x128 tile does 64.0", "BLOCK_M and BLOCK_N"),
-     ({"num_stages": 3}, "3 slabs of 48 KB: a 144 KB ring", "num_stages (a deeper ring"),
-     # one slab spills on sm_80 too (8 bytes): the ring is named first
-     ({"num_stages": 1}, "1 slab of 48 KB: a 48 KB ring", "num_stages (a deeper ring"),
-     # 4 slabs of 48 KB on sm_80: more than an A100 holds
-     ({"num_stages": 5}, "Required: 196608", "BLOCK_K or num_stages (shared memory)")],
+     ({"num_stages": 3}, "3 slabs of 24 KB: a 72 KB ring", "num_stages (a deeper ring"),
+     # one slab: the ring is named first
+     ({"num_stages": 1}, "1 slab of 24 KB: a 24 KB ring", "num_stages (a deeper ring"),
+     # 7 slabs of 24 KB on sm_80: more than an A100 holds
+     ({"num_stages": 8}, "Required: 172032", "BLOCK_K or num_stages (shared memory)"),
+     # 3 slabs of 48 KB on sm_120: more than an RTX 50 holds (the solution's ring, 64 deep)
+     ({"BLOCK_K": 64}, "sm_120 refused: out of resource: shared memory, Required: 147456",
+      "Turn num_stages or BLOCK_K")],
 )  # fmt: skip
 def test_lesson_6s_check_names_the_knob_a_launch_at_scale_gets_wrong(knobs, missed, turn):
     fn = solution("06_making_it_fast.ipynb", "mf24")["solution_fast_matmul"]

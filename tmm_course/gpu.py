@@ -60,6 +60,12 @@ class Gpu:
         return self.capability >= AMPERE
 
     @property
+    def tensor_cores(self) -> bool:
+        """Whether ``tl.dot`` runs on tensor cores (8.0+; before, Triton 3.3+ compiles it for
+        FMA units)."""
+        return self.capability >= AMPERE
+
+    @property
     def tma(self) -> bool:
         """Whether tensor descriptors load tiles through the TMA unit (9.0+, RTX 50 too)."""
         return self.capability >= HOPPER
@@ -81,7 +87,8 @@ class Gpu:
         if 0 < self.shared_memory < gpus.CARDS["H200"].shared_per_block:
             out.append(
                 f"the H200's largest tiles: {self.shared_memory // 1024} KB of shared memory per "
-                "program here, so lessons 7 and 8 (the capstone) shrink their tiles to fit"
+                "program here, so lessons 7 and 8 (the capstone) shrink their tiles to fit (the "
+                "capstone counts its tile of C on the way out too)"
             )
         return out
 

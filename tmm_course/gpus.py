@@ -166,8 +166,9 @@ TIERS: dict[str, str] = {
     "Ampere or Ada": "tensor cores (mma.sync), bfloat16, TF32, pipelined loads; no TMA",
     "Hopper": "warp-group tensor cores (wgmma) and tensor descriptors (TMA)",
     "Blackwell": "tcgen05 tensor cores with the accumulator in tensor memory, TMA",
-    "consumer Blackwell": "mma.sync tensor cores (no wgmma, no tcgen05), TMA, and about 100 KB "
-    "of shared memory per program (an H100 has 227 KB)",
+    "consumer Blackwell": "mma.sync tensor cores (no wgmma, no tcgen05), TMA, and 99 KB of shared "
+    "memory per program (an H100 has 227 KB): lessons 7 and 8 pick tiles that fit it, and lessons "
+    "6 and 7's checks compile your launches for it",
 }
 
 

@@ -57,26 +57,49 @@ def plan(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None) -> P
         chosen = plan_by_fit(a, b, out, in_place) if tmm_course.BACKEND == GPU else None
         chosen = chosen or _plan_by_shape(a, b, out, in_place)
     here, config = gpu.current(), chosen.config
-    fitted = config if here is None else fit_shared_memory(config, a.element_size(), here)
+    fitted = (
+        config if here is None else fit_shared_memory(chosen.path, config, a.element_size(), here)
+    )
     if fitted == config:
         return chosen
     reason = f"{chosen.reason}; shrunk to fit {here.shared_memory // 1024} KB of shared memory"
     return dataclasses.replace(chosen, config=fitted, reason=reason)
 
 
-def shared_memory_bytes(config: Config, itemsize: int, pipelining: bool = True) -> int:
-    """Shared memory the tiles of A and B take: one buffer per pipeline stage (a single one
-    where loads are not pipelined), each BLOCK_M x BLOCK_K of A and BLOCK_K x BLOCK_N of B."""
-    stages = config.num_stages if pipelining else 1
-    return stages * (config.block_m + config.block_n) * config.block_k * itemsize
+# 8 bytes a barrier: one per pipeline stage of the persistent kernel, and room for 4 more (for
+# sm_100, Triton 3.9 compiled 2 or 3 of the kernel's own beside the stages'). With them,
+# shared_memory_bytes is at least what the compiler allocates for each plan on each tier
+# (tests/test_tiers_fit.py asks tmm_course.compile_ahead)
+BARRIER = 8
+KERNEL_BARRIERS = 4
 
 
-def fit_shared_memory(config: Config, itemsize: int, here: gpu.Gpu) -> Config:
-    """``config`` shrunk (:func:`smaller`) to ``here``'s shared memory; 1 stage if unpipelined."""
+def shared_memory_bytes(path: str, config: Config, itemsize: int, here: gpu.Gpu | None = None
+                        ) -> int:  # fmt: skip
+    """Shared memory a program of ``path``'s kernel takes on ``here`` (None: a GPU with tensor
+    cores and pipelined loads), at most: one slab of A and B per pipeline stage (a single one
+    where loads are not pipelined), each BLOCK_M x BLOCK_K of A and BLOCK_K x BLOCK_N of B, as
+    float32 where ``tl.dot`` runs on FMA units (its operands pass through shared memory so);
+    the persistent kernel adds the tile of C on its way to the TMA store (half of it, subtiled)
+    and its barriers. At least what Triton's compiler allocates for each plan on each tier
+    (``tests/test_tiers_fit.py`` asks it): on sm_90 and sm_100 the persistent kernel's figure
+    to within its barriers, elsewhere fewer slabs."""
+    stages = config.num_stages if here is None or here.pipelining else 1
+    operand = itemsize if here is None or here.tensor_cores else max(itemsize, 4)
+    used = stages * (config.block_m + config.block_n) * config.block_k * operand
+    if path == "persistent_tma":
+        staged = config.block_m * config.block_n * itemsize // (2 if config.subtile else 1)
+        used += staged + BARRIER * (stages + KERNEL_BARRIERS)
+    return used
+
+
+def fit_shared_memory(path: str, config: Config, itemsize: int, here: gpu.Gpu) -> Config:
+    """``config`` shrunk (:func:`smaller`) until a program of ``path``'s kernel fits ``here``'s
+    shared memory (:func:`shared_memory_bytes`); 1 stage if unpipelined."""
     if not here.pipelining:
         config = dataclasses.replace(config, num_stages=1)
-    too_big = lambda c: shared_memory_bytes(c, itemsize, here.pipelining) > here.shared_memory
-    while too_big(config) and (next_config := smaller(config)) is not None:
+    used = lambda c: shared_memory_bytes(path, c, itemsize, here)
+    while used(config) > here.shared_memory and (next_config := smaller(config)) is not None:
         config = next_config
     return config
 

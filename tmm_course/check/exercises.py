@@ -243,10 +243,10 @@ def _at_scale(exercise, fn: Callable[..., object], race: Callable[[], dict], lab
 def check_faster(fn: Callable[[torch.Tensor, torch.Tensor, torch.Tensor], object]) -> CheckResult:
     """Lesson 6: ``fn(a, b, c)`` must store ``a @ b`` into ``c`` as lesson 4's ``my_matmul``
     does (the same cases), through a kernel of its own. Its launches on a float16 ``4096^3``
-    product, noted and not run, are compiled for a T4, an A100 and an H200 and judged: FLOPs
-    per byte, no spills, ``mma``/``wgmma``, a ring of 4 slabs on an H200 that fits an A100 and
-    a T4 (:func:`tmm_course.perf.faster.compiler_goals`). On a GPU it is raced against lesson
-    4's kernel at that size too."""
+    product, noted and not run, are compiled for the five GPUs the course names and judged:
+    FLOPs per byte, no spills, ``mma``/``wgmma``, a ring of 4 slabs on an H200 that fits an
+    A100, an RTX 50 and a T4 (:func:`tmm_course.perf.faster.compiler_goals`). On a GPU it is
+    raced against lesson 4's kernel at that size too."""
     from tmm_course.perf import faster as lab
 
     return _at_scale(faster.EXERCISE, fn, lambda: lab.race(lab.filled(fn)), lab)

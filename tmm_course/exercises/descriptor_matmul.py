@@ -132,10 +132,6 @@ EXERCISE = Exercise(
     cells=Cells("07_persistent_tma", "pt19", "pt20", "pt21"),
     messages=MESSAGES,
     requires=READS_THROUGH_DESCRIPTORS,
-    # its solution's float32 tiles (128x128x32, 3 stages) take 131,104 bytes compiled for sm_120
-    # on Triton 3.6, over an RTX 50's 99 KB per program: gated, as lesson 6's exercise is, on
-    # the GPUs lesson 6 names until it fits
-    gpus=faster.TARGETS,
     # square: the product's K x N b is an N x K w
     at_scale=compiled_at(
         (faster.SIZE,) * 3, "an H200", faster.DESCRIPTOR_TARGETS, faster.descriptor_goals

@@ -2,10 +2,10 @@
 ``a @ b`` into ``c`` as lesson 4's ``my_matmul`` does (the same cases: any shapes and strides,
 float16 and float32, a float32 accumulator), through a kernel of theirs launched with the tile,
 warps and stages they chose. Beyond the values, its launches on a float16 ``4096^3`` product
-are noted, not run, compiled for a T4, an A100 and an H200, and judged by
+are noted, not run, compiled for the five GPUs the course names, and judged by
 :func:`tmm_course.perf.faster.launch_goals` (no program redoing another's tile, reuse,
-spills, the tensor cores, a ring deep enough for an H200 that fits an A100 and a T4); on a
-GPU the check races it against lesson 4's kernel too."""
+spills, the tensor cores, a ring deep enough for an H200 that fits an A100, an RTX 50 and a
+T4); on a GPU the check races it against lesson 4's kernel too."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from functools import partial
 
 import torch
 
+from tmm_course import gpus
 from tmm_course.compile_ahead import Launched
 from tmm_course.exercises import matmul, products
 from tmm_course.exercises.spec import AtScale, Case, Cells, Exercise, Goal, Output, label
@@ -62,10 +63,10 @@ EXERCISE = Exercise(
     cases=matmul.cases,
     cells=Cells("06_making_it_fast", "mf23", "mf24", "mf25"),
     messages=products.MESSAGES,
-    # its solution's ring (4 stages of 48 KB slabs, 3 resident on sm_120: 144 KB) does not fit
-    # an RTX 50's 99 KB per program: gated on the GPUs its goals name until it does
-    gpus=faster.TARGETS,
     at_scale=compiled_at(
-        (faster.SIZE,) * 3, "a T4, an A100 and an H200", faster.TARGETS, faster.launch_goals
+        (faster.SIZE,) * 3,
+        ", ".join(gpus.label(t) for t in faster.TARGETS),
+        faster.TARGETS,
+        faster.launch_goals,
     ),
 )

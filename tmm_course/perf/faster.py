@@ -2,8 +2,8 @@
 
 The learner writes ``fast_matmul(a, b, c)``: a tiled matmul kernel of their own and its launch
 (tile, warps, stages). On any machine the compiler judges it: the launches their function makes
-on a float16 ``SIZE^3`` product are noted, not run, each compiled ahead for a T4, an A100 and an
-H200 (:mod:`tmm_course.compile_ahead`), and :func:`launch_goals` reads the goals of
+on a float16 ``SIZE^3`` product are noted, not run, each compiled ahead for the five GPUs the
+course names (:mod:`tmm_course.compile_ahead`), and :func:`launch_goals` reads the goals of
 :func:`compiler_goals` off what the compiler made of the launch that calls ``tl.dot``. On a GPU
 the clock judges it too: :func:`race` runs the learner's launcher, lesson 4's and
 ``torch.matmul`` interleaved, and :func:`clock_goal` asks for a stated factor over lesson 4's
@@ -22,7 +22,10 @@ from tmm_course.perf.intensity import tile_intensity
 from tmm_course.perf.knobs import BASELINE, Knobs
 
 SIZE = 4096  # float16 SIZE^3: the problem the goals are stated for
-TARGETS = ("sm_75", "sm_80", "sm_90")  # a T4, an A100 and an H200: the ones its goals read
+TARGETS = tuple(gpus.TARGETS)  # the five GPUs the course names: its goals read each
+# the GPUs whose goal is only that a program fits their shared memory (a T4, a B200, an RTX 50;
+# an A100's and an H200's goals are per_gpu_goals)
+FIT_ONLY = ("sm_75", "sm_100", "sm_120")
 TILE_NAMES = ("BLOCK_M", "BLOCK_N", "BLOCK_K")  # the constexprs a launch's tile is read from
 # the tile class of the stored sweep's fastest launch (128x256x64 on 8 warps: 0.917 of
 # torch.matmul on the H200, lesson 6's section 3): what a float16 tile must reach per byte
@@ -161,19 +164,35 @@ def ring_goal(knobs: Knobs, h200: Compiled, least: int, knob: str) -> Goal:
     )
 
 
+def shared_goal(figures: Mapping[str, Compiled], targets: Sequence[str] = FIT_ONLY) -> Goal:
+    """A program fits the shared memory of each GPU of ``targets`` (compiled: ``figures``,
+    refused over a GPU's limit as its launcher would refuse it)."""
+    limits = [f"{gpus.label(t)} {gpus.for_target(t).shared_per_block // 1024} KB"
+              for t in targets]  # fmt: skip
+    seen = [f"{(c.shared_bytes or 0) / 1024:.0f} KB on {t}" if c.ok else f"{t} refused: {c.error}"
+            for t, c in ((t, figures[t]) for t in targets)]  # fmt: skip
+    met = all(figures[t].ok for t in targets)
+    return Goal(
+        f"fits each GPU's shared memory per program: {', '.join(limits)} ({', '.join(targets)})",
+        met,
+        "; ".join(seen),
+        "" if met else "num_stages or BLOCK_K",
+    )
+
+
 def compiler_goals(knobs: Knobs, figures: Mapping[str, Compiled]) -> list[Goal]:
     """The goals the compiler judges: reuse (the sweep's fastest tile class), a ring deep
     enough on an H200, no spills, the tensor cores (the occupancy that follows said beside the
-    H200's) and fitting a T4."""
+    H200's) and fitting a T4, a B200 and an RTX 50 (:func:`shared_goal`)."""
     # the tile left unnamed: which tiles reach it is the learner's to work out
     goals = [reuse_goal(knobs, WIDEST, REUSE_WHY)]
     h200 = figures["sm_90"]
     if h200.ok:  # before the spills: a one-slab ring spills on sm_80 (at 128x256x64 on 8 warps,
         # 8 bytes; 0 from 2 stages on), and the shallow ring is the cause to name first
         goals.append(ring_goal(knobs, h200, MIN_SLABS, "num_stages (a deeper ring; BLOCK_K "
-                               "smaller if it then no longer fits an A100, where this pointer "
-                               "kernel's ring holds num_stages - 1: ask the compiler, "
-                               "tmm_course.compile_ahead.compile_for)"))  # fmt: skip
+                               "smaller if it then no longer fits an A100 or an RTX 50, where "
+                               "this pointer kernel's ring holds num_stages - 1: ask the "
+                               "compiler, tmm_course.compile_ahead.compile_for)"))  # fmt: skip
     per_thread = knobs.block_m * knobs.block_n // (32 * knobs.num_warps)
     for gpu, unit in (("sm_80", "mma"), ("sm_90", "wgmma")):
         goals += per_gpu_goals(
@@ -181,15 +200,7 @@ def compiler_goals(knobs: Knobs, figures: Mapping[str, Compiled]) -> list[Goal]:
         )
     if h200.ok and h200.occupancy is not None:  # what the registers and the ring allow
         goals[-1] = replace(goals[-1], seen=f"{goals[-1].seen}; {h200.occupancy.summary()}")
-    t4 = figures["sm_75"]
-    fits = t4.ok and (t4.shared_bytes or 0) <= gpus.CARDS["T4"].shared_per_block
-    goals.append(Goal(
-        "fits a T4's 64 KB of shared memory (sm_75)",
-        fits,
-        f"{(t4.shared_bytes or 0) / 1024:.0f} KB" if t4.ok else f"refused: {t4.error}",
-        "" if fits else "num_stages or BLOCK_K",
-    ))  # fmt: skip
-    return goals
+    return [*goals, shared_goal(figures)]
 
 
 def dot_launch(launched: Sequence[Launched]) -> Launched | None:
@@ -279,7 +290,7 @@ def descriptor_goals(launched: Sequence[Launched]) -> list[Goal]:
 
 def launch_goals(launched: Sequence[Launched]) -> list[Goal]:
     """The goals of a learner's fast matmul on float16 ``SIZE^3``, from the launches their
-    function made there (noted, not run; each compiled for a T4, an A100 and an H200): the
+    function made there (noted, not run; each compiled for the five GPUs the course names): the
     launch with ``tl.dot`` is judged by :func:`tiles_goal` and :func:`compiler_goals`, its
     tile read from its ``BLOCK_M``, ``BLOCK_N`` and ``BLOCK_K``."""
     dot, goals = read_launches(launched, TARGETS)
