@@ -197,7 +197,7 @@ def from_record(exercise: Exercise, case: Case, record: Mapping) -> Result | Non
 
 def host_work(exercise: Exercise, case: Case, record: Mapping) -> Result | None:
     """Where the record shows work that is not the learner's kernels' own: a course kernel
-    (:func:`course_kernel`; its names changed or not, unless it is the exercise's own solution;
+    (:func:`course_kernel`; its names changed or not, unless it is an exercise's own solution;
     lesson 9 starts from a course kernel's source: there a copy of one is judged a repair),
     or an input rearranged on the host (:func:`copied_input`); None if neither."""
     course = course_kernel(record, by_source=exercise.fix_of is None)
