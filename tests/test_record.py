@@ -148,26 +148,31 @@ def test_a_gathered_copy_is_host_work_poisoned_at_replay_and_named():
     case = {"x": torch.randn(80)[::2], "y": torch.randn(40), "out": torch.full((40,), math.nan)}
     data = recorded(gathers, case).record()
     assert data["buffers"][0]["fill"]["layout"] == "other"
-    exercise = SimpleNamespace(tensors=tuple(case))
+    exercise = SimpleNamespace(tensors=tuple(case), converts=True)
     said = copied_input(exercise, SimpleNamespace(tensors=[case["x"], case["y"]]), data)
     assert said is not None and "x.contiguous()" in said
     replay(data, case, rebuild(data))
     assert case["out"].isnan().all()
 
 
-def test_a_transposed_copy_is_named_for_any_exercise_and_a_copy_in_place_is_not():
+def test_a_copy_in_another_layout_or_a_forbidden_dtype_is_named_and_one_in_place_is_not():
     from types import SimpleNamespace
 
     from tmm_course.check.verdict import copied_input
 
-    exercise = SimpleNamespace(tensors=("x", "out"))  # no exercise allows another layout
+    exercise = SimpleNamespace(tensors=("x", "out"), converts=True)  # any other layout named
     case = SimpleNamespace(tensors=[torch.randn(6, 6)])
 
-    def copy(layout: str) -> dict:
-        return {"buffers": [{"fill": {"kind": "copy", "of": "x", "layout": layout}}]}
+    def copy(layout: str, dtype: str = "float32") -> dict:
+        fill = {"kind": "copy", "of": "x", "layout": layout}
+        return {"buffers": [{"dtype": dtype, "fill": fill}]}
 
     assert "x.t().contiguous()" in copied_input(exercise, case, copy("transposed"))
     assert "x.t().contiguous().t()" in copied_input(exercise, case, copy("other"))
+    assert copied_input(exercise, case, copy("same")) is None
+    assert copied_input(exercise, case, copy("same", "float16")) is None  # a conversion: kept
+    exercise.converts = False  # lesson 10: the dtype is the exercise
+    assert "x.to(torch.float16)" in copied_input(exercise, case, copy("same", "float16"))
     assert copied_input(exercise, case, copy("same")) is None
 
 

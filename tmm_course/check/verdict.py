@@ -225,22 +225,29 @@ def host_copy(name: str, how: str) -> str:
     """The sentence for a copy of input ``name`` made on the host (``how``: ``x.contiguous()``,
     say) for a kernel to read, where a kernel is to read ``name`` where it lies."""
     return (
-        f"the launcher rearranged {name} on the host ({how} or the like) and handed the copy "
-        f"to a kernel: moving {name}'s cells is host work there, not your kernel's. Pass "
-        f"{name} itself and read it where it lies, through {name}.stride()."
+        f"the launcher remade {name} on the host ({how} or the like) and handed the copy to "
+        f"a kernel: that is host work there, not your kernel's. Pass {name} itself and read "
+        f"it as it is, where it lies, through {name}.stride()."
     )
 
 
 def copied_input(exercise: Exercise, case: Case, record: Mapping) -> str | None:
     """The :func:`host_copy` sentence for a copy of an input that the record says the launcher
     made for a kernel in another layout than the input's (transposed, permuted, or gathered
-    from a strided view); None if none. A copy is that input only in the same layout (a
-    contiguous copy of a contiguous input, a dtype conversion): the replay keeps it."""
+    from a strided view), or in another dtype where the exercise does not allow that; None if
+    none. A copy is that input only in the same layout (a contiguous copy of a contiguous
+    input, a dtype conversion where the exercise :attr:`~Exercise.converts`): the replay
+    keeps it."""
     names = dict(zip(exercise.tensors, case.tensors, strict=False))
     for buffer in record["buffers"]:
         fill = buffer.get("fill") or {}
         name = fill.get("of")
-        if fill.get("kind") != "copy" or name not in names or fill.get("layout") == "same":
+        if fill.get("kind") != "copy" or name not in names:
+            continue
+        dtype = buffer.get("dtype")
+        if not exercise.converts and dtype != str(names[name].dtype).removeprefix("torch."):
+            return host_copy(name, f"{name}.to(torch.{dtype})")
+        if fill.get("layout") == "same":
             continue
         if fill.get("layout") == "transposed":
             return host_copy(name, f"{name}.t().contiguous()")

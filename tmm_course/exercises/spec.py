@@ -154,6 +154,9 @@ class Exercise:
     # it: a learner's copy of one, its names changed or not, is the exercise done, and reused
     # in a later exercise their own work, not course_kernel (launching the course's own is)
     solution_kernels: tuple[str, ...] = ()
+    # whether a copy of an input in another dtype, made on the host, is still that input (kept
+    # at replay); False where the dtype is the exercise (lesson 10: float8 reaches the kernel)
+    converts: bool = True
     # an answer that is data, judged against the compiler (lesson 6: predict a knob's effect):
     # no function is called, no case drawn
     predicts: Prediction | None = None
