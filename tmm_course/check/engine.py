@@ -284,7 +284,7 @@ def _run_trial(
         found = None if case.passed or case.cause else causes.first(trial.seen, case.code, strided)
         if found is not None:
             case.code, case.cause, case.explains = found.code, found.sentence, found.explains
-    if case.code is None and not allow_course_kernels:
+    if not allow_course_kernels:  # before values, as the grader's judge decides it
         _host_work(trial, recorder)
     _compile_verdict(case, compiler, launched)
     if case.passed:
@@ -327,18 +327,14 @@ def _name_empty_buffer(
 def _host_work(trial: Trial, recorder: record.Recorder) -> None:
     """What the launch record shows (:func:`~tmm_course.check.verdict.host_work`): a course
     kernel did the work (launched, called inside a learner's, or copied under other names),
-    or an input was rearranged on the host for a kernel."""
+    or an input was remade on the host for a kernel. It comes before what the values say."""
     if recorder.problem is not None:
         return
     found = verdict.host_work(trial.exercise, trial.source, recorder.record())
     if found is not None:
         case = trial.case
-        case.passed, case.code, case.problem, case.cause = (
-            False,
-            found.code,
-            found.cause,
-            found.cause,
-        )
+        case.passed, case.code, case.explains = False, found.code, ()
+        case.problem = case.cause = found.cause
 
 
 REPLAYED = (
@@ -469,8 +465,8 @@ def _timed_out(stop: time_limit.CaseTimedOut, where: str) -> str:
 def _compile_verdict(case: Case, compiler: gpu_rules.Compiler, launched: launches.Launches) -> None:
     """A GPU compiler's refusal of a kernel this case launched fails the case, in the
     compiler's words; unless the learner's own NotImplementedError stopped it first."""
-    if case.code in ("not_implemented", "timed_out", "course_kernel"):
-        return  # a course kernel called inside: the cause (a compile refusal follows from it)
+    if case.code in ("not_implemented", "timed_out", "course_kernel", "host_copy"):
+        return  # decided from the record, as the grader's judge does before it compiles
     if case.code == "crashed" and "NotImplementedError" in case.problem:
         return  # this Triton lacks the feature everywhere: its own sentence says so
     known = {r.kernel for r in compiler.reports.values() if not r.refused}
