@@ -21,13 +21,13 @@ import triton
 import triton.language as tl
 
 from tmm_course.check import (
+    check_column_order_fill,
     check_descriptor_matmul,
-    check_fill_column_major,
+    check_flip_rows,
     check_grouped_tile,
     check_matmul,
     check_outer_product,
     check_scaled_matmul,
-    check_strided_copy,
     check_transpose,
     check_vector_add,
     time_limit,
@@ -47,9 +47,9 @@ class Entry:
 
 
 CHECKS = {
-    "fill_column_major": check_fill_column_major,
+    "column_order_fill": check_column_order_fill,
     "outer_product": check_outer_product,
-    "strided_copy": check_strided_copy,
+    "flip_rows": check_flip_rows,
     "transpose": check_transpose,
     "transpose_part1": lambda fn: check_transpose(fn, strided=False, ragged=False),
     "linear_relu": check_linear_relu,
@@ -96,67 +96,57 @@ def add(grid=lambda n, block: (triton.cdiv(n, block),), block=256):
     return launch
 
 
-# --- lesson 1: out[i, j] = j * M + i -------------------------------------------------------
+# --- lesson 1: out[i, j] = the number of the program owning the 8 x 4 tile, down the columns -
 @triton.jit
-def fill_kernel(
+def owners_kernel(
     out_ptr,
     M,
     N,
     BM: tl.constexpr,
     BN: tl.constexpr,
-    ROW_MAJOR: tl.constexpr,
+    ROW_ORDER: tl.constexpr,
     MASK: tl.constexpr,
-    USE_N: tl.constexpr,
+    STORE_PID_M: tl.constexpr,
 ):
-    offs_m = tl.program_id(0) * BM + tl.arange(0, BM)
-    offs_n = tl.program_id(1) * BN + tl.arange(0, BN)
-    if ROW_MAJOR:
-        value = offs_m[:, None] * N + offs_n[None, :]
-    elif USE_N:
-        value = offs_n[None, :] * N + offs_m[:, None]
+    pid = tl.program_id(0)
+    grid_m, grid_n = tl.cdiv(M, BM), tl.cdiv(N, BN)
+    if ROW_ORDER:
+        pid_m, pid_n = pid // grid_n, pid % grid_n
     else:
-        value = offs_n[None, :] * M + offs_m[:, None]
+        pid_m, pid_n = pid % grid_m, pid // grid_m
+    offs_m = pid_m * BM + tl.arange(0, BM)
+    offs_n = pid_n * BN + tl.arange(0, BN)
+    number = pid_m if STORE_PID_M else pid
     if MASK == 2:
         mask = (offs_m[:, None] < M) & (offs_n[None, :] < N)
     elif MASK == 1:
-        mask = (offs_m[:, None] < M) & (offs_n[None, :] < BN * tl.num_programs(1))
+        mask = offs_m[:, None] < M
     elif MASK == 3:
         mask = (offs_m[:, None] <= M) & (offs_n[None, :] <= N)
     else:
-        mask = (offs_m[:, None] < BM * tl.num_programs(0)) & (
-            offs_n[None, :] < BN * tl.num_programs(1)
-        )
-    tl.store(out_ptr + offs_m[:, None] * N + offs_n[None, :], value, mask=mask)
+        mask = (offs_m[:, None] < grid_m * BM) & (offs_n[None, :] < grid_n * BN)
+    tile = tl.zeros((BM, BN), dtype=tl.float32) + number
+    tl.store(out_ptr + offs_m[:, None] * N + offs_n[None, :], tile, mask=mask)
 
 
-def fill(row_major=False, mask=2, use_n=False, floor=False, block=16, column_address=False):
+def owners(row_order=False, mask=2, store_pid_m=False, floor=False, block=(8, 4)):
     def launch(out):
         m, n = out.shape
-        grid = (
-            (max(1, m // block), max(1, n // block))
-            if floor
-            else (triton.cdiv(m, block), triton.cdiv(n, block))
+        bm, bn = block
+        programs = (
+            max(1, (m // bm) * (n // bn)) if floor else triton.cdiv(m, bm) * triton.cdiv(n, bn)
         )
-        kernel = fill_at_column_major_address if column_address else fill_kernel
-        flags = {} if column_address else {"ROW_MAJOR": row_major, "MASK": mask, "USE_N": use_n}
-        kernel[grid](out, m, n, BM=block, BN=block, **flags)
+        owners_kernel[(programs,)](out, m, n, BM=bm, BN=bn, ROW_ORDER=row_order, MASK=mask,
+                                   STORE_PID_M=store_pid_m)  # fmt: skip
 
     return launch
 
 
-@triton.jit
-def fill_at_column_major_address(out_ptr, M, N, BM: tl.constexpr, BN: tl.constexpr):
-    """The right value, j * M + i, stored at the column-major address of a row-major out."""
-    offs_m = tl.program_id(0) * BM + tl.arange(0, BM)
-    offs_n = tl.program_id(1) * BN + tl.arange(0, BN)
-    value = offs_n[None, :] * M + offs_m[:, None]
-    mask = (offs_m[:, None] < M) & (offs_n[None, :] < N)
-    tl.store(out_ptr + offs_n[None, :] * M + offs_m[:, None], value, mask=mask)
-
-
-def fill_with_torch(out):
+def owners_with_torch(out):
     m, n = out.shape
-    out.copy_(torch.arange(m * n, device=out.device, dtype=out.dtype).view(n, m).t())
+    i = torch.arange(m, device=out.device)[:, None] // 8
+    j = torch.arange(n, device=out.device)[None, :] // 4
+    out.copy_(i + j * triton.cdiv(m, 8))
 
 
 # --- lesson 2: out[i, j] = x[i] * y[j] -----------------------------------------------------
@@ -216,7 +206,7 @@ def outer(swap=False, load_mask=True, store_mask=True, add=False, block=16, swap
     return launch
 
 
-# --- lesson 3 and 5: copy and transpose through strides ------------------------------------
+# --- lesson 3 and 5: x upside down and transposed, through strides ------------------------
 @triton.jit
 def copy_kernel(
     x_ptr,
@@ -234,14 +224,16 @@ def copy_kernel(
     STORE_MASK: tl.constexpr,
     SWAP_X: tl.constexpr,
     SWAPPED_STORE_MASK: tl.constexpr,
+    FLIP: tl.constexpr,
 ):
     offs_m = tl.program_id(0) * BM + tl.arange(0, BM)
     offs_n = tl.program_id(1) * BN + tl.arange(0, BN)
     mask = (offs_m[:, None] < M) & (offs_n[None, :] < N)
+    rows = M - 1 - offs_m if FLIP else offs_m  # lesson 3: out's row i is x's row M - 1 - i
     if SWAP_X:
-        x_ptrs = x_ptr + offs_m[:, None] * sxn + offs_n[None, :] * sxm
+        x_ptrs = x_ptr + rows[:, None] * sxn + offs_n[None, :] * sxm
     else:
-        x_ptrs = x_ptr + offs_m[:, None] * sxm + offs_n[None, :] * sxn
+        x_ptrs = x_ptr + rows[:, None] * sxm + offs_n[None, :] * sxn
     if LOAD_MASK:
         tile = tl.load(x_ptrs, mask=mask)
     else:
@@ -270,6 +262,7 @@ def copy(
     contiguous_copy=False,
     scratch=False,
     block=16,
+    flip=False,
 ):
     def launch(x, out):
         m, n = x.shape
@@ -296,6 +289,7 @@ def copy(
             STORE_MASK=store_mask,
             SWAP_X=swap_x,
             SWAPPED_STORE_MASK=swapped_store_mask,
+            FLIP=flip,
         )
         if scratch:
             out.copy_(target)
@@ -619,7 +613,7 @@ def transpose_through_contiguous(x, out):
     m, n = x.shape
     copy_kernel[(triton.cdiv(m, 16), triton.cdiv(n, 16))](
         x, out, m, n, n, 1, *out.stride(), BM=16, BN=16, TRANSPOSE=True, LOAD_MASK=True,
-        STORE_MASK=True, SWAP_X=False, SWAPPED_STORE_MASK=False,
+        STORE_MASK=True, SWAP_X=False, SWAPPED_STORE_MASK=False, FLIP=False,
     )  # fmt: skip
 
 
@@ -808,21 +802,15 @@ def mm_kernel_for_descriptors(a_ptr, b_ptr, c_ptr, M, N, K, sam, sak, sbk, sbn, 
 
 BANK = [
     # lesson 1
-    Entry("fill_column_major", "correct, 16x16 blocks", fill(), PASS),
-    Entry("fill_column_major", "correct, 64x64 blocks", fill(block=64), PASS),
-    Entry("fill_column_major", "row-major index stored", fill(row_major=True), "transposed"),
-    Entry("fill_column_major", "no store mask", fill(mask=0), "out_of_bounds_write"),
-    Entry("fill_column_major", "store mask on rows only", fill(mask=1), "out_of_bounds_write"),
-    Entry("fill_column_major", "mask uses <= instead of <", fill(mask=3), "out_of_bounds_write"),
-    Entry("fill_column_major", "j * N + i instead of j * M + i", fill(use_n=True), "wrong_values"),
-    Entry("fill_column_major", "grid rounded down", fill(floor=True), "unwritten"),
-    Entry(
-        "fill_column_major",
-        "right value at the column-major address",
-        fill(column_address=True),
-        "transposed",
-    ),
-    Entry("fill_column_major", "torch instead of a kernel", fill_with_torch, "no_triton_kernel"),
+    Entry("column_order_fill", "correct", owners(), PASS),
+    Entry("column_order_fill", "numbered along the rows", owners(row_order=True), "wrong_values"),
+    Entry("column_order_fill", "tiles 4 rows by 8 columns", owners(block=(4, 8)), "wrong_values"),
+    Entry("column_order_fill", "pid_m stored, not pid", owners(store_pid_m=True), "wrong_values"),
+    Entry("column_order_fill", "no store mask", owners(mask=0), "out_of_bounds_write"),
+    Entry("column_order_fill", "store mask on rows only", owners(mask=1), "out_of_bounds_write"),
+    Entry("column_order_fill", "mask uses <= instead of <", owners(mask=3), "out_of_bounds_write"),
+    Entry("column_order_fill", "grid rounded down", owners(floor=True), "unwritten"),
+    Entry("column_order_fill", "torch instead of a kernel", owners_with_torch, "no_triton_kernel"),
     # lesson 2
     Entry("outer_product", "correct", outer(), PASS),
     Entry("outer_product", "[:, None] and [None, :] swapped", outer(swap=True), "transposed"),
@@ -842,37 +830,48 @@ BANK = [
         "no_triton_kernel",
     ),
     # lesson 3
-    Entry("strided_copy", "correct", copy(), PASS),
-    Entry("strided_copy", "x.contiguous() on the host", copy(contiguous_copy=True), "host_copy"),
+    Entry("flip_rows", "correct", copy(flip=True), PASS),
     Entry(
-        "strided_copy",
+        "flip_rows",
+        "x.contiguous() on the host",
+        copy(flip=True, contiguous_copy=True),
+        "host_copy",
+    ),
+    Entry(
+        "flip_rows",
         "a scratch output copied by torch",
-        copy(scratch=True),
+        copy(flip=True, scratch=True),
         "no_triton_kernel",
     ),
     Entry(
-        "strided_copy",
+        "flip_rows",
         "x assumed contiguous",
-        copy(x_strides=contiguous_strides),
+        copy(flip=True, x_strides=contiguous_strides),
         "ignores_strides",
     ),
     Entry(
-        "strided_copy",
+        "flip_rows",
         "out assumed contiguous",
-        copy(out_strides=contiguous_strides),
+        copy(flip=True, out_strides=contiguous_strides),
         "ignores_strides",
     ),
-    Entry("strided_copy", "x's strides paired the wrong way", copy(swap_x=True), "transposed"),
     Entry(
-        "strided_copy", "no masks", copy(load_mask=False, store_mask=False), "out_of_bounds_write"
+        "flip_rows", "x's strides paired the wrong way", copy(flip=True, swap_x=True), "transposed"
     ),
     Entry(
-        "strided_copy",
+        "flip_rows",
+        "no masks",
+        copy(flip=True, load_mask=False, store_mask=False),
+        "out_of_bounds_write",
+    ),
+    Entry(
+        "flip_rows",
         "store masked, load not",
-        copy(load_mask=False),
+        copy(flip=True, load_mask=False),
         "out_of_bounds_read",
     ),
-    Entry("strided_copy", "grid rounded down", copy(floor=True), "unwritten"),
+    Entry("flip_rows", "grid rounded down", copy(flip=True, floor=True), "unwritten"),
+    Entry("flip_rows", "copied, not flipped", copy(), "wrong_values"),
     # lesson 5, parts 1 to 3
     Entry("transpose", "correct", copy(transpose=True), PASS),
     Entry("transpose", "correct, 32x32 blocks", copy(transpose=True, block=32), PASS),

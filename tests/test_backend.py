@@ -74,6 +74,20 @@ def test_forced_interpreter_runs_a_kernel_decorated_after_import():
     assert out.stdout.strip() == "interpreter [0.0, 2.0, 4.0, 6.0, 8.0]"
 
 
+@on_interpreter
+def test_an_autotuned_kernel_runs_on_the_interpreter():
+    import torch
+    import triton
+
+    from tmm_course.kernels.vector_add import vector_add_kernel
+
+    configs = [triton.Config({"BLOCK": 4}), triton.Config({"BLOCK": 8})]
+    tuned = triton.autotune(configs=configs, key=["n"])(vector_add_kernel)
+    x, out = torch.arange(5.0), torch.empty(5)
+    tuned[lambda meta: (triton.cdiv(5, meta["BLOCK"]),)](x, x, out, 5)  # both timed, one kept
+    assert out.tolist() == [0.0, 2.0, 4.0, 6.0, 8.0] and len(tuned.cache) == 1
+
+
 def test_bad_tmm_backend_fails_import_with_the_message():
     out = run_python("import tmm_course", TMM_BACKEND="tpu")
     assert out.returncode != 0

@@ -5,13 +5,17 @@ in sight on both backends.
 
 The bank runs once here (the ``bank`` fixture); the tests that read more of one entry's
 verdict than its first code (its message, what it compiled to) and the comparison with the
-grader (tests/grade_parity.py) read that run rather than checking the same launcher again."""
+grader and the nbgrader path (tests/grade_parity.py) read that run rather than checking the
+same launcher again."""
 
 from __future__ import annotations
 
+import importlib.util
+
 import bug_bank
 import pytest
-from grade_parity import SPEC_OF, entries, graded
+from conftest import skip_for_missing
+from grade_parity import entries, graded_by_the_grader, graded_on_nbgrader, nbgrader_sample
 
 import tmm_course
 
@@ -49,14 +53,34 @@ def test_bugs_are_diagnosed_and_correct_launchers_pass(bank):
     assert sum(o.right for o in bugs) >= 0.95 * len(bugs), bug_bank.table(outcomes)
 
 
-# --- the learner's check and the batch grader agree ---------------------------------------
-@pytest.mark.parametrize("entry", entries(), ids=lambda e: f"{e.check}-{e.name}")
-def test_the_check_and_the_grader_agree(bank, entry):
+# --- the learner's check, the batch grader and the nbgrader path agree -------------------------
+@pytest.fixture(scope="module")
+def by_the_grader(tmp_path_factory) -> dict:
+    return graded_by_the_grader(entries(), tmp_path_factory.mktemp("parity"))
+
+
+@pytest.fixture(scope="module")
+def on_nbgrader() -> dict:
+    if importlib.util.find_spec("nbgrader") is None:
+        skip_for_missing("nbgrader (make test installs it: pip install -e '.[grade]')")
+    return graded_on_nbgrader(nbgrader_sample(entries()))
+
+
+def agree(bank, entry, verdict: str, codes: list[str]) -> None:
     checked = result_of(bank, entry.check, entry.name)
-    verdict, codes = graded(SPEC_OF.get(entry.check, entry.check), entry.launcher)
     assert (verdict == "pass") == checked.passed, (verdict, codes, checked.codes)
     if not checked.passed:
         assert codes[:1] == checked.codes[:1], (codes, checked.codes)
+
+
+@pytest.mark.parametrize("entry", entries(), ids=lambda e: f"{e.check}-{e.name}")
+def test_the_check_and_the_grader_agree(bank, by_the_grader, entry):
+    agree(bank, entry, *by_the_grader[(entry.check, entry.name)])
+
+
+@pytest.mark.parametrize("entry", nbgrader_sample(entries()), ids=lambda e: f"{e.check}-{e.name}")
+def test_the_check_and_the_nbgrader_path_agree(bank, on_nbgrader, entry):
+    agree(bank, entry, *on_nbgrader[(entry.check, entry.name)])
 
 
 # --- what the checks say, read from the bank's run (were in tests/test_check_verdicts.py) ------

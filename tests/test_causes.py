@@ -20,24 +20,18 @@ def checked(check: str, name: str):
 @pytest.mark.parametrize(
     ("check", "name", "code", "says"),
     [
-        ("fill_column_major", "grid rounded down", "unwritten", "triton.cdiv(M, BLOCK_M)"),
+        ("flip_rows", "grid rounded down", "unwritten", "triton.cdiv(M, BLOCK_M)"),
         ("vector_add", "grid n // BLOCK", "unwritten", "triton.cdiv(n, BLOCK)"),
         # a program per tile, not per block of cells: no cdiv to name, the exercise's sentence
         ("grouped_tile", "one program short", "unwritten", "(grid_m * grid_n,)"),
         ("outer_product", "grid axes swapped", "unwritten", "axes are swapped"),
         ("outer_product", "loads without masks", "out_of_bounds_read", "every store stayed"),
-        ("strided_copy", "store masked, load not", "out_of_bounds_read", "the tl.load of x"),
+        ("flip_rows", "store masked, load not", "out_of_bounds_read", "the tl.load of x"),
         ("outer_product", "store without mask", "out_of_bounds_write", "the tl.store into out"),
         ("vector_add", "grid given as an int", "crashed", "(the comma makes it a tuple)"),
         ("vector_add", "grid of n programs", "too_many_programs", "touched no memory"),
         ("vector_add", "adds into leftover zeros", "uninitialised_buffer", "torch.zeros"),
-        (
-            "fill_column_major",
-            "right value at the column-major address",
-            "transposed",
-            "the wrong address",
-        ),
-        ("fill_column_major", "row-major index stored", "transposed", "in the value you store"),
+        ("flip_rows", "x's strides paired the wrong way", "transposed", "x's strides are paired"),
     ],
 )
 def test_the_cause_is_named_first(check, name, code, says):
@@ -48,7 +42,7 @@ def test_the_cause_is_named_first(check, name, code, says):
 
 
 def test_a_grid_too_small_explains_its_ragged_edge():
-    result = checked("fill_column_major", "grid rounded down")
+    result = checked("flip_rows", "grid rounded down")
     assert result.codes == ["unwritten"], str(result)
 
 

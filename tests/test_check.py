@@ -5,46 +5,24 @@ from __future__ import annotations
 import torch
 import triton
 import triton.language as tl
+from bug_bank import owners
 
 import tmm_course
 from tmm_course.check import (
-    check_fill_column_major,
+    check_column_order_fill,
+    check_flip_rows,
     check_outer_product,
-    check_strided_copy,
     check_vector_add,
 )
 from tmm_course.check.buffers import CANARY, guarded_output, padded_input
 from tmm_course.check.result import MESSAGES
+from tmm_course.exercises import column_order_fill
 from tmm_course.kernels.strides import strided_copy_kernel
 
 
-@triton.jit
-def column_major(
-    out_ptr, M, N, ROW_MAJOR: tl.constexpr, MASKED: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr
-):
-    om = tl.program_id(0) * BM + tl.arange(0, BM)
-    on = tl.program_id(1) * BN + tl.arange(0, BN)
-    value = om[:, None] * N + on[None, :] if ROW_MAJOR else on[None, :] * M + om[:, None]
-    mask = (om[:, None] < M) & (on[None, :] < N)
-    if not MASKED:
-        mask = (om[:, None] < 1 << 20) & (on[None, :] < N + BN)
-        # keep the overshoot inside the check's canary room: rows past M, columns past N
-        mask = mask & (om[:, None] < M + BM)
-    tl.store(out_ptr + om[:, None] * N + on[None, :], value, mask=mask)
-
-
-def fill(
-    row_major=False,
-    masked=True,
-    grid=lambda m, n: (triton.cdiv(m, 16), triton.cdiv(n, 16)),
-    offset=0.0,
-):
-    def launch(out):
-        m, n = out.shape
-        column_major[grid(m, n)](out, m, n, ROW_MAJOR=row_major, MASKED=masked, BM=16, BN=16)
-        out += offset
-
-    return launch
+def off_by_one(out):
+    owners()(out)
+    out += 1.0
 
 
 def todo(*args):
@@ -52,42 +30,51 @@ def todo(*args):
 
 
 def test_correct_fill_passes():
-    result = check_fill_column_major(fill())
+    result = check_column_order_fill(owners())
     assert result.passed and result.codes == []
     assert len(result.cases) == 7
 
 
 def test_untouched_exercise_is_not_implemented():
-    result = check_fill_column_major(todo)
+    result = check_column_order_fill(todo)
     assert not result.passed and result.codes == ["not_implemented"]
 
 
 def test_missing_mask_is_an_out_of_bounds_write_on_the_ragged_edge():
-    result = check_fill_column_major(fill(masked=False))
+    result = check_column_order_fill(owners(mask=0))
     assert result.codes == ["out_of_bounds_write", "ragged_edge"]
     if tmm_course.BACKEND == "interpreter":  # where the strays went, from the record of stores
         assert "below the last row" in str(result) or "right of the last column" in str(result)
 
 
+def test_a_lane_past_a_vectors_end_is_named_by_its_element():
+    from tmm_course.check.engine import where
+
+    assert where((0, 7), (7,)) == "element 7 (past the end)"
+    assert where((0, -1), (7,)) == "element -1 (before the first)"
+    assert where((33, 0), (33, 17)) == "row 33, column 0 (below the last row)"
+
+
 def test_floor_grid_leaves_cells_unwritten_on_the_ragged_edge():
-    result = check_fill_column_major(fill(grid=lambda m, n: (max(1, m // 16), max(1, n // 16))))
+    result = check_column_order_fill(owners(floor=True))
     assert result.codes == ["unwritten"]  # the grid explains the ragged edge
     assert "triton.cdiv" in result.primary.message
 
 
-def test_row_major_index_is_transposed():
-    assert "transposed" in check_fill_column_major(fill(row_major=True)).codes
+def test_tiles_numbered_along_the_rows_get_the_pictures_order():
+    result = check_column_order_fill(owners(row_order=True))
+    assert result.primary.message == column_order_fill.ROW_ORDER
 
 
 def test_off_by_one_values_are_wrong_values():
-    assert check_fill_column_major(fill(offset=1.0)).codes == ["wrong_values"]
+    assert check_column_order_fill(off_by_one).codes == ["wrong_values"]
 
 
 def test_a_crash_is_reported_not_raised():
     def crash(out):
         raise ValueError("boom")
 
-    result = check_fill_column_major(crash)
+    result = check_column_order_fill(crash)
     assert result.codes == ["crashed"]
     assert "ValueError: boom" in result.cases[0].problem
 
@@ -125,26 +112,27 @@ def test_swapped_broadcast_axes_are_transposed():
     assert not result.passed and "transposed" in result.codes
 
 
-def copy_launcher(assume_contiguous_input=False):
+def flip_launcher(assume_contiguous_input=False):
+    """Lesson 3's copy kernel reading x from its last row up: a view starting there, walked
+    with the row stride negated (a correct flip written without a kernel of its own)."""
+
     def launch(x, out):
         m, n = x.shape
         sx = (n, 1) if assume_contiguous_input else x.stride()
         strided_copy_kernel[(triton.cdiv(m, 16), triton.cdiv(n, 16))](
-            x, out, m, n, *sx, *out.stride(), BLOCK_M=16, BLOCK_N=16
+            x[m - 1 :], out, m, n, -sx[0], sx[1], *out.stride(), BLOCK_M=16, BLOCK_N=16
         )
 
     return launch
 
 
-def test_correct_strided_copy_passes():
-    result = check_strided_copy(copy_launcher(), allow_course_kernels=True)
+def test_the_copy_walking_x_upwards_flips_it():
+    result = check_flip_rows(flip_launcher(), allow_course_kernels=True)
     assert result.passed, str(result)
 
 
-def test_copy_that_assumes_contiguous_input_ignores_strides():
-    result = check_strided_copy(
-        copy_launcher(assume_contiguous_input=True), allow_course_kernels=True
-    )
+def test_a_flip_that_assumes_contiguous_input_ignores_strides():
+    result = check_flip_rows(flip_launcher(assume_contiguous_input=True), allow_course_kernels=True)
     assert result.primary.code == "ignores_strides"
     assert "wrong when x is not contiguous" in result.primary.message
 
@@ -155,9 +143,9 @@ def test_every_code_has_a_sentence():
 
 
 def test_result_renders_for_jupyter_and_text():
-    result = check_fill_column_major(todo)
+    result = check_column_order_fill(todo)
     assert "FAIL" in result._repr_html_() and "not_implemented" in result._repr_html_()
-    assert str(result).startswith("fill_column_major: FAIL (0/7 cases)")
+    assert str(result).startswith("column_order_fill: FAIL (0/7 cases)")
 
 
 def test_guarded_output_is_poisoned_and_surrounded_by_canaries():
@@ -194,7 +182,7 @@ def test_a_wild_read_on_the_interpreter_is_stopped_not_crashed():
             x, out, m, n, 1_000_000, 1, *out.stride(), BLOCK_M=16, BLOCK_N=16
         )
 
-    result = check_strided_copy(wild, allow_course_kernels=True)
+    result = check_flip_rows(wild, allow_course_kernels=True)
     assert "out_of_bounds_read" in result.codes
     assert any("outside every tensor" in c.problem for c in result.cases)
 
@@ -203,7 +191,7 @@ def test_a_lost_gpu_context_stops_the_check_and_says_how_to_recover():
     def faulting(out):
         raise RuntimeError("CUDA error: an illegal memory access was encountered")
 
-    result = check_fill_column_major(faulting)
+    result = check_column_order_fill(faulting)
     assert result.codes == ["crashed"]
     assert "restart the kernel" in result.cases[0].problem
     assert all(c.problem == "not run: the GPU context was lost" for c in result.cases[1:])

@@ -218,7 +218,7 @@ def _accesses() -> Figure:
 
 def _accesses_1d(n: int, block: int, lesson: int) -> Callable[[], Figure]:
     """The check's picture of 1-D tensors: lesson 0's vector add (``x``, ``y``, ``out``,
-    ``n`` long, in blocks of ``block``, the last block's mask dropped: lanes past the end) or
+    ``n`` long, in blocks of ``block``, the last block's mask too loose: lanes past the end) or
     lesson 2's broadcast (``x`` down the rows, ``y`` along the columns)."""
 
     def draw() -> Figure:
@@ -228,8 +228,13 @@ def _accesses_1d(n: int, block: int, lesson: int) -> Callable[[], Figure]:
         from tmm_course.viz.accesses import accesses_figure
 
         if lesson == 0:
-            views = {"x": torch.randn(n), "y": torch.randn(n), "out": torch.zeros(n)}
-            launch = lambda: vector_add_kernel[(-(-n // block),)](*views.values(), n, BLOCK=block)
+            room = lambda t: t[:n]  # storage past the end, as the check's padding gives
+            views = {"x": room(torch.randn(n + block)), "y": room(torch.randn(n + block)),
+                     "out": room(torch.zeros(n + block))}  # fmt: skip
+            programs = -(-n // block)  # told the grid's length, not n: the last mask lets
+            launch = lambda: vector_add_kernel[(programs,)](
+                *views.values(), programs * block, BLOCK=block
+            )  # lanes past the end
         else:
             views = {"x": torch.randn(n), "y": torch.randn(n + 3), "out": torch.zeros(n, n + 3)}
             grid = (-(-n // block), -(-(n + 3) // block))
@@ -810,3 +815,5 @@ def test_every_tensor_of_an_access_picture_has_cells_one_can_see(drawn):
             labels = [t.get_text() for t in ax.get_yticklabels() if t.get_text()]
             width = int(ax.get_title().split(", ")[1].split(" a row")[0])
             assert all(int(label) % width == 0 for label in labels), (name, labels)
+            # lanes past the end are drawn where the next elements would be, in the rows
+            assert ax.get_xlim()[1] <= width - 0.5, (name, ax.get_title(), ax.get_xlim())

@@ -15,11 +15,11 @@ import triton
 import triton.language as tl
 
 from tmm_course.check import (
-    check_fill_column_major,
+    check_column_order_fill,
+    check_flip_rows,
     check_matmul,
     check_outer_product,
     check_scaled_matmul,
-    check_strided_copy,
     check_transpose,
     check_vector_add,
 )
@@ -144,18 +144,23 @@ def add(subtract: bool = False):
 
 
 @triton.jit
-def _fill(out_ptr, M, N, BM: tl.constexpr, BN: tl.constexpr):
+def _owners(out_ptr, M, N, BM: tl.constexpr, BN: tl.constexpr, DOWN: tl.constexpr):
     i = tl.program_id(0) * BM + tl.arange(0, BM)
     j = tl.program_id(1) * BN + tl.arange(0, BN)
-    # the value and the pointer both column-major
-    ptrs = out_ptr + i[:, None] + j[None, :] * M
-    tl.store(ptrs, (j[None, :] * M + i[:, None]).to(tl.float32),
+    if DOWN:  # a 2-D grid numbered down the columns: a correct alternative to the 1-D grid
+        number = tl.program_id(0) + tl.program_id(1) * tl.num_programs(0)
+    else:
+        number = tl.program_id(0) * tl.num_programs(1) + tl.program_id(1)
+    tl.store(out_ptr + i[:, None] * N + j[None, :], tl.zeros((BM, BN), tl.float32) + number,
              mask=(i[:, None] < M) & (j[None, :] < N))  # fmt: skip
 
 
-def fill(out):
-    m, n = out.shape
-    _fill[(triton.cdiv(m, 16), triton.cdiv(n, 16))](out, m, n, BM=16, BN=16)
+def owners(down: bool):
+    def launch(out):
+        m, n = out.shape
+        _owners[(triton.cdiv(m, 8), triton.cdiv(n, 4))](out, m, n, BM=8, BN=4, DOWN=down)
+
+    return launch
 
 
 @triton.jit
@@ -171,12 +176,15 @@ def _copy(x_ptr, out_ptr, M, N, sxm, sxn, som, son, BM: tl.constexpr, BN: tl.con
         tl.store(out_ptr + i[:, None] * som + j[None, :] * son, tile, mask=mask)
 
 
-def strided_copy(out_strides_from_x: bool = False):
+def flip(out_strides_from_x: bool = False):
+    """x read from its last row up (a view starting there, the row stride negated)."""
+
     def launch(x, out):
         m, n = x.shape
         so = x.stride() if out_strides_from_x else out.stride()
-        _copy[(triton.cdiv(m, 16), triton.cdiv(n, 16))](x, out, m, n, *x.stride(), *so,
-                                                       BM=16, BN=16, TRANS=False)  # fmt: skip
+        _copy[(triton.cdiv(m, 16), triton.cdiv(n, 16))](x[m - 1 :], out, m, n, -x.stride(0),
+                                                       x.stride(1), *so, BM=16, BN=16,
+                                                       TRANS=False)  # fmt: skip
 
     return launch
 
@@ -198,13 +206,15 @@ FRESH = [
     (check_scaled_matmul, "C loaded without a mask", scaled(mask_c=False), "out_of_bounds_read"),
     (check_outer_product, "y read at the row index", outer(y_by_row=True), "wrong_values"),
     (check_vector_add, "x - y", add(subtract=True), "wrong_values"),
-    (check_fill_column_major, "pointer column-major too", fill, "transposed"),
-    (check_strided_copy, "out's strides taken from x", strided_copy(True), "ignores_strides"),
+    (check_column_order_fill, "2-D grid numbered along the rows", owners(False), "wrong_values"),
+    (check_flip_rows, "out's strides taken from x", flip(True), "ignores_strides"),
     (check_matmul, "correct, acc += tl.dot", matmul("plus_equals"), PASS),
     (check_matmul, "correct, 16x16x16 blocks", matmul(block=16), PASS),
     (check_scaled_matmul, "correct", scaled(), PASS),
     (check_transpose, "correct, tl.trans of the tile", transpose_with_trans, PASS),
     (check_vector_add, "correct", add(), PASS),
+    (check_column_order_fill, "correct, a 2-D grid numbered down", owners(True), PASS),
+    (check_flip_rows, "correct, x walked upwards", flip(), PASS),
 ]
 
 

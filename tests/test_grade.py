@@ -19,7 +19,7 @@ from tmm_course.exercises.spec import Exercise, generator
 from tmm_course.kernels import pitfalls
 from tmm_course.teach import exercise_rules, graded_notebook, judge, sandbox, worker
 from tmm_course.teach.grade import graded_exercises, main
-from tmm_course.teach.release import solved_notebook, student_notebook
+from tmm_course.teach.release import solved_notebook, student_notebook, typed_in
 from tmm_course.teach.safe_io import Unreadable, csv_cell, read_capped, remove_tree
 
 HOMEWORK = ROOT / "notebooks" / "05_homework_transpose.ipynb"
@@ -86,11 +86,64 @@ def verdicts(rows, submission):
     return {r["exercise"]: r["verdict"] for r in rows if r["submission"] == submission}
 
 
+# honest but unusual answers (tests/test_nbgrader.py hands nbgrader the same)
+AUTOTUNED_TRANSPOSE = """
+@triton.autotune(
+    configs=[triton.Config({"BLOCK_M": 16, "BLOCK_N": 32}),
+             triton.Config({"BLOCK_M": 32, "BLOCK_N": 16})],
+    key=["M", "N"],
+)
+@triton.jit
+def transpose_kernel(x_ptr, out_ptr, M, N, stride_xm, stride_xn, stride_om, stride_on,
+                     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+    offs_m = tl.program_id(axis=0) * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_n = tl.program_id(axis=1) * BLOCK_N + tl.arange(0, BLOCK_N)
+    mask = (offs_m[:, None] < M) & (offs_n[None, :] < N)
+    tile = tl.load(x_ptr + offs_m[:, None] * stride_xm + offs_n[None, :] * stride_xn, mask=mask)
+    tl.store(out_ptr + offs_n[None, :] * stride_om + offs_m[:, None] * stride_on, tile, mask=mask)
+
+
+def transpose(x, out):
+    M, N = x.shape
+    grid = lambda meta: (triton.cdiv(M, meta["BLOCK_M"]), triton.cdiv(N, meta["BLOCK_N"]))
+    transpose_kernel[grid](x, out, M, N, *x.stride(), *out.stride())
+"""
+SELF_TEST = """
+
+if __name__ == "__main__":  # my own test, when the cell runs
+    x = torch.arange(64 * 96, dtype=torch.float32, device=tmm_course.DEVICE).reshape(64, 96)
+    out = torch.empty(96, 64, device=tmm_course.DEVICE)
+    transpose_v1(x, out)
+    assert torch.equal(out, x.T), "my transpose is wrong"
+    print("self-test passed")
+"""
+
+
+def typed_in_answer(cell: str) -> str:
+    return typed_in(solution_cell("05_homework_transpose.ipynb", cell))
+
+
+def without_ids(notebook: dict) -> dict:
+    """``notebook`` as nbformat 4.4 writes it: no cell ids."""
+    for cell in notebook["cells"]:
+        cell.pop("id", None)
+    notebook["nbformat_minor"] = 4
+    return notebook
+
+
+def unusual() -> dict:
+    """The student copy saved as nbformat 4.4 (no cell ids), Part 1 answered with a self-test
+    under ``__main__``, Part 3 with an autotuned kernel, the others as handed out."""
+    notebook = with_exercise(student(), "transpose_v1", typed_in_answer("c05") + SELF_TEST)
+    return without_ids(with_exercise(notebook, "transpose", AUTOTUNED_TRANSPOSE))
+
+
 @pytest.fixture(scope="module")
 def homework(tmp_path_factory):
     inbox = tmp_path_factory.mktemp("homework")
     for name, notebook in (("correct.ipynb", solved()), ("untouched.ipynb", student()),
-                           ("bug.ipynb", planted_bug(solved()))):  # fmt: skip
+                           ("bug.ipynb", planted_bug(solved())),
+                           ("unusual.ipynb", unusual())):  # fmt: skip
         (inbox / name).write_text(json.dumps(notebook))
     return grade(inbox, HOMEWORK)
 
@@ -120,6 +173,23 @@ def test_honest_work_is_graded_on_its_merits(homework):
     bug = verdicts(homework, "bug.ipynb")
     assert bug["transpose"] == "fail" and bug["transpose_v2"] == bug["scaled_matmul"] == "pass"
     assert {r["isolation"] for r in homework} == {"isolated"}
+
+
+@needs_isolation
+def test_a_notebook_without_cell_ids_is_graded_cell_by_cell(homework):
+    found = verdicts(homework, "unusual.ipynb")
+    assert found["transpose_v2"] == found["scaled_matmul"] == "not_implemented"
+    assert found["transpose_v1"] == found["transpose"] == "pass"
+
+
+@needs_isolation
+def test_an_autotuned_transpose_is_graded_on_its_kernels(homework):
+    assert verdicts(homework, "unusual.ipynb")["transpose"] == "pass"
+
+
+@needs_isolation
+def test_a_self_test_under_main_in_the_cell_is_graded_on_its_kernels(homework):
+    assert verdicts(homework, "unusual.ipynb")["transpose_v1"] == "pass"
 
 
 def solution_cell(notebook: str, cell: str) -> str:

@@ -343,12 +343,12 @@ def test_a_course_kernel_with_its_local_names_changed_is_still_the_courses():
     assert "tmm_course.kernels.vector_add.vector_add_kernel" in course_kernel(record)
 
 
-def test_lesson_3s_own_solution_is_never_a_course_kernel():
+def test_the_kernel_lesson_3s_exercise_starts_from_is_never_a_course_kernel():
     """Typed in for lesson 3, or reused for lesson 5's transpose: the learner's own work."""
     from tmm_course.kernels.strides import strided_copy_kernel, swapped_strides_copy_kernel
 
     assert course_kernel(_renamed(strided_copy_kernel, {"x_ptr": "src"})) is None
-    assert course_kernel(_renamed(swapped_strides_copy_kernel, {})) is not None  # not a solution
+    assert course_kernel(_renamed(swapped_strides_copy_kernel, {})) is not None  # not printed
 
 
 def test_restore_value_puts_back_what_a_timed_launch_changed():

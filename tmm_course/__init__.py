@@ -19,6 +19,7 @@ BACKEND: str = _backend.choose(os.environ, torch.cuda.is_available)
 _backend.apply(BACKEND)
 _backend.remember(BACKEND)
 _backend.require_fresh_triton(BACKEND, sys.modules)
+_backend.autotune_by_the_clock(BACKEND)
 DEVICE: torch.device = torch.device(_backend.device_for(BACKEND))
 
 from tmm_course import environment as _environment  # noqa: E402

@@ -24,7 +24,6 @@ from tmm_course.check.exercises import (
     check_column_order_fill,
     check_descriptor_matmul,
     check_faster,
-    check_fill_column_major,
     check_five_gpus,
     check_flip_rows,
     check_grouped_tile,
@@ -32,7 +31,6 @@ from tmm_course.check.exercises import (
     check_outer_product,
     check_scaled_matmul,
     check_split_k,
-    check_strided_copy,
     check_transpose,
     check_vector_add,
 )
@@ -47,7 +45,6 @@ __all__ = [
     "check_column_order_fill",
     "check_descriptor_matmul",
     "check_faster",
-    "check_fill_column_major",
     "check_five_gpus",
     "check_fix",
     "check_flip_rows",
@@ -59,7 +56,6 @@ __all__ = [
     "check_predict_knob",
     "check_scaled_matmul",
     "check_split_k",
-    "check_strided_copy",
     "check_transpose",
     "check_vector_add",
 ]

@@ -119,6 +119,11 @@ def grid(seen: Seen) -> Cause | None:
             f"{rows - have_rows * height} have no program. Launch triton.cdiv(n, BLOCK) "
             "programs, not n // BLOCK: the last, partial block needs a program too (its mask "
             "keeps it inside)."), ("ragged_edge",))  # fmt: skip
+    # one axis of programs for rows and columns of tiles: a 1-D grid, or a 2-D one whose axis 1
+    # was rounded down to one program
+    one_axis = g[1] == g[2] == 1 and need_cols > 1 and height > 1 and width > 1
+    if one_axis and g[0] >= need_rows * need_cols:  # programs enough: mapped to tiles wrongly
+        return None
     if (have_rows, have_cols) == (need_cols, need_rows) and need_rows != need_cols:
         return Cause("unwritten", (
             f"the grid's axes are swapped: program_id({rows_axis}) walks the rows of {out} "
@@ -126,6 +131,14 @@ def grid(seen: Seen) -> Cause | None:
             f"grid gives axis {rows_axis} the column tiles' count ({have_rows}) and axis "
             f"{cols_axis} the row tiles' ({have_cols}). Launch "
             f"{_grid_text(rows_axis, 'triton.cdiv(M, BLOCK_M)', 'triton.cdiv(N, BLOCK_N)')}."
+        ), ("ragged_edge",))  # fmt: skip
+    if one_axis:
+        tiles = need_rows * need_cols
+        return Cause("unwritten", (
+            f"the grid is too small: {g[0]} program(s) for the {tiles} tiles of {height} x "
+            f"{width} that cover {out} ({need_rows} down, {need_cols} across). Round each "
+            "count up: (triton.cdiv(M, BLOCK_M), triton.cdiv(N, BLOCK_N)) on a 2-D grid, their "
+            "product on a 1-D one; M // BLOCK_M leaves the last, partial tiles without a program."
         ), ("ragged_edge",))  # fmt: skip
     short = []
     if have_rows < need_rows:
@@ -176,6 +189,19 @@ def _edge(stray: Stray) -> tuple[str, str] | None:
     return None
 
 
+def _tiles_divide(seen: Seen) -> bool:
+    """Whether the output is a whole number of its programs' tiles on each axis, more than one
+    on some axis (the tallest and widest tile stored are the block): no lane of a right kernel
+    leaves a tensor there, mask or none."""
+    if len(seen.launches) != 1 or not seen.launches[0][1] or len(seen.shape) != 2:
+        return False
+    boxes = seen.launches[0][1].values()
+    height = max(b[1] - b[0] + 1 for b in boxes)
+    width = max(b[3] - b[2] + 1 for b in boxes)
+    rows, cols = seen.shape[0], seen.shape[1]
+    return rows % height == 0 and cols % width == 0 and (rows > height or cols > width)
+
+
 def stray(seen: Seen, strided: bool = False) -> Cause | None:
     """Lanes that left their view past an edge: a load whose mask is missing (every store in
     bounds: ``out_of_bounds_read``, ahead of what the ragged shapes also show) or a store whose
@@ -186,6 +212,16 @@ def stray(seen: Seen, strided: bool = False) -> Cause | None:
         return None
     stores = [s for s in seen.strays if s.kind == "store"]
     loads = [s for s in seen.strays if s.kind == "load"]
+    first = (stores or loads)[:1]  # a tensor of the output's shape: no K a block may overrun
+    same = first and tuple(first[0].shape) == tuple(seen.shape)
+    if same and _tiles_divide(seen) and (edge := _edge(first[0])):
+        verb = "tl.store into" if stores else "tl.load of"
+        code = "out_of_bounds_write" if stores else "out_of_bounds_read"
+        return Cause(code, (
+            f"the {verb} {first[0].tensor} went outside it, first at {edge[0]}, on a shape its "
+            f"tiles divide exactly, where no lane of a right kernel leaves {first[0].tensor}: an "
+            "index runs past the edge (the last row is M - 1, the last column N - 1), not a "
+            "mask. Check what each lane computes for its row and column."))  # fmt: skip
     if stores:
         edge = _edge(stores[0])
         if edge is None:

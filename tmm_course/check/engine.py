@@ -135,10 +135,14 @@ def _first_line(error: BaseException) -> str:
 
 
 def where(cell: tuple[int, int] | None, shape: tuple[int, ...]) -> str:
-    """'row 33, column 0 (below the last row)' for a cell just outside a view."""
+    """'row 33, column 0 (below the last row)' for a cell just outside a view; 'element 7
+    (past the end)' for one of a 1-D view."""
     if cell is None:
         return "an address between its cells"
     row, col = cell
+    if len(shape) == 1:
+        side = " (past the end)" if col >= shape[0] else " (before the first)" if col < 0 else ""
+        return f"element {col}{side}"
     rows, cols = shape[0], shape[1] if len(shape) > 1 else 1
     side = []
     if row < 0:

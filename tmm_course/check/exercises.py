@@ -26,7 +26,6 @@ from tmm_course.exercises import (
     column_order_fill,
     descriptor_matmul,
     faster,
-    fill_column_major,
     five_gpus,
     flip_rows,
     grouped_tile,
@@ -34,7 +33,6 @@ from tmm_course.exercises import (
     outer_product,
     scaled_matmul,
     split_k,
-    strided_copy,
     transpose,
     vector_add,
 )
@@ -47,7 +45,6 @@ __all__ = [
     "check_column_order_fill",
     "check_descriptor_matmul",
     "check_faster",
-    "check_fill_column_major",
     "check_five_gpus",
     "check_flip_rows",
     "check_grouped_tile",
@@ -55,7 +52,6 @@ __all__ = [
     "check_outer_product",
     "check_scaled_matmul",
     "check_split_k",
-    "check_strided_copy",
     "check_transpose",
     "check_vector_add",
     "labelled_case",
@@ -78,13 +74,6 @@ def check_vector_add(
     return run_exercise(vector_add.EXERCISE, fn, allow_course_kernels=allow_course_kernels)
 
 
-def check_fill_column_major(
-    fn: Callable[[torch.Tensor], object], *, allow_course_kernels: bool = False
-) -> CheckResult:
-    """Lesson 1: ``fn(out)`` must set ``out[i, j] = j * M + i`` (the column-major index)."""
-    return run_exercise(fill_column_major.EXERCISE, fn, allow_course_kernels=allow_course_kernels)
-
-
 def check_column_order_fill(
     fn: Callable[[torch.Tensor], object], *, allow_course_kernels: bool = False
 ) -> CheckResult:
@@ -100,13 +89,6 @@ def check_outer_product(
 ) -> CheckResult:
     """Lesson 2: ``fn(x, y, out)`` must set ``out[i, j] = x[i] * y[j]`` by broadcasting."""
     return run_exercise(outer_product.EXERCISE, fn, allow_course_kernels=allow_course_kernels)
-
-
-def check_strided_copy(
-    fn: Callable[[torch.Tensor, torch.Tensor], object], *, allow_course_kernels: bool = False
-) -> CheckResult:
-    """Lesson 3: ``fn(x, out)`` must copy ``x`` into ``out`` for any strides of either."""
-    return run_exercise(strided_copy.EXERCISE, fn, allow_course_kernels=allow_course_kernels)
 
 
 def check_flip_rows(

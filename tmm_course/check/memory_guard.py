@@ -100,8 +100,8 @@ class Region:
 
     def cell(self, element: int) -> tuple[int, int] | None:
         """(row, column) of a storage element in a 2-D view's coordinates, also just outside
-        the view (None if the view's strides do not say where); a 1-D view is one row, as
-        its picture draws it: (0, element)."""
+        the view (None if the view's strides do not say where); a 1-D view is one row:
+        (0, element), which its picture wraps into rows."""
         if self.view is None or self.view.dim() not in (1, 2):
             return None
         offset = element - self.view.storage_offset()

@@ -15,7 +15,6 @@ from tmm_course.exercises import (
     column_order_fill,
     descriptor_matmul,
     faster,
-    fill_column_major,
     five_gpus,
     fixes,
     flip_rows,
@@ -27,7 +26,6 @@ from tmm_course.exercises import (
     predict_knob,
     scaled_matmul,
     split_k,
-    strided_copy,
     transpose,
     vector_add,
 )
@@ -35,10 +33,8 @@ from tmm_course.exercises.spec import Exercise
 
 EXERCISES: list[Exercise] = [
     vector_add.EXERCISE,
-    fill_column_major.EXERCISE,
     column_order_fill.EXERCISE,
     outer_product.EXERCISE,
-    strided_copy.EXERCISE,
     flip_rows.EXERCISE,
     matmul.EXERCISE,
     linear_relu.EXERCISE,

@@ -37,6 +37,12 @@ TILES_TURNED = (
     "the tiles are 4 rows by 8 columns; the picture's are 8 rows (BLOCK_M = 8) by 4 columns "
     "(BLOCK_N = 4)."
 )
+UNSTORED = (
+    "cells were never stored: launch one program per 8 x 4 tile, triton.cdiv(M, 8) * "
+    "triton.cdiv(N, 4) of them on a 1-D grid, and let each find its tile from its one "
+    "program_id (program_id(1) is 0 on a 1-D grid): pid_m = pid % grid_m, pid_n = pid // grid_m, "
+    "with grid_m = tl.cdiv(M, 8)."
+)
 ONE_AXIS = (
     "each cell holds its row of tiles, pid_m, not the program's number: a program's number is "
     "its 1-D program_id, pid = pid_m + pid_n * grid_m; store pid in every cell of its tile."
@@ -109,5 +115,6 @@ EXERCISE = Exercise(
     tensors=("out",),
     cases=cases,
     cells=Cells("01_tile_fill", "o01", "o02", "o03"),
-    messages={"ragged_edge": STORE_MASK},
+    messages={"ragged_edge": STORE_MASK, "unwritten": UNSTORED},
+    solution_kernels=("tmm_course.kernels.tile_fill.fill_owner_kernel",),  # the page's owners
 )

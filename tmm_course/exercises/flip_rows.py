@@ -38,8 +38,13 @@ BOTH_FLIPPED = (
     "index is, M - 1 - offs_m; offs_n stays as it is."
 )
 PAIRED_WRONG = (
-    "out holds a transpose of the answer: a stride is paired with the wrong index. Pair the "
-    "row index with stride 0 and the column index with stride 1, for x and for out."
+    "out holds a transpose of the answer: out's strides are paired with the wrong indices. "
+    "Store at offs_m[:, None] * stride_om + offs_n[None, :] * stride_on."
+)
+LOAD_PAIRED_WRONG = (
+    "out holds x turned a quarter circle (x's transpose, upside down): x's strides are paired "
+    "with the wrong indices. Load x at (M - 1 - offs_m)[:, None] * stride_xm + "
+    "offs_n[None, :] * stride_xn: the row index with stride 0, the column index with stride 1."
 )
 
 
@@ -56,6 +61,7 @@ def case(m: int, n: int, layout: str, row_gap: int, gen: torch.Generator) -> Cas
             mistakes.append(Mistake("wrong_values", x64.flip(0).flip(1), BOTH_FLIPPED))
     if layout == "contiguous" and not row_gap and m == n > 1:
         mistakes.append(Mistake("transposed", x64.flip(0).t(), PAIRED_WRONG))
+        mistakes.append(Mistake("transposed", x64.t().flip(0), LOAD_PAIRED_WRONG))
     return Case(
         label((m, n), "output with padded rows" if row_gap else layout),
         (m, n),
@@ -84,4 +90,5 @@ EXERCISE = Exercise(
     cases=cases,
     cells=Cells("03_strides", "g01", "g02", "g03"),
     messages={"ragged_edge": MASKS},
+    solution_kernels=("tmm_course.kernels.strides.strided_copy_kernel",),  # the page's copy
 )

@@ -6,7 +6,6 @@ from functools import partial
 
 import torch
 
-from tmm_course.exercises.fill_column_major import SHAPES
 from tmm_course.exercises.spec import (
     Case,
     Cells,
@@ -20,6 +19,7 @@ from tmm_course.exercises.spec import (
 )
 from tmm_course.numerics import allowed
 
+SHAPES = [(64, 64), (64, 128), (1, 1), (5, 7), (33, 17), (70, 3), (3, 70)]  # aligned, ragged
 SWAPPED = (
     "out[i, j] holds x[j] * y[i]: x was loaded along the columns and y along the rows. Load x "
     "at offs_m and y at offs_n, then x[:, None] * y[None, :]."

@@ -150,9 +150,9 @@ class Exercise:
     requires: Requirement | None = None
     # what they compile to on a problem too large to run here (lesson 8: split-K's figures)
     at_scale: AtScale | None = None
-    # course kernels (module.name) that are this exercise's own solution, as the lesson prints
-    # it: a learner's copy of one, its names changed or not, is the exercise done, and reused
-    # in a later exercise their own work, not course_kernel (launching the course's own is)
+    # course kernels (module.name) a lesson prints for this exercise to start from: a learner's
+    # copy of one, its names changed or not, here or reused in a later exercise, is judged by
+    # what it stores, not called course_kernel (launching the course's own still is)
     solution_kernels: tuple[str, ...] = ()
     # whether a copy of an input in another dtype, made on the host, is still that input (kept
     # at replay); False where the dtype is the exercise (lesson 10: float8 reaches the kernel)

@@ -43,7 +43,8 @@ EXERCISE = Exercise(
     messages={
         "ragged_edge": "launch triton.cdiv(n, BLOCK) programs, not n // BLOCK, and keep the "
         "kernel's mask: the last program covers the leftover elements.",
-        "unwritten": "launch triton.cdiv(n, BLOCK) programs: n // BLOCK leaves the last, "
-        "partial block without a program.",
+        "unwritten": "elements of out were never stored: hand the kernel out itself (not a "
+        "tensor of your own), and launch triton.cdiv(n, BLOCK) programs (n // BLOCK leaves the "
+        "last, partial block without a program).",
     },
 )

@@ -71,11 +71,17 @@ def exercise_sources(
 ) -> dict[str, str | SourceError | None]:
     """Each exercise's source in the submission, found by its cell id: None when no cell has
     the id; a :class:`SourceError` when two or more cells have it or it is not a code cell (a
-    grader must not choose between them)."""
+    grader must not choose between them). A notebook whose cells have no ids (nbformat 4.4
+    and older) has each exercise cell where the course put it: the code cell right before its
+    check cell (:func:`_before_check`)."""
     cells = [c for c in submission.get("cells", []) if isinstance(c, dict)]
     found: dict[str, str | SourceError | None] = {}
+    ids = any("id" in c for c in cells)
     for exercise in exercises:
-        matching = [c for c in cells if c.get("id") == exercise.cell_id]
+        matching = (
+            [c for c in cells if c.get("id") == exercise.cell_id] if ids
+            else _before_check(cells, exercise)
+        )  # fmt: skip
         if not matching:
             found[exercise.name] = None
         elif len(matching) > 1:
@@ -91,6 +97,18 @@ def exercise_sources(
                 else str(source)
             )  # fmt: skip
     return found
+
+
+def _before_check(cells: list[dict], exercise: Exercise) -> list[dict]:
+    """The code cell right before the cell whose source is ``exercise``'s check (as the course
+    hands it out), or none."""
+    for index, cell in enumerate(cells):
+        source = cell.get("source", "")
+        text = "".join(source) if isinstance(source, list) else str(source)
+        if text.strip() == exercise.check_source and cell.get("cell_type") == "code":
+            code = [c for c in cells[:index] if c.get("cell_type") == "code"]
+            return code[-1:]
+    return []
 
 
 def untouched(reference: dict, exercise: Exercise, source: str) -> bool:

@@ -12,9 +12,10 @@ code cell is locked read-only, so autograde restores it from the source.
 The score is the course's grader's, not the test cell's: in a course folder
 (``course/source/ASSIGNMENT/NAME.ipynb``) the export also copies the course notebook to
 ``course/references/`` (outside ``source/``, so never released) and, unless there is one, writes
-``course/nbgrader_config.py``, which runs :class:`~tmm_course.teach.nbgrader_grade.CourseGrader`
-after nbgrader's ``Execute``: each test cell's score is the grader's verdict on the exercise,
-decided outside the student's kernel (a cell that redefines the checks changes nothing).
+``course/nbgrader_config.py`` (:data:`CONFIG`, the file the repository's ``course/`` ships),
+which runs :class:`~tmm_course.teach.nbgrader_grade.CourseGrader` after nbgrader's
+``Execute``: each test cell's score is the grader's verdict on the exercise, decided outside
+the student's kernel (a cell that redefines the checks changes nothing).
 """
 
 from __future__ import annotations
@@ -32,24 +33,16 @@ from tmm_course.teach.release import is_solution, typed_in
 
 SCHEMA = 3
 BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
+TEST_CELL = "check_"  # a locked test cell's grade_id: check_NAME grades exercise NAME
+SOLUTION = "_solution"  # a solution cell's grade_id: NAME_solution answers exercise NAME
 CONFIG = '''"""nbgrader for the tmm-course homework: each test cell is scored by the course's
-grader (tmm_course.teach.nbgrader_grade), outside the student's kernel."""
+grader, outside the student's kernel (tmm_course.teach.nbgrader_grade.configure says how)."""
 
-from nbconvert.preprocessors import ClearMetadataPreprocessor
-from nbgrader.preprocessors import (
-    AssignLatePenalties, CheckCellMetadata, Execute, IgnorePattern, LimitOutput, SaveAutoGrades,
-)
+import os
 
-from tmm_course.teach.nbgrader_grade import CourseGrader
+from tmm_course.teach.nbgrader_grade import configure
 
-c = get_config()  # noqa: F821 - nbgrader's
-c.CourseDirectory.root = __import__("os").path.dirname(__file__)
-# after Execute: the course's grader replays the submission's kernels and scores the test cells
-c.Autograde.autograde_preprocessors = [
-    Execute, CourseGrader, IgnorePattern, ClearMetadataPreprocessor, LimitOutput,
-    SaveAutoGrades, AssignLatePenalties, CheckCellMetadata,
-]
-c.CourseGrader.references = "references"  # the course notebooks, never released
+configure(get_config(), os.path.dirname(os.path.abspath(__file__)))  # noqa: F821 - nbgrader's
 '''
 
 
@@ -74,8 +67,9 @@ def _body(lines: list[str], fn: ast.FunctionDef) -> tuple[int, int]:
 
 def skeleton(exercise: str, solution: str) -> str:
     """The exercise cell's code with each function's body replaced by the solution's body
-    between nbgrader's markers (the hint comments of its body kept above them); whatever else
-    the solution defines follows in markers of its own."""
+    between nbgrader's markers (the statements the body hands out and the solution's starts
+    with, then the hint comments of its body, kept above them); whatever else the solution
+    defines follows in markers of its own."""
     stub, answer = exercise.splitlines(), solution.splitlines()
     mine = {n.name: n for n in ast.parse(solution).body if isinstance(n, ast.FunctionDef)}
     out, at, used = [], 0, set()
@@ -85,10 +79,27 @@ def skeleton(exercise: str, solution: str) -> str:
         start, end = _body(stub, fn)
         first = stub[start:end]
         indent = next((ln[: len(ln) - len(ln.lstrip())] for ln in first if ln.strip()), "    ")
-        hints = [ln for ln in first if ln.strip().startswith("#")]
+        # the hints: the body's comments, and those after its stub (pass  # your code: ...)
+        hints = [
+            ln if ln.strip().startswith("#") else indent + ln[ln.index("#") :]
+            for ln in first
+            if ln.strip().startswith("#") or (_stub(ln) and "#" in ln)
+        ]
         there = _body(answer, mine[fn.name])
-        out += [*stub[at:start], *hints, indent + BEGIN, *answer[there[0] : there[1]], indent + END]
-        at, used = end, used | {fn.name}
+        given, code = [_code(stub, start, end), _code(answer, *there)]
+        kept = 0  # the stub's first statements (M, N = x.shape) stay outside, as handed out
+        while (
+            kept < min(len(given), len(code))
+            and answer[code[kept]].strip() == stub[given[kept]].strip()
+        ):
+            kept += 1
+        used.add(fn.name)
+        if kept == len(code):  # the body is handed out whole (lesson 6's kernel)
+            continue
+        outside = [answer[i] for i in code[:kept]]
+        inside = [answer[i] for i in range(*there) if i not in code[:kept]]
+        out += [*stub[at:start], *outside, *hints, indent + BEGIN, *inside, indent + END]
+        at = end
     out += stub[at:]
     rest = [n for n in ast.parse(solution).body
             if not (isinstance(n, ast.FunctionDef) and n.name in used)]  # fmt: skip
@@ -96,6 +107,18 @@ def skeleton(exercise: str, solution: str) -> str:
         extra = [ln for n in rest for ln in answer[_first_line(n) : n.end_lineno]]
         out += ["", BEGIN, *extra, END]
     return "\n".join(out).rstrip() + "\n"
+
+
+def _stub(line: str) -> bool:
+    """Whether ``line`` is a stub statement, the one an exercise's body holds until solved."""
+    return line.split("#")[0].strip() in ("pass", "raise NotImplementedError")
+
+
+def _code(lines: list[str], start: int, end: int) -> list[int]:
+    """The indices of the lines from ``start`` to ``end`` that are code, not comments."""
+    return [
+        i for i in range(start, end) if lines[i].strip() and not lines[i].strip().startswith("#")
+    ]
 
 
 def _first_line(node: ast.stmt) -> int:
@@ -121,7 +144,9 @@ def source_notebook(course: dict) -> dict:
             solution = typed_in("".join(course["cells"][index + 1]["source"]))
             cell["source"] = skeleton("".join(cell["source"]), solution)
             name = by_cell[cell["id"]].name
-            cell["metadata"]["nbgrader"] = _metadata(f"{name}_solution", solution=True, grade=False)
+            cell["metadata"]["nbgrader"] = _metadata(
+                f"{name}{SOLUTION}", solution=True, grade=False
+            )
         elif check in exercises:
             call = "".join(cell["source"]).strip()
             cell["source"] = (
@@ -131,7 +156,7 @@ def source_notebook(course: dict) -> dict:
                 "assert result.passed, result.primary.message if result.primary else 'failed'\n"
             )
             cell["metadata"]["nbgrader"] = _metadata(
-                f"check_{check}", solution=False, grade=True, points=1
+                f"{TEST_CELL}{check}", solution=False, grade=True, points=1
             )
         elif cell["cell_type"] == "code":  # read-only: autograde restores it from the source
             cell["metadata"]["nbgrader"] = _metadata(

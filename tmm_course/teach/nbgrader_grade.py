@@ -11,7 +11,9 @@ inputs it owns (:mod:`.clients`), then replaces each test cell's outputs with th
 (an error for anything but ``pass``, which nbgrader scores 0). What the kernel printed in a test
 cell is the student's feedback; it never reaches the score.
 
-The ``nbgrader_config.py`` that :mod:`.nbgrader_export` writes puts it in the pipeline::
+The ``nbgrader_config.py`` the repository's ``course/`` ships (and :mod:`.nbgrader_export`
+writes into a course folder that has none) calls :func:`configure`, which puts it in the
+pipeline::
 
     c.Autograde.autograde_preprocessors = [Execute, CourseGrader, IgnorePattern, ...]
     c.CourseGrader.references = "references"  # the course notebooks, outside source/
@@ -29,8 +31,29 @@ from traitlets import Bool, Float, Unicode
 
 from tmm_course.exercises import BY_NAME
 from tmm_course.teach import grade, graded_notebook, sandbox
+from tmm_course.teach.nbgrader_export import SOLUTION, TEST_CELL
 
-TEST_CELL = "check_"  # a locked test cell's grade_id: check_NAME grades exercise NAME
+
+def configure(c, root: str) -> None:
+    """nbgrader's config ``c`` for the course folder ``root``: autograde scores the test cells
+    by the course's grader after ``Execute`` runs the submission (nbgrader's own preprocessors
+    otherwise, in nbgrader's order)."""
+    from nbconvert.preprocessors import ClearMetadataPreprocessor
+    from nbgrader.preprocessors import (
+        AssignLatePenalties,
+        CheckCellMetadata,
+        Execute,
+        IgnorePattern,
+        LimitOutput,
+        SaveAutoGrades,
+    )
+
+    c.CourseDirectory.root = root
+    c.Autograde.autograde_preprocessors = [
+        Execute, CourseGrader, IgnorePattern, ClearMetadataPreprocessor, LimitOutput,
+        SaveAutoGrades, AssignLatePenalties, CheckCellMetadata,
+    ]  # fmt: skip
+    c.CourseGrader.references = "references"  # the course notebooks, never released
 
 
 class CourseGrader(Preprocessor):
@@ -69,7 +92,12 @@ class CourseGrader(Preprocessor):
         isolated = sandbox.problem() is None
         limits = sandbox.Limits(self.timeout, 6 * 2**30)
         with tempfile.TemporaryDirectory(prefix="tmm-nbgrader-") as inbox:
-            (Path(inbox) / "submission.ipynb").write_text(json.dumps(nb), encoding="utf-8")
+            submission = json.loads(json.dumps(nb))
+            for cell in submission["cells"]:  # found by nbgrader's grade_id, ids or not
+                exercise = BY_NAME.get(_exercise_of(cell))
+                if exercise is not None and exercise.cells is not None:
+                    cell["id"] = exercise.cells.exercise
+            (Path(inbox) / "submission.ipynb").write_text(json.dumps(submission), encoding="utf-8")
             for notebook in sorted(notebooks):
                 reference = graded_notebook.read_reference(
                     Path(self.references) / f"{notebook}.ipynb"
@@ -81,13 +109,21 @@ class CourseGrader(Preprocessor):
         return rows
 
 
+def _exercise_of(cell: dict) -> str:
+    """The exercise an nbgrader solution cell answers (its grade_id NAME_solution), or ""."""
+    meta = cell.get("metadata", {}).get("nbgrader", {})
+    grade_id = meta.get("grade_id", "")
+    answers = meta.get("solution") and grade_id.endswith(SOLUTION)
+    return grade_id.removesuffix(SOLUTION) if answers else ""
+
+
 def _as_released(nb, name: str) -> bool:
     """Whether exercise ``name``'s answer cell is as nbgrader released it (its checksum)."""
     from nbgrader.utils import compute_checksum
 
     for cell in nb.cells:
         meta = cell.get("metadata", {}).get("nbgrader", {})
-        if meta.get("grade_id") == f"{name}_solution" and "checksum" in meta:
+        if meta.get("grade_id") == f"{name}{SOLUTION}" and "checksum" in meta:
             return meta["checksum"] == compute_checksum(cell)
     return False
 

@@ -3,7 +3,8 @@ and store lane (:class:`~tmm_course.check.memory_guard.Trace`): each input's cel
 the program that loaded them, the output's by the program that stored them, cells never
 written hatched, and lanes that fell outside a view marked in red. A 1-D tensor is drawn in
 rows, as text wraps (element ``i`` at row ``i // width``, column ``i % width``), so that a
-thousand elements make cells one can see, not a strip a pixel high."""
+thousand elements make cells one can see, not a strip a pixel high; a lane past its end is
+marked where the element it reached would be, after the last one."""
 
 from __future__ import annotations
 
@@ -54,7 +55,8 @@ def access_maps(trace: Trace) -> dict[str, dict]:
                 continue
             program = programs.setdefault(access.program, len(programs))
             owner[access.cells] = program
-            strays += access.strays
+            # a 1-D view's lanes come as (0, element): drawn where that element would wrap to
+            strays += [divmod(c, width) for _, c in access.strays] if width else access.strays
             lanes_outside += access.stray_lanes
         maps[name] = {
             "shape": shape,
