@@ -604,7 +604,7 @@ def transpose_through_permuted_copy(x, out):
     m, n = x.shape
     copy_kernel[(triton.cdiv(n, 16), triton.cdiv(m, 16))](
         y, out, n, m, m, 1, *out.stride(), BM=16, BN=16, TRANSPOSE=False, LOAD_MASK=True,
-        STORE_MASK=True, SWAP_X=False, SWAPPED_STORE_MASK=False,
+        STORE_MASK=True, SWAP_X=False, SWAPPED_STORE_MASK=False, FLIP=False,
     )  # fmt: skip
 
 
