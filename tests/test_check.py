@@ -32,7 +32,7 @@ def todo(*args):
 def test_correct_fill_passes():
     result = check_column_order_fill(owners())
     assert result.passed and result.codes == []
-    assert len(result.cases) == 7
+    assert len(result.cases) == 8
 
 
 def test_untouched_exercise_is_not_implemented():
@@ -147,7 +147,7 @@ def test_every_code_has_a_sentence():
 def test_result_renders_for_jupyter_and_text():
     result = check_column_order_fill(todo)
     assert "FAIL" in result._repr_html_() and "not_implemented" in result._repr_html_()
-    assert str(result).startswith("column_order_fill: FAIL (0/7 cases)")
+    assert str(result).startswith("column_order_fill: FAIL (0/8 cases)")
 
 
 def test_guarded_output_is_poisoned_and_surrounded_by_canaries():
