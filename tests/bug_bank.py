@@ -26,6 +26,7 @@ from tmm_course.check import (
     check_flip_rows,
     check_grouped_tile,
     check_matmul,
+    check_matmul_bt,
     check_outer_product,
     check_scaled_matmul,
     check_transpose,
@@ -54,6 +55,7 @@ CHECKS = {
     "transpose_part1": lambda fn: check_transpose(fn, strided=False, ragged=False),
     "linear_relu": check_linear_relu,
     "matmul": check_matmul,
+    "matmul_bt": check_matmul_bt,
     "scaled_matmul": check_scaled_matmul,
     "grouped_tile": check_grouped_tile,
     "descriptor_matmul": check_descriptor_matmul,
@@ -486,6 +488,16 @@ def mm(block=(32, 32, 32), floor=False, c_strides=None, scratch=False, contiguou
             c.copy_(target)
 
     return launch
+
+
+def bt(launch):
+    """Lesson 4's exercise, ``a @ b.T`` with ``b`` N x K, through a lesson-4 launcher handed
+    ``b.t()``: a view whose strides ``mm`` reads as B's (no copy)."""
+
+    def launch_bt(a, b, c):
+        launch(a, b.t(), c)
+
+    return launch_bt
 
 
 # a plain lesson-4 kernel, for the loops a GPU compiler refuses or that never end
@@ -984,6 +996,24 @@ BANK = [
     Entry("scaled_matmul", "alpha and beta swapped", scaled(swap_alpha_beta=True), "wrong_values"),
     Entry("scaled_matmul", "alpha applied to beta * C", scaled(alpha_on_c=True), "wrong_values"),
     Entry("scaled_matmul", "K loop of K // BLOCK_K trips", scaled(short_loop=True), "ragged_edge"),
+    Entry("matmul_bt", "correct, B = b^T as a view", bt(mm()), PASS),
+    Entry("matmul_bt", "correct, 64x64x32", bt(mm(block=(64, 64, 32))), PASS),
+    Entry("matmul_bt", "b read as K x N", bt(mm(swap_b=True)), "transposed"),
+    Entry("matmul_bt", "a_ptrs strides swapped", bt(mm(swap_a=True)), "transposed"),
+    Entry("matmul_bt", "C stored transposed", bt(mm(swap_c=True)), "transposed"),
+    Entry("matmul_bt", "no K mask", bt(mm(k_mask=False)), "out_of_bounds_read"),
+    Entry("matmul_bt", "float16 accumulator", bt(mm(acc16=True)), "precision"),
+    Entry(
+        "matmul_bt", "acc = tl.dot(a, b): the sum restarts", bt(mm(keep_acc=False)), "wrong_values"
+    ),
+    Entry("matmul_bt", "K loop of K // BLOCK_K trips", bt(mm(short_loop=True)), "ragged_edge"),
+    Entry(
+        "matmul_bt",
+        "pointers advanced without the stride",
+        bt(mm(no_k_stride=True)),
+        "ignores_strides",
+    ),
+    Entry("matmul_bt", "the course's own matmul on b.T", bt(course_matmul), "course_kernel"),
     Entry("linear_relu", "correct", linear(), PASS),
     Entry("linear_relu", "correct, 64x64x32 blocks", linear(block=(64, 64, 32)), PASS),
     Entry("linear_relu", "w read as K x N", linear(w_as_kn=True), "transposed"),

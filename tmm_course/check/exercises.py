@@ -31,6 +31,7 @@ from tmm_course.exercises import (
     flip_rows,
     grouped_tile,
     matmul,
+    matmul_bt,
     outer_product,
     scaled_matmul,
     split_k,
@@ -50,6 +51,7 @@ __all__ = [
     "check_flip_rows",
     "check_grouped_tile",
     "check_matmul",
+    "check_matmul_bt",
     "check_outer_product",
     "check_scaled_matmul",
     "check_split_k",
@@ -125,10 +127,20 @@ def check_matmul(
     *,
     allow_course_kernels: bool = False,
 ) -> CheckResult:
-    """Lesson 4: ``fn(a, b, c)`` must store ``a @ b`` into ``c`` (float16; the last case also
-    float32), for any shapes and strides, with a float32 accumulator. ``allow_course_kernels``
+    """Lesson 4's product, judged in lessons 8 and 9: ``fn(a, b, c)`` must store ``a @ b`` into
+    ``c`` (float16; the last case also float32), for any shapes and strides, with a float32
+    accumulator. ``allow_course_kernels``
     accepts the course's own kernels (lesson 9 checks its broken ones)."""
     return run_exercise(matmul.EXERCISE, fn, allow_course_kernels=allow_course_kernels)
+
+
+def check_matmul_bt(
+    fn: Callable[[torch.Tensor, torch.Tensor, torch.Tensor], object],
+) -> CheckResult:
+    """Lesson 4: ``fn(a, b, c)`` must store ``a @ b.T`` into ``c``, ``b`` N x K as a linear
+    layer stores its weight (float16; the last case also float32), for any shapes and strides,
+    with a float32 accumulator."""
+    return run_exercise(matmul_bt.EXERCISE, fn)
 
 
 def check_scaled_matmul(
