@@ -103,7 +103,7 @@ PROMISES = [
       "acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float16)",
       "acc = tl.dot(a, b, acc)", "acc += tl.dot(a, b, out_dtype=tl.float16)"),
      "my_matmul_bt", check.check_matmul_bt, ["precision"]),
-    ("04_tiled_matmul.ipynb", "pass `K, 1` instead of `A`'s\nstrides (`ignores_strides`)",
+    ("04_tiled_matmul.ipynb", "pass `K, 1`\ninstead of `A`'s strides (`ignores_strides`)",
      ("a.stride(0), a.stride(1)", "K, 1"), "my_matmul_bt", check.check_matmul_bt,
      ["ignores_strides"]),
 ]  # fmt: skip
