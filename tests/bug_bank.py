@@ -362,6 +362,7 @@ def mm_kernel(
     NO_K_STRIDE: tl.constexpr,
     WHOLE_SLABS: tl.constexpr,
     ALPHA_ON_C: tl.constexpr,
+    C_TERM_SLIP: tl.constexpr,  # 1: alpha * (acc + beta * C), 2: beta * (alpha * acc + C), 3: + C
 ):
     offs_m = tl.program_id(0) * BM + tl.arange(0, BM)
     offs_n = tl.program_id(1) * BN + tl.arange(0, BN)
@@ -423,6 +424,14 @@ def mm_kernel(
                 result += beta * tl.load(c_ptrs, mask=mask, other=0.0).to(tl.float32)
             elif ALPHA_ON_C and beta != 0:
                 result += alpha * beta * tl.load(c_ptrs, mask=mask, other=0.0).to(tl.float32)
+        if C_TERM_SLIP != 0 and beta != 0:
+            old = tl.load(c_ptrs, mask=mask, other=0.0).to(tl.float32)
+            if C_TERM_SLIP == 1:
+                result = alpha * (acc.to(tl.float32) + beta * old)
+            elif C_TERM_SLIP == 2:
+                result = beta * (alpha * acc.to(tl.float32) + old)
+            else:
+                result = alpha * acc.to(tl.float32) + old
     if STORE_MASK:
         tl.store(c_ptrs, result.to(c_ptr.dtype.element_ty), mask=mask)
     else:
@@ -448,18 +457,24 @@ MM_FLAGS = dict(
     NO_K_STRIDE=False,
     WHOLE_SLABS=False,
     ALPHA_ON_C=False,
+    C_TERM_SLIP=0,
 )
 
 
-def mm(block=(32, 32, 32), floor=False, c_strides=None, scratch=False, contiguous=False, **bugs):
+def in_place_copy(x: torch.Tensor) -> torch.Tensor:
+    """A copy of ``x`` in ``x``'s own layout (strides, gaps and all): still ``x``."""
+    return torch.empty_strided(x.shape, x.stride(), dtype=x.dtype, device=x.device).copy_(x)
+
+
+def mm(block=(32, 32, 32), floor=False, c_strides=None, scratch=False, copies=None, **bugs):
     flags = {**MM_FLAGS, **{k.upper(): v for k, v in bugs.items()}}
     bm, bn, bk = block
 
     def launch(a, b, c, alpha=1.0, beta=0.0):
         m, k = a.shape
         n = b.shape[1]
-        if contiguous:
-            a, b = a.contiguous(), b.contiguous()
+        if copies is not None:
+            a, b = copies(a), copies(b)
         target = torch.empty(m, n, device=c.device, dtype=torch.float32) if scratch else c
         sc = c_strides(c) if c_strides else target.stride()
         grid = (
@@ -614,6 +629,16 @@ def course_matmul_and_decoy(a, b, c):
 def course_matmul_and_epilogue(a, b, c):
     matmul(a, b, out=c)
     _move(c.clone(), c)
+
+
+def transpose_through_permuted_copy(x, out):
+    """x rearranged on the host so that its memory holds x.T, then copied flat by a kernel."""
+    y = x.t().contiguous().t()  # x's shape and values; x.T's memory
+    m, n = x.shape
+    copy_kernel[(triton.cdiv(n, 16), triton.cdiv(m, 16))](
+        y, out, n, m, m, 1, *out.stride(), BM=16, BN=16, TRANSPOSE=False, LOAD_MASK=True,
+        STORE_MASK=True, SWAP_X=False, SWAPPED_STORE_MASK=False, FLIP=False,
+    )  # fmt: skip
 
 
 def transpose_through_contiguous(x, out):
@@ -921,6 +946,12 @@ BANK = [
     ),
     Entry("transpose", "x.contiguous() on the host", transpose_through_contiguous, "host_copy"),
     Entry(
+        "transpose",
+        "x.t().contiguous().t() copied flat",
+        transpose_through_permuted_copy,
+        "host_copy",
+    ),
+    Entry(
         "transpose", "load reads x column-major", copy(transpose=True, swap_x=True), "transposed"
     ),
     Entry(
@@ -942,7 +973,13 @@ BANK = [
     Entry("matmul", "correct, 64x64x32", mm(block=(64, 64, 32)), PASS),
     Entry("matmul", "correct, 8x8x16", mm(block=(8, 8, 16)), PASS),
     Entry("matmul", "float32 scratch copied by torch", mm(scratch=True), "no_triton_kernel"),
-    Entry("matmul", "correct, contiguous copies of a and b", mm(contiguous=True), PASS),
+    Entry("matmul", "correct, copies of a and b in their layouts", mm(copies=in_place_copy), PASS),
+    Entry(
+        "matmul",
+        "strided a and b gathered by .contiguous()",
+        mm(copies=torch.Tensor.contiguous),
+        "host_copy",
+    ),
     Entry("matmul", "a_ptrs strides swapped", mm(swap_a=True), "transposed"),
     Entry("matmul", "b_ptrs strides swapped", mm(swap_b=True), "transposed"),
     Entry("matmul", "C stored transposed", mm(swap_c=True), "transposed"),
@@ -995,6 +1032,9 @@ BANK = [
     Entry("scaled_matmul", "no K mask", scaled(k_mask=False), "out_of_bounds_read"),
     Entry("scaled_matmul", "alpha and beta swapped", scaled(swap_alpha_beta=True), "wrong_values"),
     Entry("scaled_matmul", "alpha applied to beta * C", scaled(alpha_on_c=True), "wrong_values"),
+    Entry("scaled_matmul", "alpha applied to both terms", scaled(c_term_slip=1), "wrong_values"),
+    Entry("scaled_matmul", "beta applied to both terms", scaled(c_term_slip=2), "wrong_values"),
+    Entry("scaled_matmul", "C added without beta", scaled(c_term_slip=3), "wrong_values"),
     Entry("scaled_matmul", "K loop of K // BLOCK_K trips", scaled(short_loop=True), "ragged_edge"),
     Entry("matmul_bt", "correct, B = b^T as a view", bt(mm()), PASS),
     Entry("matmul_bt", "b read as K x N", bt(mm(swap_b=True)), "transposed"),

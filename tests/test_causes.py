@@ -53,6 +53,9 @@ def test_a_grid_too_small_explains_its_ragged_edge():
         ("matmul", "K mask drops the last partial slab", "ragged_edge", "switches off every lane"),
         ("matmul", "K loop of K // BLOCK_K trips", "ragged_edge", "K // BLOCK_K"),
         ("scaled_matmul", "alpha applied to beta * C", "wrong_values", "alpha scales the C term"),
+        ("scaled_matmul", "alpha applied to both terms", "wrong_values", "alpha scales beta * C"),
+        ("scaled_matmul", "beta applied to both terms", "wrong_values", "beta scales the product"),
+        ("scaled_matmul", "C added without beta", "wrong_values", "C was added without beta"),
     ],
 )
 def test_a_k_loop_or_a_scale_names_its_line(check, name, code, says):
@@ -87,14 +90,17 @@ def test_a_stray_between_cells_names_no_mask():
     assert causes.stray(facts) is None
 
 
-def test_a_grouped_map_packed_into_scalars_cannot_carry_the_biggest_case():
-    """The grouped order depends on the shape alone: one case's map needs more bits than
-    sixty-four int64 arguments hold, so a map computed on the host and handed over as scalars
-    cannot pass (the replay runs the same shape)."""
-    from tmm_course.exercises import grouped_tile, spec
+@pytest.mark.parametrize("secret", [False, True])
+def test_a_map_packed_into_scalars_cannot_carry_the_biggest_case(secret):
+    """The grouped order and lesson 1's owners depend on the shape alone: one case's answer
+    needs more bits than sixty-four int64 arguments hold, so an answer computed on the host
+    and handed over as scalars cannot pass (the replay runs the same shape); also on the
+    sizes a grader draws."""
+    from tmm_course.exercises import column_order_fill, grouped_tile, spec
 
-    def bits(grid_m: int, grid_n: int) -> int:
-        return grid_m * grid_n * 2 * max(grid_m, grid_n).bit_length()
-
-    cases = grouped_tile.EXERCISE.draw(spec.generator(0), "interpreter")
-    assert max(bits(*c.shape) for c in cases) > grouped_tile.SCALAR_BITS
+    for seed in range(5):
+        grids = grouped_tile.EXERCISE.draw(spec.generator(seed), "interpreter", secret)
+        assert any(grouped_tile.beyond_scalars(*c.shape) for c in grids)
+        fills = column_order_fill.EXERCISE.draw(spec.generator(seed), "interpreter", secret)
+        assert any(column_order_fill.beyond_scalars(*c.shape) for c in fills)
+    assert not spec.beyond_scalars(64, 2**63 - 1)  # sixty-four int64 arguments carry that

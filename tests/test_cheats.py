@@ -170,6 +170,35 @@ def test_a_matmul_cheat_fails_with_its_cause(launcher, code):
     assert not result.passed and result.codes[0] == code, result
 
 
+def test_the_courses_matmul_kernel_pasted_with_its_names_changed_is_the_courses(tmp_path):
+    import importlib
+    import re
+    import sys
+
+    from tmm_course.source import source_of
+
+    source = source_of(matmul_kernel).replace("def matmul_kernel(", "def my_kernel(")
+    for old, new in {"a_ptr": "x", "b_ptr": "y", "c_ptr": "z", "acc": "total"}.items():
+        source = re.sub(rf"\b{old}\b", new, source)
+    (tmp_path / "pasted.py").write_text("import triton\nimport triton.language as tl\n\n" + source)
+    sys.path.insert(0, str(tmp_path))
+    try:
+        pasted = importlib.import_module("pasted").my_kernel
+    finally:
+        sys.path.remove(str(tmp_path))
+
+    def launcher(a, b, c):
+        (m, k), n = a.shape, b.shape[1]
+        pasted[(triton.cdiv(m, 32), triton.cdiv(n, 32))](
+            a, b, c, m, n, k, *a.stride(), *b.stride(), *c.stride(), PRECISION="ieee",
+            BLOCK_M=32, BLOCK_N=32, BLOCK_K=32,
+        )  # fmt: skip
+
+    result = run_exercise(few(matmul.EXERCISE, 1), launcher)
+    assert result.codes[:1] == ["course_kernel"], result
+    assert "my_kernel is the course's tmm_course.kernels" in result.primary.message
+
+
 def test_a_k_loop_of_fixed_length_fails_on_values():
     result = run_exercise(MATMUL, one_k_block)  # K = 64 needs two blocks of 32
     assert not result.passed and result.codes[0] == "wrong_values", result
@@ -193,9 +222,9 @@ def test_an_honest_but_unusual_scaled_launcher_passes_on_its_values(capsys):
     assert "tensor(" in capsys.readouterr().out  # the print ran, on the check's output
 
 
-def test_an_honest_launcher_with_a_grid_helper_and_a_contiguous_copy_passes():
+def test_an_honest_launcher_with_a_grid_helper_and_a_copy_in_place_passes():
     def launcher(a, b, c):
-        bug_bank.mm(contiguous=True)(a, b, c)
+        bug_bank.mm(copies=bug_bank.in_place_copy)(a, b, c)
 
     assert run_exercise(MATMUL, launcher).passed
 

@@ -68,3 +68,18 @@ def test_every_exercise_names_its_notebook_cells():
             assert exercise.name == "matmul"
             continue
         assert {where.exercise, where.solution, where.check} <= cells[where.notebook], exercise.name
+
+
+PRODUCTS = [
+    e for e in FAMILIES if e.predicts is None and len(e.cases(generator(0), "x")[0].shape) == 3
+]
+
+
+@pytest.mark.parametrize("exercise", PRODUCTS, ids=[e.name for e in PRODUCTS])
+def test_a_k_loop_of_a_fixed_trip_count_meets_a_longer_k(exercise):
+    """A loop of a fixed trip count passes every case whose K it covers: each product has a
+    case whose K is 8 times any K judged before it, and 4096 at least (a grader's sizes keep
+    it: the long-K case is never resized)."""
+    cases = exercise.draw(generator(3), "interpreter")
+    first = max(c.shape[2] for c in cases if not c.only_if_all_passed)
+    assert max(c.shape[2] for c in cases) >= max(8 * first, 4096)

@@ -267,6 +267,33 @@ def test_a_repair_beside_another_kernel_is_not_the_fix(tmp_path):
     assert "real_work_kernel differs from mystery_a_kernel" in result.primary.message
 
 
+def test_a_repair_that_calls_a_whole_kernel_of_its_own_is_not_the_fix():
+    """Mystery A repaired, plus one statement: a call to a correct @triton.jit function that
+    stores every tile again. The output comes from that function, not from the repair alone
+    (judged from the launch record, as check_fix and the grader both do)."""
+    from tmm_course.check.verdict import not_the_fix
+    from tmm_course.exercises import BY_NAME
+
+    helper = source_of(pitfalls.correct_kernel).replace("def correct_kernel(", "def whole_tile(")
+    call = ("    whole_tile(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk, "
+            "stride_bn, stride_cm, stride_cn, BLOCK_M, BLOCK_N, BLOCK_K)\n")  # fmt: skip
+    kernel = source_of(pitfalls.mystery_a_kernel).replace("mystery_a_kernel", "called_a_kernel")
+    for old, new in FIXES["a"]:
+        kernel = kernel.replace(old, new)
+
+    def record(calls: list[str]) -> dict:
+        entry = {"name": "called_a_kernel", "source": kernel.rstrip() + "\n" + call,
+                 "course": False, "calls": calls}  # fmt: skip
+        helper_entry = {"name": "whole_tile", "source": helper, "course": False, "calls": []}
+        kernels = {"called_a_kernel": entry, "whole_tile": helper_entry}
+        return {"kernels": kernels, "launches": [{"kernel": "called_a_kernel"}]}
+
+    (exercise,) = [e for e in BY_NAME.values() if e.fix_of == "mystery_a_kernel"]
+    said = not_the_fix(exercise, record(["whole_tile"]))
+    assert said is not None and "with the @triton.jit functions it calls differs" in said
+    assert not_the_fix(exercise, record([])) is None  # the same source, no helper: 3 statements
+
+
 def test_mystery_a_with_a_mask_that_drops_the_last_slab_is_not_told_its_masks_are_fine(tmp_path):
     wrong_fix = [FIXES["a"][0]] + [
         (f"(rk[{i}] < K)", f"(rk[{i}] < (K - k * BLOCK_K) // BLOCK_K * BLOCK_K)")

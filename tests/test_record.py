@@ -5,6 +5,7 @@ launcher made refilled (poison, a kept constant, a fresh copy of an input)."""
 from __future__ import annotations
 
 import json
+import math
 
 import tmm_course  # chooses the backend first
 
@@ -15,7 +16,8 @@ import triton
 import triton.language as tl
 
 from tmm_course.check import launches, record
-from tmm_course.check.record import Recorder, course_kernels, rebuild, replay
+from tmm_course.check.record import Recorder, rebuild, replay
+from tmm_course.check.verdict import course_kernel
 from tmm_course.kernels.vector_add import vector_add_kernel
 
 SCALE = tl.constexpr(2)
@@ -126,6 +128,54 @@ def test_a_host_copy_of_an_input_is_made_again_from_the_fresh_input():
     assert torch.allclose(fresh["out"], 2 * fresh["x"] + fresh["y"])
 
 
+def test_a_copy_is_that_input_only_in_its_layout():
+    x = torch.randn(8, 6)
+    sliced = torch.randn(8, 12)[:, ::2]
+    assert record.layout(x.clone(), x) == record.layout(x.float(), x) == "same"
+    assert record.layout(x.t().contiguous().t(), x) == "other"  # permuted
+    assert record.layout(sliced.contiguous(), sliced) == "other"  # gathered
+    assert record.layout(torch.randn(1, 6).t().contiguous().t(), torch.randn(1, 6)) == "same"
+
+
+def test_a_gathered_copy_is_host_work_poisoned_at_replay_and_named():
+    from types import SimpleNamespace
+
+    from tmm_course.check.verdict import copied_input
+
+    def gathers(x, y, out):
+        axpy_kernel[(3,)](x.contiguous(), y, out, out.numel(), BLOCK=16)
+
+    case = {"x": torch.randn(80)[::2], "y": torch.randn(40), "out": torch.full((40,), math.nan)}
+    data = recorded(gathers, case).record()
+    assert data["buffers"][0]["fill"]["layout"] == "other"
+    exercise = SimpleNamespace(tensors=tuple(case), converts=True)
+    said = copied_input(exercise, SimpleNamespace(tensors=[case["x"], case["y"]]), data)
+    assert said is not None and "x.contiguous()" in said
+    replay(data, case, rebuild(data))
+    assert case["out"].isnan().all()
+
+
+def test_a_copy_in_another_layout_or_a_forbidden_dtype_is_named_and_one_in_place_is_not():
+    from types import SimpleNamespace
+
+    from tmm_course.check.verdict import copied_input
+
+    exercise = SimpleNamespace(tensors=("x", "out"), converts=True)  # any other layout named
+    case = SimpleNamespace(tensors=[torch.randn(6, 6)])
+
+    def copy(layout: str, dtype: str = "float32") -> dict:
+        fill = {"kind": "copy", "of": "x", "layout": layout}
+        return {"buffers": [{"dtype": dtype, "fill": fill}]}
+
+    assert "x.t().contiguous()" in copied_input(exercise, case, copy("transposed"))
+    assert "x.t().contiguous().t()" in copied_input(exercise, case, copy("other"))
+    assert copied_input(exercise, case, copy("same")) is None
+    assert copied_input(exercise, case, copy("same", "float16")) is None  # a conversion: kept
+    exercise.converts = False  # lesson 10: the dtype is the exercise
+    assert "x.to(torch.float16)" in copied_input(exercise, case, copy("same", "float16"))
+    assert copied_input(exercise, case, copy("same")) is None
+
+
 def test_a_view_of_an_input_is_replayed_at_the_same_offset():
     def halves(x, y, out):
         half = x.numel() // 2
@@ -143,11 +193,9 @@ def test_a_course_kernel_called_inside_a_learner_kernel_is_named():
     def inside(x, y, out):
         calls_the_course[(3,)](x, y, out, x.numel(), BLOCK=16)
 
-    found = course_kernels(recorded(inside, vectors()).record())
-    assert found == (
-        "calls_the_course calls the course's tmm_course.kernels.vector_add.vector_add_kernel "
-        "inside it"
-    )
+    found = course_kernel(recorded(inside, vectors()).record(), by_source=False)
+    assert found is not None
+    assert "vector_add_kernel, called inside your kernel, is the course's" in found
 
 
 def test_a_course_kernel_rebuilt_in_another_module_is_still_the_courses():
@@ -161,7 +209,8 @@ def test_a_course_kernel_rebuilt_in_another_module_is_still_the_courses():
     def launch(x, y, out):
         mine[(3,)](x, y, out, x.numel(), BLOCK=16)
 
-    assert "launched the course's" in (course_kernels(recorded(launch, vectors()).record()) or "")
+    found = course_kernel(recorded(launch, vectors()).record(), by_source=False)
+    assert "vector_add_kernel is the course's" in (found or "")
 
 
 def test_a_tensor_descriptor_is_recorded_by_its_base_and_blocks():
@@ -290,20 +339,16 @@ def _renamed(kernel, renames: dict[str, str]) -> dict:
 
 
 def test_a_course_kernel_with_its_local_names_changed_is_still_the_courses():
-    from tmm_course.check.verdict import course_kernel as course_kernels
-
     record = _renamed(vector_add_kernel, {"offsets": "where", "pid": "me", "x_ptr": "xs"})
-    assert "tmm_course.kernels.vector_add.vector_add_kernel" in course_kernels(record)
+    assert "tmm_course.kernels.vector_add.vector_add_kernel" in course_kernel(record)
 
 
 def test_the_kernel_lesson_3s_exercise_starts_from_is_never_a_course_kernel():
-    from tmm_course.check.verdict import course_kernel as course_kernels
-    from tmm_course.exercises import flip_rows
-    from tmm_course.kernels.strides import strided_copy_kernel
+    """Typed in for lesson 3, or reused for lesson 5's transpose: the learner's own work."""
+    from tmm_course.kernels.strides import strided_copy_kernel, swapped_strides_copy_kernel
 
-    record = _renamed(strided_copy_kernel, {})
-    assert course_kernels(record) is not None  # the kernel lesson 3 prints
-    assert course_kernels(record, own=flip_rows.EXERCISE.solution_kernels) is None
+    assert course_kernel(_renamed(strided_copy_kernel, {"x_ptr": "src"})) is None
+    assert course_kernel(_renamed(swapped_strides_copy_kernel, {})) is not None  # not printed
 
 
 def test_restore_value_puts_back_what_a_timed_launch_changed():

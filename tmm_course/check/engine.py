@@ -118,7 +118,6 @@ def run_exercise(
         exercise.tensors,
         messages=exercise.messages,
         allow_course_kernels=allow_course_kernels,
-        gather=exercise.gather,
         gpus=exercise.gpus,
     )
 
@@ -190,21 +189,18 @@ def run_trials(
     *,
     messages: Mapping[str, str] | None = None,
     allow_course_kernels: bool = False,
-    gather: bool = False,
     gpus: tuple[str, ...] | None = None,
 ) -> CheckResult:
     """Run ``fn(*inputs, out)`` on every trial and judge it. ``names`` name the tensors among
     the inputs, then the output (for messages and pictures); ``messages`` replace the generic
     sentence of a code with one written for this exercise; ``allow_course_kernels`` accepts an
-    output written by the course's own kernels (the pitfalls lab checks those); ``gather`` says
-    the exercise is to read strided inputs in place (a contiguous copy made on the host is
-    named); ``gpus``: the GPUs its kernels are compiled for (None: every one the course
-    names)."""
+    output written by the course's own kernels (the pitfalls lab checks those); ``gpus``: the
+    GPUs its kernels are compiled for (None: every one the course names)."""
     cases = [t.case for t in trials]
     compiler = gpu_rules.Compiler() if gpus is None else gpu_rules.Compiler(gpus)
     try:
         for index, trial in enumerate(trials):
-            if _run_trial(fn, trial, names, compiler, allow_course_kernels, gather, cases[:index]):
+            if _run_trial(fn, trial, names, compiler, allow_course_kernels, cases[:index]):
                 for later in cases[index + 1 :]:
                     later.code = later.code or "skipped"
                     if not later.problem:
@@ -238,7 +234,6 @@ def _run_trial(
     names: Sequence[str],
     compiler: gpu_rules.Compiler,
     allow_course_kernels: bool,
-    gather: bool,
     earlier: list[Case],
 ) -> bool:
     """Run and judge one trial; True when the cases after it cannot run."""
@@ -248,7 +243,7 @@ def _run_trial(
         return False
     again: Again | None = None
     if tmm_course.BACKEND == INTERPRETER and not replays():  # one pass: record, then replay
-        done = _recorded_then_replayed(fn, trial, names, compiler, allow_course_kernels, gather)
+        done = _recorded_then_replayed(fn, trial, names, compiler, allow_course_kernels)
         if isinstance(done, bool):
             return done
         again = done  # the launcher did work a replay does not redo: run it to say what
@@ -296,7 +291,7 @@ def _run_trial(
     if replays():
         trace = replayed if isinstance(replayed, Trace) else None
     case.trace = trace
-    _judge(trial, launched, trace, views, allow_course_kernels, snapshot.get("out"), gather)
+    _judge(trial, launched, trace, views, allow_course_kernels, snapshot.get("out"))
     _name_cause(trial, trace, views, recorder, allow_course_kernels)
     _compile_verdict(case, compiler, launched)
     if case.passed:
@@ -312,7 +307,6 @@ def _recorded_then_replayed(
     names: Sequence[str],
     compiler: gpu_rules.Compiler,
     allow_course_kernels: bool,
-    gather: bool,
 ) -> bool | Again | None:
     """On the interpreter, one pass: the launcher called with every launch noted and none run
     (as the grader's recording worker calls it), then the noted kernels launched once, on
@@ -365,7 +359,7 @@ def _recorded_then_replayed(
         return lost
     judged = replace(fresh, case=case)
     case.trace = again.trace
-    _judge(judged, launched, again.trace, again.views, allow_course_kernels, None, gather)
+    _judge(judged, launched, again.trace, again.views, allow_course_kernels, None)
     _name_cause(trial, again.trace, again.views, recorder, allow_course_kernels)
     if not case.passed and poisoned:
         _unjudged(trial)
@@ -431,7 +425,7 @@ def _name_cause(
     allow_course_kernels: bool,
 ) -> None:
     """Once the values are judged: the cause a failed case's trace points to
-    (:mod:`~tmm_course.check.causes`), or a course kernel called inside the learner's."""
+    (:mod:`~tmm_course.check.causes`), then the host work the launch record shows."""
     case = trial.case
     if trace is not None:
         learner = {i for i, x in enumerate(trace.launches) if mine(x, allow_course_kernels)}
@@ -443,8 +437,8 @@ def _name_cause(
         if found is not None:
             case.code, case.cause, case.explains = found.code, found.sentence, found.explains
             case.ambiguous = found.ambiguous
-    if case.code is None and not allow_course_kernels:
-        _course_inside(case, recorder)
+    if not allow_course_kernels:  # before values, as the grader's judge decides it
+        _host_work(trial, recorder)
 
 
 def _name_empty_buffer(
@@ -475,14 +469,17 @@ def _name_empty_buffer(
         )
 
 
-def _course_inside(case: Case, recorder: record.Recorder) -> None:
-    """A learner kernel that calls one of the course's ``@triton.jit`` functions inside it
-    (or a course kernel launched under another name) did not do the exercise itself."""
+def _host_work(trial: Trial, recorder: record.Recorder) -> None:
+    """What the launch record shows (:func:`~tmm_course.check.verdict.host_work`): a course
+    kernel did the work (launched, called inside a learner's, or copied under other names),
+    or an input was remade on the host for a kernel. It comes before what the values say."""
     if recorder.problem is not None:
         return
-    found = verdict.course_kernel(recorder.record(), by_source=False)
-    if found:
-        case.passed, case.code, case.problem, case.cause = False, "course_kernel", found, found
+    found = verdict.host_work(trial.exercise, trial.source, recorder.record())
+    if found is not None:
+        case = trial.case
+        case.passed, case.code, case.explains = False, found.code, ()
+        case.problem = case.cause = found.cause
 
 
 REPLAYED = (
@@ -638,8 +635,8 @@ def _timed_out(stop: time_limit.CaseTimedOut, where: str) -> str:
 def _compile_verdict(case: Case, compiler: gpu_rules.Compiler, launched: launches.Launches) -> None:
     """A GPU compiler's refusal of a kernel this case launched fails the case, in the
     compiler's words; unless the learner's own NotImplementedError stopped it first."""
-    if case.code in ("not_implemented", "timed_out", "course_kernel"):
-        return  # a course kernel called inside: the cause (a compile refusal follows from it)
+    if case.code in ("not_implemented", "timed_out", "course_kernel", "host_copy"):
+        return  # decided from the record, as the grader's judge does before it compiles
     if case.code == "crashed" and "NotImplementedError" in case.problem:
         return  # this Triton lacks the feature everywhere: its own sentence says so
     known = {r.kernel for r in compiler.reports.values() if not r.refused}
@@ -695,7 +692,6 @@ def _judge(
     views: Mapping[str, torch.Tensor],
     allow_course_kernels: bool,
     after_last_launch: torch.Tensor | None = None,
-    gather: bool = False,
 ) -> None:
     """Reduce the case to what its kernels stored (:class:`~tmm_course.check.verdict.Stored`)
     and let the one judge decide it."""
@@ -727,7 +723,7 @@ def _judge(
     )
     if stray_store is None and stored.stray_load is None:  # read only once the values are right
         stored.elsewhere = who_did_the_work(
-            trace, views, after_last_launch, course_too=allow_course_kernels, gather=gather
+            trace, views, after_last_launch, course_too=allow_course_kernels
         )
         stored.unshared = shared_work(trace, list(views)[:-1], trial.exercise.work)
     stored.trace = trace

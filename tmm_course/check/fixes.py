@@ -1,7 +1,7 @@
 """Lesson 9's "find the bug": the learner's kernel must be the broken kernel they were given,
 fixed, not any matmul that passes.
 
-:func:`check_fix` runs lesson 4's matmul check on the learner's launcher, with every launch
+:func:`check_fix` runs lesson 4's matmul cases on the learner's launcher, with every launch
 recorded, and then compares the source of the kernel it launched with the broken one: a fix is a
 small edit (at most :data:`MOST_LINES_CHANGED` statements, counted with every variable name,
 the loop variable's included, and the layout left out), and the edited kernel passes. Each
@@ -14,12 +14,15 @@ from __future__ import annotations
 
 import ast
 import difflib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from types import SimpleNamespace
 from typing import Any
 
-from tmm_course.check import launches
+from tmm_course.check import launches, record, verdict
+from tmm_course.check.engine import run_exercise
 from tmm_course.check.exercises import check_matmul
 from tmm_course.check.result import Case, CheckResult, Diagnosis
+from tmm_course.exercises import fixes
 from tmm_course.source import parse, source_of
 
 MOST_LINES_CHANGED = 5  # statements; lesson 9 states it before the first mystery
@@ -113,19 +116,26 @@ def lines_changed(broken: Any, fixed: Any) -> int:
     )
 
 
-def not_a_repair(broken: Any, launched: Sequence[tuple[str, Any]]) -> tuple[str, int] | None:
+def not_a_repair(
+    broken: Any,
+    launched: Sequence[tuple[str, Any]],
+    helpers: Mapping[str, Sequence[Any]] | None = None,
+) -> tuple[str, int] | None:
     """Why the kernels a launcher started are not ``broken`` repaired (a sentence, and the
     statements changed in the kernel it names), or None when they are. ``launched``: each
     distinct learner kernel it launched, (its name, the kernel or anything with its source as
-    ``src``). Every one must be ``broken`` with a small edit: a second kernel beside the repair
-    (writing over the output, or doing the work while the repair runs on scratch) is not the
-    fix."""
+    ``src``); ``helpers``: by a kernel's name, the learner's ``@triton.jit`` functions it calls
+    (the mysteries call none: every statement of one is an edit). Every one must be ``broken``
+    with a small edit: a second kernel beside the repair (writing over the output, or doing
+    the work while the repair runs on scratch), or a call to one, is not the fix."""
     name = getattr(getattr(broken, "fn", broken), "__name__", "the kernel")
     if not launched:
         return "no kernel of yours was launched", 0
     for kernel_name, kernel in launched:
+        called = (helpers or {}).get(kernel_name, ())
         try:
             changed = lines_changed(broken, kernel)
+            changed += sum(len(_statements(helper)) for helper in called)
         except (OSError, TypeError, SyntaxError, ValueError, StopIteration, RecursionError):
             return f"the source of {kernel_name} could not be read", 0
         if changed == 0:
@@ -137,9 +147,11 @@ def not_a_repair(broken: Any, launched: Sequence[tuple[str, Any]]) -> tuple[str,
                 if len(launched) > 1
                 else ""
             )
+            calls = " with the @triton.jit functions it calls" if called else ""
             return (
-                f"{kernel_name} differs from {name} in {changed} statements (a fix changes at "
-                f"most {MOST_LINES_CHANGED}): it is another kernel, not {name} fixed{beside}",
+                f"{kernel_name}{calls} differs from {name} in {changed} statements (a fix "
+                f"changes at most {MOST_LINES_CHANGED}): it is another kernel, not {name} "
+                f"fixed{beside}",
                 changed,
             )
     return None
@@ -149,19 +161,24 @@ def check_fix(fn: Callable[..., object], broken: Any) -> CheckResult:
     """``fn(a, b, c)`` must launch ``broken`` (one of ``pitfalls.MYSTERIES``) with its bug fixed
     by a small edit, and no other kernel of its own, and pass lesson 4's matmul check."""
     name = getattr(getattr(broken, "fn", broken), "__name__", "the kernel")
+    (exercise,) = [e for e in fixes.EXERCISES if e.fix_of == name]  # lesson 4's cases
+    recorder = record.Recorder({})  # every kernel launched, and what each calls
     with launches.recording() as seen:
-        result = check_matmul(fn)
+        seen.listeners.append(recorder.note)
+        result = run_exercise(exercise, fn)
     result.exercise = f"fix {name}"
     if not result.passed:
         return _as_symptom(result, seen)
-    mine = [x.jit for x in seen.seen if not x.from_the_course and x.jit is not None]
-    distinct = list({id(getattr(k, "fn", k)): k for k in mine}.values())
-    named = [(getattr(getattr(k, "fn", k), "__name__", "your kernel"), k) for k in distinct]
-    label = f"{' and '.join(n for n, _ in named) or 'your kernel'} is {name} with a small fix"
-    found = not_a_repair(broken, named)
+    data = recorder.record()
+    launched = {x["kernel"] for x in data["launches"]}
+    mine = [e for key, e in data["kernels"].items() if key in launched and not e["course"]]
+    label = f"{' and '.join(e['name'] for e in mine) or 'your kernel'} is {name} with a small fix"
+    found = verdict.not_the_fix(exercise, data)
     if found is not None:
-        return _fail(result, found[0], name, label)
-    changed = max(lines_changed(broken, k) for _, k in named)
+        return _fail(result, found, name, label)
+    changed = max(
+        (lines_changed(broken, SimpleNamespace(src=e["source"])) for e in mine), default=0
+    )
     result.cases.append(Case(label, (), passed=True, problem=f"{changed} statement(s) changed"))
     return result
 

@@ -23,7 +23,6 @@ From another process (the batch grader: the worker records, the judge replays), 
 replays on tensors it drew itself::
 
     data = json.loads(text)
-    problem = course_kernels(data)                 # a sentence if a course kernel ran, or None
     kernels = rebuild(data)                        # key -> @triton.jit kernel, from source
     replay(data, {"a": a2, "b": b2, "c": c2}, kernels)
 
@@ -38,8 +37,8 @@ The record (``data``), version 1::
      "buffers": [{"bytes": 4096, "dtype": "float32",
                   "fill": {"kind": "poison"}
                         | {"kind": "constant", "value": 0.0}
-                        | {"kind": "copy", "of": "a", "transposed": false,
-                           "view": VIEW}}],            # a .contiguous() / .float() / .t() copy
+                        | {"kind": "copy", "of": "a", "layout": "same",
+                           "view": VIEW}}],            # a .clone() / .float() / .t() copy
      "kernels": {KEY: {"name": "my_kernel", "module": "__main__", "file": "...",
                        "course": false,               # shipped with tmm_course
                        "source": "def my_kernel(...):\\n ...",
@@ -82,6 +81,14 @@ POISON_INT = -(2**30)  # what an integer buffer holds at replay: far from any in
 
 class Unrecordable(TypeError):
     """A launch the record cannot describe as plain data (an argument of an unknown type)."""
+
+
+def layout(copy: torch.Tensor, of: torch.Tensor) -> str:
+    """How a copy holding ``of``'s values lies: ``"same"`` (its strides, on every axis longer
+    than one; a contiguous copy of a contiguous input), else ``"other"`` (permuted, or
+    gathered from a strided view)."""
+    moved = [a != b for a, b, n in zip(copy.stride(), of.stride(), of.shape, strict=True) if n > 1]
+    return "other" if any(moved) else "same"
 
 
 def _dtype_name(dtype: torch.dtype) -> str:
@@ -238,8 +245,8 @@ class Recorder:
 
     def _fill(self, t: torch.Tensor) -> dict:
         """What a buffer the launcher allocated holds when first handed to a kernel: a copy
-        of a case tensor (kept at replay, from the fresh one), one constant value (kept), or
-        anything else (poison at replay)."""
+        of a case tensor, by its :func:`layout` (kept at replay, from the fresh one, only in
+        the same layout), one constant value (kept), or anything else (poison at replay)."""
         for name, case in self.tensors.items():
             if not t.numel() or t.dim() != case.dim():
                 continue
@@ -249,7 +256,7 @@ class Recorder:
                     return {
                         "kind": "copy",
                         "of": name,
-                        "transposed": transposed,
+                        "layout": "transposed" if transposed else layout(t, case),
                         "view": _geometry(t, 0),
                     }
         whole = _whole(t)
@@ -362,40 +369,6 @@ def _globals_read(fn: types.FunctionType) -> list[tuple[str, object]]:
                     if _is_jit(getattr(value, attr, None))
                 ]
     return found
-
-
-def course_kernels(data: Mapping) -> str | None:
-    """A sentence naming the course's kernels the record's launches ran, directly or as
-    ``@triton.jit`` functions called inside the learner's kernel; None if none did."""
-    kernels = data["kernels"]
-    launched = [launch["kernel"] for launch in data["launches"]]
-    direct = sorted({k for k in launched if kernels[k]["course"]})
-    inside = []
-    for key in dict.fromkeys(launched):
-        if kernels[key]["course"]:
-            continue
-        seen, todo = set(), list(kernels[key]["calls"])
-        while todo:
-            callee = todo.pop()
-            if callee in seen:
-                continue
-            seen.add(callee)
-            if kernels[callee]["course"]:
-                inside.append((key, callee))
-            else:
-                todo += kernels[callee]["calls"]
-    if not direct and not inside:
-        return None
-    parts = [f"launched the course's {_qualified(kernels[k])}" for k in direct]
-    parts += [
-        f"{kernels[k]['name']} calls the course's {_qualified(kernels[c])} inside it"
-        for k, c in inside
-    ]
-    return "; ".join(parts)
-
-
-def _qualified(entry: Mapping) -> str:
-    return f"{entry['module']}.{entry['name']}"
 
 
 def abstracted(source: str) -> str | None:
@@ -528,10 +501,8 @@ class _Memory:
                 poison_fill(whole) if self.empty is None else whole.fill_(self.empty)
             storage = whole.untyped_storage()
             self.buffers[index] = storage
-            if fill["kind"] == "copy":
-                source = self.tensors[fill["of"]]
-                view = _view(storage, 0, fill["view"], self.device)
-                view.copy_(source.t() if fill["transposed"] else source)
+            if fill["kind"] == "copy" and fill.get("layout") == "same":  # else host work
+                _view(storage, 0, fill["view"], self.device).copy_(self.tensors[fill["of"]])
         return self.buffers[index]
 
     def value(self, spec: Mapping) -> object:
@@ -567,7 +538,8 @@ def replay(
 ) -> None:
     """Launch the record's kernels in order on ``tensors`` (the case's, by the record's names:
     fresh inputs and a poisoned output), every buffer the launcher allocated made anew: a
-    copy of a case tensor from the fresh tensor, a constant kept, anything else poison; an
+    copy of a case tensor in its layout from the fresh tensor, a constant kept, anything else
+    (a transposed or gathered copy too) poison; an
     autotuner's reset_to_zero and restore_value done around the launches it made them for.
     ``kernels`` maps the record's keys to kernels (:attr:`Recorder.kernels` in the recording
     process, :func:`rebuild` elsewhere). ``empty``: the buffers that would be poisoned hold
@@ -598,7 +570,6 @@ __all__ = [
     "VERSION",
     "Recorder",
     "Unrecordable",
-    "course_kernels",
     "from_the_course",
     "rebuild",
     "recorded",

@@ -26,8 +26,8 @@ MESSAGES = {
     "its words).",
     "timed_out": "A case did not finish within the time limit: a loop that never ends? Check "
     "every loop's bounds, and that its counter advances.",
-    "host_copy": "The launcher copied a strided input on the host (.contiguous()) for a kernel "
-    "that reads the copy: the exercise is to read it in place, through its strides.",
+    "host_copy": "The launcher copied an input on the host in another layout (transposed, or "
+    "gathered from a strided view) for a kernel to read: read it in place, through its strides.",
     "uninitialised_buffer": "A buffer the launcher made with torch.empty (or the like) was "
     "read, or added into, before a kernel wrote it: its memory holds whatever was there. Make "
     "it with torch.zeros, or store into it first.",

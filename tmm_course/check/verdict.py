@@ -14,7 +14,7 @@ repair that is not one (:func:`not_the_fix`).
 from __future__ import annotations
 
 import inspect
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cache
 from types import SimpleNamespace
@@ -192,8 +192,15 @@ def from_record(exercise: Exercise, case: Case, record: Mapping) -> Result | Non
             f"at all. The kernel must store the answer into {output} itself."
         )
         return result(case, code="no_triton_kernel", problem=problem, cause=problem)
-    # lesson 9 starts from a course kernel's source: there a copy of one is judged a repair
-    course = course_kernel(record, by_source=exercise.fix_of is None, own=exercise.solution_kernels)
+    return host_work(exercise, case, record)
+
+
+def host_work(exercise: Exercise, case: Case, record: Mapping) -> Result | None:
+    """Where the record shows work that is not the learner's kernels' own: a course kernel
+    (:func:`course_kernel`; its names changed or not, unless it is an exercise's own solution;
+    lesson 9 starts from a course kernel's source: there a copy of one is judged a repair),
+    or an input rearranged on the host (:func:`copied_input`); None if neither."""
+    course = course_kernel(record, by_source=exercise.fix_of is None)
     if course:
         return result(case, code="course_kernel", problem=course, cause=course)
     copied = copied_input(exercise, case, record)
@@ -214,43 +221,56 @@ def _hands(value: object, name: str) -> bool:
     return False
 
 
-def host_copy(name: str, transposed: bool) -> str:
-    """The sentence for a copy of input ``name`` made on the host for a kernel to read, where
-    the exercise is to read it where it lies."""
-    how = f"{name}.t().contiguous()" if transposed else f"{name}.contiguous()"
+def host_copy(name: str, how: str) -> str:
+    """The sentence for a copy of input ``name`` made on the host (``how``: ``x.contiguous()``,
+    say) for a kernel to read, where a kernel is to read ``name`` where it lies."""
     return (
-        f"the launcher made a copy of {name} on the host ({how} or the like) for a kernel to "
-        f"read: the exercise is to read {name} where it lies, through {name}.stride(0) and "
-        f"{name}.stride(1). Pass {name} itself and its strides."
+        f"the launcher remade {name} on the host ({how} or the like) and handed the copy to "
+        f"a kernel: that is host work there, not your kernel's. Pass {name} itself and read "
+        f"it as it is, where it lies, through {name}.stride()."
     )
 
 
 def copied_input(exercise: Exercise, case: Case, record: Mapping) -> str | None:
-    """Where ``exercise`` is to read inputs through their strides: the :func:`host_copy`
-    sentence for a copy of an input (transposed, or of a strided view) that the record says
-    the launcher made and a kernel read; None if none."""
-    if not exercise.gather:
-        return None
+    """The :func:`host_copy` sentence for a copy of an input that the record says the launcher
+    made for a kernel in another layout than the input's (transposed, permuted, or gathered
+    from a strided view), or in another dtype where the exercise does not allow that; None if
+    none. A copy is that input only in the same layout (a contiguous copy of a contiguous
+    input, a dtype conversion where the exercise :attr:`~Exercise.converts`): the replay
+    keeps it."""
     names = dict(zip(exercise.tensors, case.tensors, strict=False))
     for buffer in record["buffers"]:
         fill = buffer.get("fill") or {}
         name = fill.get("of")
         if fill.get("kind") != "copy" or name not in names:
             continue
-        if fill.get("transposed") or not names[name].is_contiguous():
-            return host_copy(name, bool(fill.get("transposed")))
+        dtype = buffer.get("dtype")
+        if not exercise.converts and dtype != str(names[name].dtype).removeprefix("torch."):
+            return host_copy(name, f"{name}.to(torch.{dtype})")
+        if fill.get("layout") == "same":
+            continue
+        if fill.get("layout") == "transposed":
+            return host_copy(name, f"{name}.t().contiguous()")
+        gathered = not names[name].is_contiguous()
+        how = f"{name}.contiguous()" if gathered else f"{name}.t().contiguous().t()"
+        return host_copy(name, how)
     return None
 
 
 @cache
 def _course_index() -> dict[str, str]:
-    """Every ``@triton.jit`` function the course ships, by its normalised source."""
+    """Every ``@triton.jit`` function the course ships, by its normalised source, but those that
+    are an exercise's own solution as a lesson prints it (lesson 3's strided copy): a learner
+    who types one in, or reuses it later, did the exercise."""
     import importlib
     import pkgutil
 
     import tmm_course.capstone
     import tmm_course.kernels
+    from tmm_course.exercises import EXERCISES
     from tmm_course.source import source_of
+
+    solutions = {kernel for e in EXERCISES for kernel in e.solution_kernels}
 
     found: dict[str, str] = {}
     for package in (tmm_course.kernels, tmm_course.capstone):
@@ -266,9 +286,9 @@ def _course_index() -> dict[str, str]:
                         source = source_of(fn)
                     except (OSError, TypeError):
                         source = inspect.getsource(fn)
-                key = _normalised(source)
-                if key:
-                    found.setdefault(key, f"{module.__name__}.{name}")
+                key, qualified = _normalised(source), f"{module.__name__}.{name}"
+                if key and qualified not in solutions:
+                    found.setdefault(key, qualified)
     return found
 
 
@@ -280,18 +300,18 @@ def _normalised(source: str) -> str | None:
     return abstracted(source)
 
 
-def course_kernel(record: Mapping, by_source: bool = True, own: Sequence[str] = ()) -> str | None:
+def course_kernel(record: Mapping, by_source: bool = True) -> str | None:
     """The sentence naming the course's kernels among the record's (launched, or called inside
     a launched one): those the record says ship with the course and, ``by_source``, any whose
-    source is a course kernel's under another name (not one of ``own``: the exercise's own
-    solution); None if none."""
+    source is a course kernel's with its names changed (:func:`_course_index`); None if none."""
     index = _course_index() if by_source else {}
+    launched = {x["kernel"] for x in record.get("launches", ())}
     found = []
-    for entry in record["kernels"].values():
+    for key, entry in record["kernels"].items():
         course = index.get(_normalised(entry["source"]) or "")
-        course = None if course in own else course  # the exercise's own solution, copied
         if course or entry.get("course"):
-            found.append(f"{entry['name']} is the course's {course or entry['module']}")
+            inside = "" if key in launched or not launched else ", called inside your kernel,"
+            found.append(f"{entry['name']}{inside} is the course's {course or entry['module']}")
     if not found:
         return None
     return "; ".join(sorted(set(found))) + ": the exercise is to write the kernel yourself"
@@ -306,13 +326,26 @@ def not_the_fix(exercise: Exercise, record: Mapping) -> str | None:
     from tmm_course.kernels import pitfalls
 
     broken = getattr(pitfalls, exercise.fix_of)
-    entries = [
-        record["kernels"][key] for key in dict.fromkeys(x["kernel"] for x in record["launches"])
-    ]
-    kernels = [
-        (e["name"], SimpleNamespace(src=e["source"])) for e in entries if not e.get("course")
-    ]
-    found = fixes.not_a_repair(broken, kernels)
+    kernels = record["kernels"]
+
+    def called(key: str) -> list[SimpleNamespace]:
+        """The learner's @triton.jit functions ``key`` calls, at any depth."""
+        seen, todo = [], list(kernels[key].get("calls", ()))
+        while todo:
+            callee = todo.pop()
+            if callee not in seen:
+                seen.append(callee)
+                todo += kernels[callee].get("calls", ())
+        return [SimpleNamespace(src=kernels[k]["source"]) for k in seen
+                if not kernels[k].get("course")]  # fmt: skip
+
+    launched = [k for k in dict.fromkeys(x["kernel"] for x in record["launches"])
+                if not kernels[k].get("course")]  # fmt: skip
+    found = fixes.not_a_repair(
+        broken,
+        [(kernels[k]["name"], SimpleNamespace(src=kernels[k]["source"])) for k in launched],
+        {kernels[k]["name"]: called(k) for k in launched},
+    )
     return None if found is None else found[0]
 
 

@@ -9,8 +9,8 @@ values are right, the check also asks:
 - every cell of the output was stored by a learner kernel;
 - the output did not change after the last learner launch returned;
 - every cell of each input was loaded by a learner kernel (directly, or from a copy the
-  launcher made on the host; on the exercises that are about strides, such a copy of a strided
-  input is named, since gathering through the strides is the exercise);
+  launcher made on the host: one in another layout is named from the launch record,
+  :func:`tmm_course.check.verdict.copied_input`);
 - where the exercise says how the work is shared (split-K's slices of ``K``), that each
   launch's programs read their share (:func:`reads` hands the exercise's ``work`` judge what
   each program loaded, as plain data the grader's worker sends too).
@@ -24,7 +24,6 @@ import torch
 
 from tmm_course.check.launches import Launch, arguments, grid_of
 from tmm_course.check.memory_guard import Trace
-from tmm_course.check.verdict import host_copy
 from tmm_course.exercises.spec import Reads
 
 
@@ -65,12 +64,11 @@ def who_did_the_work(
     after_last_launch: torch.Tensor | None,
     *,
     course_too: bool,
-    gather: bool,
 ) -> tuple[str, str] | None:
     """(code, sentence) when the learner's kernels did not do the work, else None.
 
     ``after_last_launch`` is the output as the last learner launch left it (None if none
-    ran); ``gather`` says the exercise is to read inputs through their strides."""
+    ran)."""
     names = list(views)
     output, inputs = names[-1], names[:-1]
     out = views[output]
@@ -105,18 +103,12 @@ def who_did_the_work(
             continue
         view = views[name]
         turned = view.t() if view.dim() == 2 else view
-        copies = [
-            (t, not _is_copy_of(t, view))  # (the copy, whether it holds the transpose)
+        if any(  # read whole through a copy (whether one in its layout: verdict.copied_input)
+            (_is_copy_of(t, view) or (view.dim() == 2 and _is_copy_of(t, turned)))
+            and trace.scratch_elements("load", t.untyped_storage().data_ptr(), learner) >= t.numel()
             for i in sorted(learner)
             for t in trace.launches[i].tensors
-            if (_is_copy_of(t, view) or (view.dim() == 2 and _is_copy_of(t, turned)))
-            and trace.scratch_elements("load", t.untyped_storage().data_ptr(), learner) >= t.numel()
-        ]
-        if copies:
-            if gather and any(transposed for _, transposed in copies):
-                return "host_copy", host_copy(name, transposed=True)
-            if gather and not view.is_contiguous():
-                return "host_copy", host_copy(name, transposed=False)
+        ):
             continue
         missing = int((~loaded).sum())
         if theirs and bool(trace.cells("load", name, theirs).any()):

@@ -10,6 +10,7 @@ from functools import partial
 
 import torch
 
+from tmm_course.exercises import spec
 from tmm_course.exercises.spec import (
     Case,
     Cells,
@@ -23,7 +24,9 @@ from tmm_course.exercises.spec import (
 )
 
 BLOCK_M, BLOCK_N = 8, 4  # the picture's tiles
-SHAPES = [(1, 1), (8, 4), (20, 10), (33, 17), (64, 64), (3, 70), (70, 3)]
+# last, run once the others pass, a C whose owners (the answer depends on the shape alone)
+# are more than a launch's scalars could carry (spec.beyond_scalars), on a grader's sizes too
+SHAPES = [(1, 1), (8, 4), (20, 10), (33, 17), (64, 64), (3, 70), (70, 3), (128, 128)]
 STORE_MASK = "mask the store with (offs_m[:, None] < M) & (offs_n[None, :] < N)."
 ROW_ORDER = (
     "the programs are numbered along the rows of tiles (pid_m = pid // grid_n); the picture "
@@ -90,8 +93,18 @@ def case(m: int, n: int, gen: torch.Generator) -> Case:
     )
 
 
+def beyond_scalars(m: int, n: int) -> bool:
+    """Whether the owners of an ``m x n`` C, one per tile, are more than scalars could carry."""
+    programs = -(-m // BLOCK_M) * -(-n // BLOCK_N)
+    return spec.beyond_scalars(programs, programs - 1)
+
+
 def cases(gen: torch.Generator, backend: str, resize: Resize = same) -> list[Case]:
-    return [case(m, n, gen) for m, n in map(resize, SHAPES)]
+    *shapes, big = SHAPES
+    drawn = resize(big)
+    big = drawn if beyond_scalars(*drawn) else big
+    last = replace(case(*big, gen), only_if_all_passed=True)
+    return [case(m, n, gen) for m, n in map(resize, shapes)] + [last]
 
 
 EXERCISE = Exercise(

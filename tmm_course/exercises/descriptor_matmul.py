@@ -131,7 +131,6 @@ EXERCISE = Exercise(
     cases=cases,
     cells=Cells("07_persistent_tma", "pt19", "pt20", "pt21"),
     messages=MESSAGES,
-    gather=True,  # w is read where it lies: a transposed copy made on the host is host_copy
     requires=READS_THROUGH_DESCRIPTORS,
     # square: the product's K x N b is an N x K w
     at_scale=compiled_at(

@@ -90,6 +90,5 @@ EXERCISE = Exercise(
     cases=cases,
     cells=Cells("03_strides", "g01", "g02", "g03"),
     messages={"ragged_edge": MASKS},
-    gather=True,
     solution_kernels=("tmm_course.kernels.strides.strided_copy_kernel",),  # the page's copy
 )

@@ -10,15 +10,21 @@ from functools import partial
 
 import torch
 
+from tmm_course.exercises import spec
 from tmm_course.exercises.spec import Case, Cells, Exercise, Mistake, Output, Resize, same
 
 # (grid_m, grid_n, GROUP_M): square, a short last group, a group taller than the grid,
-# row-major (GROUP_M = 1), one tile, a group as tall as the grid; and a grid whose map (the
-# answer depends on the shape alone) is more than the launch's scalars could carry
-# (:data:`SCALAR_BITS`), so that a map computed on the host and packed into arguments fails
+# row-major (GROUP_M = 1), one tile, a group as tall as the grid; and last a grid whose map
+# (the answer depends on the shape alone) is more than the launch's scalars could carry
+# (:func:`~tmm_course.exercises.spec.beyond_scalars`), also when a grader draws its sizes
 GRIDS = [(4, 4, 2), (6, 5, 4), (7, 3, 2), (3, 8, 1), (5, 6, 8), (1, 1, 1), (9, 4, 3),
          (24, 20, 5)]  # fmt: skip
-SCALAR_BITS = 64 * 64  # sixty-four int64 arguments
+
+
+def beyond_scalars(grid_m: int, grid_n: int, group_m: int = 1) -> bool:
+    """Whether the map of a ``grid_m x grid_n`` grid (a pid_m and a pid_n per tile) is more
+    than a launch's scalars could carry."""
+    return spec.beyond_scalars(2 * grid_m * grid_n, max(grid_m, grid_n))
 
 
 def grouped(pid: int, grid_m: int, grid_n: int, group_m: int) -> tuple[int, int]:
@@ -94,7 +100,11 @@ def case(grid_m: int, grid_n: int, group_m: int, gen: torch.Generator | None = N
 
 
 def cases(gen: torch.Generator, backend: str, resize: Resize = same) -> list[Case]:
-    return [case(*resize(grid)) for grid in GRIDS]
+    *grids, big = GRIDS
+    drawn = resize(big)
+    return [case(*resize(grid)) for grid in grids] + [
+        case(*(drawn if beyond_scalars(*drawn) else big))
+    ]
 
 
 EXERCISE = Exercise(

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from tmm_course.perf.knobs import Knobs
 
 BLOCK = 64  # "aligned" means a multiple of this on every axis (blocks up to 64 fit)
+SCALAR_BITS = 64 * 64  # sixty-four int64 arguments: more than a launch passes by hand
 
 # (out, *inputs) -> (code, sentence) for a subtler fault once the values are right, or None
 Probe = Callable[..., "tuple[str, str] | None"]
@@ -33,6 +34,14 @@ Probe = Callable[..., "tuple[str, str] | None"]
 def ragged(**sizes: int) -> tuple[str, ...]:
     """The axes whose size is not a multiple of :data:`BLOCK`: ``ragged(M=33, N=64) == ("M",)``."""
     return tuple(axis for axis, size in sizes.items() if size % BLOCK)
+
+
+def beyond_scalars(values: int, largest: int) -> bool:
+    """Whether an answer of ``values`` numbers up to ``largest`` needs more bits than
+    :data:`SCALAR_BITS`. Where the answer depends on the shape alone (a fill, the grouped
+    order), the replay on the same shape reproduces one computed on the host and packed into
+    the launch's scalars: only a case this large tells it from the kernel's own work."""
+    return values * max(largest, 1).bit_length() > SCALAR_BITS
 
 
 def label(shape: tuple[int, ...], note: str = "") -> str:
@@ -131,7 +140,6 @@ class Exercise:
     cases: Callable[..., list[Case]]
     cells: Cells | None = None
     messages: Mapping[str, str] = field(default_factory=dict)  # sentences for this exercise
-    gather: bool = False  # the exercise is to read strided inputs in place
     # the order the learner's function takes (inputs..., out) in: indices into that tuple
     call: Sequence[int] | None = None
     # lesson 9: the broken course kernel (in tmm_course.kernels.pitfalls) the cell repairs,
@@ -142,10 +150,13 @@ class Exercise:
     requires: Requirement | None = None
     # what they compile to on a problem too large to run here (lesson 8: split-K's figures)
     at_scale: AtScale | None = None
-    # course kernels (module.name) the lesson prints for this exercise to start from: a
-    # learner's copy of one, its names changed or not, is judged by what it stores, not called
-    # course_kernel (launching the course's own still is)
+    # course kernels (module.name) a lesson prints for this exercise to start from: a learner's
+    # copy of one, its names changed or not, here or reused in a later exercise, is judged by
+    # what it stores, not called course_kernel (launching the course's own still is)
     solution_kernels: tuple[str, ...] = ()
+    # whether a copy of an input in another dtype, made on the host, is still that input (kept
+    # at replay); False where the dtype is the exercise (lesson 10: float8 reaches the kernel)
+    converts: bool = True
     # an answer that is data, judged against the compiler (lesson 6: predict a knob's effect):
     # no function is called, no case drawn
     predicts: Prediction | None = None

@@ -144,7 +144,6 @@ def _exercise(name: str, strided: bool, ragged_shapes: bool, cells: tuple[str, s
         cases=family(strided, ragged_shapes),
         cells=Cells("05_homework_transpose", *cells),
         messages=MESSAGES,
-        gather=True,
     )
 
 
