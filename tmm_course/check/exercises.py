@@ -236,7 +236,7 @@ def _at_scale(exercise, fn: Callable[..., object], race: Callable[[], dict], lab
 
 
 def check_faster(fn: Callable[[torch.Tensor, torch.Tensor, torch.Tensor], object]) -> CheckResult:
-    """Lesson 6: ``fn(a, b, c)`` must store ``a @ b`` into ``c`` as lesson 4's ``my_matmul``
+    """Lesson 6: ``fn(a, b, c)`` must store ``a @ b`` into ``c`` as lesson 4's ``matmul``
     does (the same cases), through a kernel of its own. Its launches on a float16 ``4096^3``
     product, noted and not run, are compiled for the five GPUs the course names and judged:
     FLOPs per byte, no spills, ``mma``/``wgmma``, a ring of 4 slabs on an H200 that fits an
@@ -250,10 +250,10 @@ def check_faster(fn: Callable[[torch.Tensor, torch.Tensor, torch.Tensor], object
 def check_five_gpus(
     fn: Callable[[torch.Tensor, torch.Tensor, torch.Tensor], object],
 ) -> CheckResult:
-    """Lesson 4: ``fn(a, b, c)`` must store ``a @ b`` into ``c`` as ``my_matmul`` does (the same
-    cases), through a kernel of its own; its launches on a float16 ``4096^3`` product, noted and
-    not run, are compiled for the five GPUs the course names and judged there: within each
-    GPU's limits, no spills, a program per SM (:func:`tmm_course.exercises.five_gpus.judge`).
+    """Lesson 4: ``fn(a, b, c)`` must store ``a @ b`` into ``c`` as the lesson's ``matmul`` does
+    (the same cases), through a kernel of its own; its launches on a float16 ``4096^3`` product,
+    noted and not run, are compiled for the five GPUs the course names and judged there: within
+    each GPU's limits, no spills, a program per SM (:func:`tmm_course.exercises.five_gpus.judge`).
     Judged by the compiler alone, on any machine."""
     result = run_exercise(five_gpus.EXERCISE, fn)
     if set(result.codes) & NOTHING_MORE:
@@ -263,7 +263,7 @@ def check_five_gpus(
 
 
 def check_split_k(fn: Callable[[torch.Tensor, torch.Tensor, torch.Tensor], object]) -> CheckResult:
-    """Lesson 8: ``fn(a, b, c)`` must store ``a @ b`` into ``c`` as lesson 4's ``my_matmul``
+    """Lesson 8: ``fn(a, b, c)`` must store ``a @ b`` into ``c`` as lesson 4's ``matmul``
     does (the same cases), through split-K kernels of its own, each slice of a tile loading
     only its share of ``K`` (read from the record of the loads). Its launches on a float16
     512 x 512 x 16384 product, noted and not run, are compiled for an A100 and an H200 and
