@@ -26,6 +26,7 @@ from tmm_course.check import (
     check_flip_rows,
     check_grouped_tile,
     check_matmul,
+    check_matmul_bt,
     check_outer_product,
     check_scaled_matmul,
     check_transpose,
@@ -58,6 +59,7 @@ CHECKS = {
     "grouped_tile": check_grouped_tile,
     "descriptor_matmul": check_descriptor_matmul,
     "vector_add": check_vector_add,
+    "matmul_bt": check_matmul_bt,  # last: the checks above keep their turn in grade_parity
 }
 
 
@@ -501,6 +503,16 @@ def mm(block=(32, 32, 32), floor=False, c_strides=None, scratch=False, copies=No
             c.copy_(target)
 
     return launch
+
+
+def bt(launch):
+    """Lesson 4's exercise, ``a @ b.T`` with ``b`` N x K, through a lesson-4 launcher handed
+    ``b.t()``: a view whose strides ``mm`` reads as B's (no copy)."""
+
+    def launch_bt(a, b, c):
+        launch(a, b.t(), c)
+
+    return launch_bt
 
 
 # a plain lesson-4 kernel, for the loops a GPU compiler refuses or that never end
@@ -1024,6 +1036,9 @@ BANK = [
     Entry("scaled_matmul", "beta applied to both terms", scaled(c_term_slip=2), "wrong_values"),
     Entry("scaled_matmul", "C added without beta", scaled(c_term_slip=3), "wrong_values"),
     Entry("scaled_matmul", "K loop of K // BLOCK_K trips", scaled(short_loop=True), "ragged_edge"),
+    Entry("matmul_bt", "correct, B = b^T as a view", bt(mm()), PASS),
+    Entry("matmul_bt", "b read as K x N", bt(mm(swap_b=True)), "transposed"),
+    Entry("matmul_bt", "K steps without the stride", bt(mm(no_k_stride=True)), "ignores_strides"),
     Entry("linear_relu", "correct", linear(), PASS),
     Entry("linear_relu", "correct, 64x64x32 blocks", linear(block=(64, 64, 32)), PASS),
     Entry("linear_relu", "w read as K x N", linear(w_as_kn=True), "transposed"),

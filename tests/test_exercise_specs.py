@@ -64,6 +64,9 @@ def test_every_exercise_names_its_notebook_cells():
     }
     for exercise in EXERCISES:
         where = exercise.cells
+        if where is None:  # lesson 4's kernel: lessons 8 and 9 judge with it, no cell its own
+            assert exercise.name == "matmul"
+            continue
         assert {where.exercise, where.solution, where.check} <= cells[where.notebook], exercise.name
 
 

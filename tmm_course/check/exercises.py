@@ -31,6 +31,7 @@ from tmm_course.exercises import (
     flip_rows,
     grouped_tile,
     matmul,
+    matmul_bt,
     outer_product,
     scaled_matmul,
     split_k,
@@ -50,6 +51,7 @@ __all__ = [
     "check_flip_rows",
     "check_grouped_tile",
     "check_matmul",
+    "check_matmul_bt",
     "check_outer_product",
     "check_scaled_matmul",
     "check_split_k",
@@ -125,10 +127,20 @@ def check_matmul(
     *,
     allow_course_kernels: bool = False,
 ) -> CheckResult:
-    """Lesson 4: ``fn(a, b, c)`` must store ``a @ b`` into ``c`` (float16; the last case also
-    float32), for any shapes and strides, with a float32 accumulator. ``allow_course_kernels``
+    """Lesson 4's product, judged in lessons 8 and 9: ``fn(a, b, c)`` must store ``a @ b`` into
+    ``c`` (float16; the last case also float32), for any shapes and strides, with a float32
+    accumulator. ``allow_course_kernels``
     accepts the course's own kernels (lesson 9 checks its broken ones)."""
     return run_exercise(matmul.EXERCISE, fn, allow_course_kernels=allow_course_kernels)
+
+
+def check_matmul_bt(
+    fn: Callable[[torch.Tensor, torch.Tensor, torch.Tensor], object],
+) -> CheckResult:
+    """Lesson 4: ``fn(a, b, c)`` must store ``a @ b.T`` into ``c``, ``b`` N x K as a linear
+    layer stores its weight (float16; the last case also float32), for any shapes and strides,
+    with a float32 accumulator."""
+    return run_exercise(matmul_bt.EXERCISE, fn)
 
 
 def check_scaled_matmul(
@@ -224,7 +236,7 @@ def _at_scale(exercise, fn: Callable[..., object], race: Callable[[], dict], lab
 
 
 def check_faster(fn: Callable[[torch.Tensor, torch.Tensor, torch.Tensor], object]) -> CheckResult:
-    """Lesson 6: ``fn(a, b, c)`` must store ``a @ b`` into ``c`` as lesson 4's ``my_matmul``
+    """Lesson 6: ``fn(a, b, c)`` must store ``a @ b`` into ``c`` as lesson 4's ``matmul``
     does (the same cases), through a kernel of its own. Its launches on a float16 ``4096^3``
     product, noted and not run, are compiled for the five GPUs the course names and judged:
     FLOPs per byte, no spills, ``mma``/``wgmma``, a ring of 4 slabs on an H200 that fits an
@@ -238,10 +250,10 @@ def check_faster(fn: Callable[[torch.Tensor, torch.Tensor, torch.Tensor], object
 def check_five_gpus(
     fn: Callable[[torch.Tensor, torch.Tensor, torch.Tensor], object],
 ) -> CheckResult:
-    """Lesson 4: ``fn(a, b, c)`` must store ``a @ b`` into ``c`` as ``my_matmul`` does (the same
-    cases), through a kernel of its own; its launches on a float16 ``4096^3`` product, noted and
-    not run, are compiled for the five GPUs the course names and judged there: within each
-    GPU's limits, no spills, a program per SM (:func:`tmm_course.exercises.five_gpus.judge`).
+    """Lesson 4: ``fn(a, b, c)`` must store ``a @ b`` into ``c`` as the lesson's ``matmul`` does
+    (the same cases), through a kernel of its own; its launches on a float16 ``4096^3`` product,
+    noted and not run, are compiled for the five GPUs the course names and judged there: within
+    each GPU's limits, no spills, a program per SM (:func:`tmm_course.exercises.five_gpus.judge`).
     Judged by the compiler alone, on any machine."""
     result = run_exercise(five_gpus.EXERCISE, fn)
     if set(result.codes) & NOTHING_MORE:
@@ -251,7 +263,7 @@ def check_five_gpus(
 
 
 def check_split_k(fn: Callable[[torch.Tensor, torch.Tensor, torch.Tensor], object]) -> CheckResult:
-    """Lesson 8: ``fn(a, b, c)`` must store ``a @ b`` into ``c`` as lesson 4's ``my_matmul``
+    """Lesson 8: ``fn(a, b, c)`` must store ``a @ b`` into ``c`` as lesson 4's ``matmul``
     does (the same cases), through split-K kernels of its own, each slice of a tile loading
     only its share of ``K`` (read from the record of the loads). Its launches on a float16
     512 x 512 x 16384 product, noted and not run, are compiled for an A100 and an H200 and

@@ -1,5 +1,5 @@
 """Lesson 4: one kernel for five GPUs. ``portable_matmul(a, b, c)`` stores ``a @ b`` into ``c`` as
-lesson 4's ``my_matmul`` does (the same cases), through a kernel of the learner's launched with
+lesson 4's ``matmul`` does (the same cases), through a kernel of the learner's launched with
 the tile, warps and stages they chose; its launches on a float16 ``4096^3`` product are noted,
 not run, compiled for the five GPUs the course names (:data:`tmm_course.gpus.TARGETS`: a T4, an
 A100, an H100, a B200, an RTX 5090) and judged by the compiler alone: on each GPU the kernel

@@ -1,5 +1,5 @@
 """Lesson 8: split-K written by the learner. ``split_k_matmul(a, b, c)`` stores ``a @ b`` into
-``c`` as lesson 4's ``my_matmul`` does (the same cases: any shapes and strides, float16 and
+``c`` as lesson 4's ``matmul`` does (the same cases: any shapes and strides, float16 and
 float32, a float32 accumulator), with ``K`` cut into slices, one program per (tile, slice), the
 slices' float32 partials added by a kernel of theirs (``tl.atomic_add`` into a buffer of zeros,
 say) and a kernel storing ``c``. Once the values are right, the record of its loads must show
