@@ -249,6 +249,19 @@ def test_symptoms_of_a_and_c_describe_the_pattern_not_the_repair(which):
     assert ("multiple of BLOCK_K pass" in said) == (which == "c")
 
 
+def test_a_fix_that_fails_only_on_padded_rows_of_c_is_told_that_pattern():
+    """Mystery d fixed halfway (C's row stride taken as N): only C's padded rows fail."""
+    from tmm_course.check.fixes import pattern
+    from tmm_course.check.result import Case, CheckResult
+
+    layouts = [(), (), ("a", "b"), ("a", "b"), ("c",)]
+    cases = [Case(f"case {i}", (64, 64, 64 + i), strided=s, passed=s != ("c",))
+             for i, s in enumerate(layouts)]  # fmt: skip
+    said = pattern(CheckResult("fix", False, cases), block_k=32)
+    assert said.startswith("only the cases where C is not contiguous")
+    assert "mask" not in said
+
+
 def test_a_repair_beside_another_kernel_is_not_the_fix(tmp_path):
     """The repaired mystery runs on a 1x1x1 scratch problem, lesson 4's kernel on the real
     arrays: every kernel the launcher starts is judged, not the least changed one."""

@@ -221,7 +221,19 @@ def pattern(result: CheckResult, block_k: int | None) -> str:
     for sentence, passes in PATTERNS:
         if all(passes(*case.shape, block_k) == case.passed for case in ran):
             return sentence
-    return UNNAMED_PATTERN
+    return _layout_pattern(ran) or UNNAMED_PATTERN
+
+
+def _layout_pattern(ran: Sequence[Case]) -> str | None:
+    """The sentence when exactly the cases with some tensors strided (not contiguous: a
+    transposed or sliced view, rows padded) fail, or None."""
+    names = sorted({name for case in ran for name in case.strided})
+    alike = [n for n in names if all((n in case.strided) != case.passed for case in ran)]
+    if not alike:
+        return None
+    which, be = " and ".join(n.upper() for n in alike), "is" if len(alike) == 1 else "are"
+    return (f"only the cases where {which} {be} not contiguous (a view with other strides, or "
+            f"rows padded) fail; every case with a contiguous {which} passes")  # fmt: skip
 
 
 def _as_symptom(result: CheckResult, seen: launches.Launches) -> CheckResult:
