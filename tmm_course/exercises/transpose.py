@@ -50,7 +50,8 @@ WRONG_OUT_ROW_STRIDE = (
 )
 MESSAGES = {
     "ragged_edge": "mask the load with (offs_m[:, None] < M) & (offs_n[None, :] < N) and the "
-    "store with the same mask (the tile is stored transposed, its mask too).",
+    "store with that same mask: the store's pointer tile is BLOCK_M x BLOCK_N like the load's, "
+    "only its strides are swapped, so its mask keeps offs_m < M and offs_n < N.",
     "ignores_strides": "take x's and out's strides as kernel arguments and build both pointer "
     "tiles from them; out is N x M, so its row stride goes with offs_n.",
     "out_of_bounds_write when M != N": "Stores land outside out, and only when M != N: the store "
