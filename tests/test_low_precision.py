@@ -4,10 +4,13 @@ stored H100 race."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 import torch
 import triton
 import triton.language as tl
+from conftest import ROOT
 
 import tmm_course
 from tmm_course import numerics
@@ -165,6 +168,23 @@ def test_each_gpu_compiles_dot_scaled_its_own_way():
     assert any("tcgen05.mma" in i and "block_scale" in i for i in found["sm_100"])
     assert any("mma.sync" in i and "block_scale" in i and "ue8m0" in i for i in found["sm_120"])
     assert not any("tcgen05" in i for i in found["sm_120"])
+
+
+def test_the_stored_h100_race_holds_what_lesson_10_says_of_it():
+    """A shipped run on an H100: 4096^3 and two model shapes, each contender's error against
+    float64; cuBLASLt's float8 GEMM faster than bfloat16 there, the course's kernel slower."""
+    stored = race.stored()
+    assert stored is not None and "H100" in stored["device"] and stored["code"]
+    assert [(r["m"], r["n"], r["k"]) for r in stored["shapes"]] == [s[1:] for s in race.SHAPES]
+    for row in stored["shapes"]:
+        assert set(row["error_vs_float64"]) == set(row["ms"]) >= {"torch._scaled_mm"}
+        assert row["course_error_vs_dequantized"] <= row["course_bound_vs_dequantized"]
+        assert (
+            row["ratio_to_bf16"]["torch._scaled_mm"] > 1 > row["ratio_to_bf16"]["course fp8 kernel"]
+        )
+    notebook = json.loads((ROOT / "notebooks" / "10_low_precision.ipynb").read_text("utf-8"))
+    said = next("".join(c["source"]) for c in notebook["cells"] if c.get("id") == "lp19")
+    assert "faster than\nbfloat16 on every shape" in said and "kernel is slower" in said
 
 
 def test_a_measured_race_is_read_with_where_and_how_and_drawn(tmp_path):

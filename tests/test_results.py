@@ -36,6 +36,7 @@ def test_every_shipped_file_has_a_reader():
         "goals_h200.json",  # read by results.bench(): the capstone's goals, host times
         "grid_h200.json",
         "lessons_h200.json",  # read by tmm_course.perf.stored.lessons_run (lessons 6 and 7)
+        "low_precision_h100.json",  # read by tmm_course.perf.low_precision.stored (lesson 10)
         "pitfalls_h200.json",
         "races_h200.json",
         "sweep_h200.json",  # read by results.sweep(): the run that chose the capstone's rules
