@@ -155,6 +155,22 @@ def test_a_gathered_copy_is_host_work_poisoned_at_replay_and_named():
     assert case["out"].isnan().all()
 
 
+def test_where_host_work_is_allowed_a_gathered_copy_is_made_again_at_replay():
+    def gathers(x, y, out):  # the course's launchers stage inputs so (aligned for TMA)
+        axpy_kernel[(3,)](x.contiguous(), y, out, out.numel(), BLOCK=16)
+
+    case = {"x": torch.randn(80)[::2], "y": torch.randn(40), "out": torch.full((40,), math.nan)}
+    recorder = Recorder(case, host_work=True)
+    with launches.recording() as seen:
+        seen.listeners.append(recorder.note)
+        gathers(*case.values())
+    data = recorder.record()
+    assert data["host_work"] and data["buffers"][0]["fill"]["layout"] == "other"
+    case["out"].fill_(math.nan)
+    replay(data, case, rebuild(data))
+    assert torch.allclose(case["out"], 2 * case["x"] + case["y"])
+
+
 def test_a_copy_in_another_layout_or_a_forbidden_dtype_is_named_and_one_in_place_is_not():
     from types import SimpleNamespace
 

@@ -262,7 +262,7 @@ def _run_trial(
             case.problem = _timed_out(stop, " when replayed on the interpreter")
             return True
     stack, launched, trace = watch(views)
-    recorder = record.Recorder(views)
+    recorder = record.Recorder(views, host_work=allow_course_kernels)
     launched.listeners.append(recorder.note)
     snapshot: dict[str, torch.Tensor] = {}
 
@@ -328,7 +328,7 @@ def _recorded_then_replayed(
         out.copy_(torch.randn(out.shape, generator=torch.Generator().manual_seed(0)))
     views = _views(trial, names)
     untouched = _Untouched(views.values())
-    recorder = record.Recorder(views)
+    recorder = record.Recorder(views, host_work=allow_course_kernels)
     raised = False
     try:
         with launches.recording(dry=True) as launched, time_limit.time_limit():

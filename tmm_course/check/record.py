@@ -39,6 +39,8 @@ The record (``data``), version 1::
                         | {"kind": "constant", "value": 0.0}
                         | {"kind": "copy", "of": "a", "layout": "same",
                            "view": VIEW}}],            # a .clone() / .float() / .t() copy
+     "host_work": true,                              # optional: the launcher may stage
+                                                     # inputs (the course's own launchers)
      "kernels": {KEY: {"name": "my_kernel", "module": "__main__", "file": "...",
                        "course": false,               # shipped with tmm_course
                        "source": "def my_kernel(...):\\n ...",
@@ -139,8 +141,9 @@ class Recorder:
     """Describes every launch it is told of (:meth:`note`, a :class:`Launches` listener) as
     plain data, against the case's tensors ``tensors`` (by name, the output last)."""
 
-    def __init__(self, tensors: Mapping[str, torch.Tensor]) -> None:
+    def __init__(self, tensors: Mapping[str, torch.Tensor], host_work: bool = False) -> None:
         self.tensors = dict(tensors)
+        self.host_work = host_work  # copies in every layout kept at replay (course launchers)
         self.launches: list[dict] = []
         self.buffers: list[dict] = []
         self.sources: dict[str, dict] = {}
@@ -168,6 +171,7 @@ class Recorder:
             "launches": list(self.launches),
             "buffers": list(self.buffers),
             "kernels": dict(self.sources),
+            **({"host_work": True} if self.host_work else {}),
         }
 
     def _launch(self, launch: Launch) -> dict:
@@ -501,8 +505,12 @@ class _Memory:
                 poison_fill(whole) if self.empty is None else whole.fill_(self.empty)
             storage = whole.untyped_storage()
             self.buffers[index] = storage
-            if fill["kind"] == "copy" and fill.get("layout") == "same":  # else host work
-                _view(storage, 0, fill["view"], self.device).copy_(self.tensors[fill["of"]])
+            if fill["kind"] == "copy" and (
+                fill.get("layout") == "same" or self.data.get("host_work")
+            ):  # else host work, unless allowed
+                source = self.tensors[fill["of"]]
+                source = source.t() if fill.get("layout") == "transposed" else source
+                _view(storage, 0, fill["view"], self.device).copy_(source)
         return self.buffers[index]
 
     def value(self, spec: Mapping) -> object:
@@ -539,7 +547,7 @@ def replay(
     """Launch the record's kernels in order on ``tensors`` (the case's, by the record's names:
     fresh inputs and a poisoned output), every buffer the launcher allocated made anew: a
     copy of a case tensor in its layout from the fresh tensor, a constant kept, anything else
-    (a transposed or gathered copy too) poison; an
+    (a transposed or gathered copy too, unless the record allows ``host_work``) poison; an
     autotuner's reset_to_zero and restore_value done around the launches it made them for.
     ``kernels`` maps the record's keys to kernels (:attr:`Recorder.kernels` in the recording
     process, :func:`rebuild` elsewhere). ``empty``: the buffers that would be poisoned hold
