@@ -32,6 +32,16 @@ def checked(check: str, name: str):
         ("vector_add", "grid of n programs", "too_many_programs", "touched no memory"),
         ("vector_add", "adds into leftover zeros", "uninitialised_buffer", "torch.zeros"),
         ("flip_rows", "x's strides paired the wrong way", "transposed", "x's strides are paired"),
+        # sizes mixed up (every failure has M != N) before where a lane strayed
+        ("transpose", "store mask with M and N swapped", "out_of_bounds_write", "only when M != N"),
+        # a known mistake matched on the cells stored before a stray's mask sentence; the
+        # cells it left unwritten are not the grid's (the stores did not land tile by tile)
+        (
+            "transpose",
+            "out's pointers built from x's strides",
+            "out_of_bounds_write",
+            "out's row stride is wrong",
+        ),
     ],
 )
 def test_the_cause_is_named_first(check, name, code, says):
@@ -39,6 +49,12 @@ def test_the_cause_is_named_first(check, name, code, says):
     assert not result.passed
     assert result.primary.code == code, str(result)
     assert says in result.primary.message, str(result)
+
+
+def test_stores_through_another_tensors_strides_blame_neither_grid_nor_mask():
+    result = checked("transpose", "out's pointers built from x's strides")
+    assert result.codes == ["out_of_bounds_write"], str(result)
+    assert "grid" not in str(result).split("\n  ok")[0], str(result)
 
 
 def test_a_grid_too_small_explains_its_ragged_edge():
@@ -104,3 +120,9 @@ def test_a_map_packed_into_scalars_cannot_carry_the_biggest_case(secret):
         fills = column_order_fill.EXERCISE.draw(spec.generator(seed), "interpreter", secret)
         assert any(column_order_fill.beyond_scalars(*c.shape) for c in fills)
     assert not spec.beyond_scalars(64, 2**63 - 1)  # sixty-four int64 arguments carry that
+
+
+def test_loads_past_m_or_n_are_not_told_k():
+    result = checked("matmul", "no M/N masks on the loads")
+    assert result.primary.code == "out_of_bounds_read", str(result)
+    assert "past K" not in result.primary.message, str(result)

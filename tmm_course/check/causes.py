@@ -129,6 +129,8 @@ def grid(seen: Seen) -> Cause | None:
     one_axis = g[1] == g[2] == 1 and need_cols > 1 and height > 1 and width > 1
     if one_axis and g[0] >= need_rows * need_cols:  # programs enough: mapped to tiles wrongly
         return None
+    if not one_axis and not _tiled(boxes, rows_axis, cols_axis, height, width):
+        return None  # the stores did not land tile by tile: an offset or a stride, not the grid
     if (have_rows, have_cols) == (need_cols, need_rows) and need_rows != need_cols:
         return Cause("unwritten", (
             f"the grid's axes are swapped: program_id({rows_axis}) walks the rows of {out} "
@@ -161,6 +163,15 @@ def grid(seen: Seen) -> Cause | None:
                         for *_, n, block in short)  # fmt: skip
     return Cause("unwritten", f"the grid is too small: {said}. Build it with {fix}.",
                  ("ragged_edge",))  # fmt: skip
+
+
+def _tiled(boxes: Mapping[Program, Box], rows_axis: int, cols_axis: int, height: int,
+           width: int) -> bool:  # fmt: skip
+    """Whether each program stored inside the tile its program ids name: its cells start at
+    row ``pid[rows_axis] * height`` and column ``pid[cols_axis] * width``."""
+    return all(
+        (b[0], b[2]) == (p[rows_axis] * height, p[cols_axis] * width) for p, b in boxes.items()
+    )
 
 
 def _grid_text(rows_axis: int, rows: str, cols: str) -> str:

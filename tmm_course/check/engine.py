@@ -414,6 +414,7 @@ def _unjudged(trial: Trial) -> None:
     case = trial.case
     case.passed, case.problem, case.code, case.cause = False, "", None, ""
     case.trace, case.explains, case.ambiguous, case.secondary = None, (), False, False
+    case.known = False
     trial.seen = None
 
 
@@ -579,6 +580,7 @@ def _replayed(
     # after the ReLU) can be right by chance on the first draw and wrong on this one
     if found.code in {m.code for m in answer.mistakes} - {"out_of_bounds_write"}:
         case.code, case.problem, case.cause = found.code, found.cause, found.cause
+        case.known = found.known
         return False
     bad = int(verdict.wrong_cells(answer, out).sum())
     if _needs_zeros(fresh, data, recorder, names):  # right by luck on torch.empty's zeros
@@ -730,6 +732,7 @@ def _judge(
     found = verdict.judge_stored(trial.exercise, trial.source, stored)
     case.passed, case.code, case.problem = found.passed, found.code, found.problem
     case.cause, case.explains, case.ambiguous = found.cause, found.explains, found.ambiguous
+    case.known = found.known
 
 
 def _stray(trace: Trace | None, kind: str, views: Mapping[str, torch.Tensor]) -> str | None:

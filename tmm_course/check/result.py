@@ -107,6 +107,7 @@ class Case:
     trace: Trace | None = field(default=None, repr=False)  # its loads and stores (interpreter)
     explains: tuple[str, ...] = ()  # diagnoses the cause explains away
     ambiguous: bool = False  # the cause is one of two that give the same values
+    known: bool = False  # the cause is a known mistake's, matched on the values stored
     secondary: bool = False  # a GPU refused this dtype only, having compiled another
 
 

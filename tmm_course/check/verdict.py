@@ -23,7 +23,7 @@ import torch
 
 from tmm_course.check.result import MESSAGES, CheckResult, Diagnosis
 from tmm_course.check.result import Case as Result
-from tmm_course.exercises.spec import Case, Exercise, Goal
+from tmm_course.exercises.spec import Case, Exercise, Goal, Mistake
 
 # the order diagnoses are reported in: the first one found is the primary diagnosis
 PRIORITY = (
@@ -93,8 +93,10 @@ def judge_stored(exercise: Exercise, case: Case, stored: Stored) -> Result:
     got = stored.out.detach().cpu().double()
     if stored.stray_store or not stored.canaries_intact:
         problem = stored.stray_store or "memory around the output changed"
-        cause = _stray_cause(case, got)
-        return result(case, code="out_of_bounds_write", problem=problem, cause=cause)
+        known = _stray_mistake(case, got)
+        cause, explains = (known.cause, known.explains) if known else ("", ())
+        return result(case, code="out_of_bounds_write", problem=problem, cause=cause,
+                      explains=explains, known=known is not None)  # fmt: skip
     if case.output_must_not_be_read:
         loaded = stored.output_loaded
         if loaded or (loaded is None and bool(got.isnan().all())):
@@ -115,7 +117,7 @@ def judge_stored(exercise: Exercise, case: Case, stored: Stored) -> Result:
             if precise:  # the trace tells which of two causes it was
                 cause, ambiguous = precise, False
             return result(case, code=mistake.code, problem=cause, cause=cause,
-                          explains=mistake.explains, ambiguous=ambiguous)  # fmt: skip
+                          explains=mistake.explains, ambiguous=ambiguous, known=True)  # fmt: skip
     before = case.initial if stored.before is None else stored.before
     if stored.unstored is not None and case.initial is None:
         holes = stored.unstored  # the memory guard saw which cells were stored
@@ -166,15 +168,15 @@ def _right_values(exercise: Exercise, case: Case, got: torch.Tensor, stored: Sto
     return result(case, passed=True)
 
 
-def _stray_cause(case: Case, got: torch.Tensor) -> str:
-    """Stores strayed: the sentence of a known mistake whose in-bounds cells match, or ''."""
+def _stray_mistake(case: Case, got: torch.Tensor) -> Mistake | None:
+    """Stores strayed: the known mistake whose in-bounds cells match, or None."""
     for mistake in case.mistakes:
         if mistake.code != "out_of_bounds_write" or mistake.value.shape != got.shape:
             continue
         inside = ~torch.isnan(mistake.value)
         if bool(inside.any()) and bool((got[inside] == mistake.value[inside]).all()):
-            return mistake.cause
-    return ""
+            return mistake
+    return None
 
 
 # --- rules on the launch record --------------------------------------------------------------
@@ -415,6 +417,8 @@ def decide(exercise: str, cases: list[Result], messages: Mapping[str, str]) -> C
         found = {c.code for c in failed} | set(_where_wrong(failed, cases))
         for c in failed:  # a cause that explains another finding
             found -= set(c.explains)
+        if "out_of_bounds_read" in found and "ragged_edge K" in messages and _k_overrun(cases):
+            found.discard("ragged_edge")  # one cause: the K lanes of the last step
         codes = [code for code in PRIORITY if code in found]
         codes = _cause_first(codes)
         codes = _consequences_last(codes, failed)
@@ -447,12 +451,19 @@ def _cause_first(codes: list[str]) -> list[str]:
 
 
 def _message(code: str, cases: list[Result], messages: Mapping[str, str]) -> str:
-    """A case's precise cause, else the exercise's sentence, else the generic one."""
-    causes = sorted((c for c in cases if c.code == code and c.cause), key=lambda c: c.ambiguous)
-    if causes:
-        return causes[0].cause
+    """The sentence for ``code``: the exercise's for two sizes mixed up (every failure has
+    M != N), else a case's precise cause (a known mistake matched on the values stored before
+    one read from where a lane strayed; an unambiguous one first), else the exercise's
+    sentence, else the generic one."""
     if (mixup := messages.get(f"{code} when M != N")) and _only_when_not_square(cases):
         return mixup
+    fix = messages.get("ragged_edge K")
+    if code == "out_of_bounds_read" and fix and _k_overrun(cases):
+        return K_OVERRUN + fix
+    causes = sorted((c for c in cases if c.code == code and c.cause),
+                    key=lambda c: (not c.known, c.ambiguous))  # fmt: skip
+    if causes:
+        return causes[0].cause
     if code == "ragged_edge":
         return _axes_message(cases, messages)
     if code == "ignores_strides":
@@ -482,6 +493,24 @@ def _where_wrong(failed: list[Result], cases: list[Result]) -> list[str]:
     if any(c.code is None for c in located):
         return ["wrong_values"]
     return []
+
+
+K_OVERRUN = (
+    "The loads run past K: only the cases whose K is not a multiple of BLOCK_K fail, where "
+    "the last K step's lanes fall beyond the inputs' K (past the end of a row, a lane lands on "
+    "the next row's first cells, and the case list names it there): "
+)
+
+
+def _k_overrun(cases: list[Result]) -> bool:
+    """Loads strayed, every located failure has a ragged K, and a case ragged in M or N alone
+    passed: the K lanes of the last step are unmasked, not M's or N's."""
+    located = _located(cases)
+    return (
+        any(c.code == "out_of_bounds_read" for c in located)
+        and all("K" in c.ragged for c in located)
+        and any(c.passed and c.ragged and "K" not in c.ragged for c in cases)
+    )
 
 
 def _only_when_not_square(cases: list[Result]) -> bool:

@@ -53,6 +53,7 @@ def case(m: int, n: int, backend: str, gen: torch.Generator) -> Case:
     x64, y64, before64 = x.double(), y.double(), before.double()
     product = x64[:, None] * y64[None, :]
     right = before64 + product
+    summed = before64.abs() + product.abs()
     mistakes = [Mistake("wrong_values", product, OVERWRITTEN)]
     if m == n > 1:
         mistakes.append(Mistake("transposed", before64 + y64[:, None] * x64[None, :], SWAPPED))
@@ -73,9 +74,10 @@ def case(m: int, n: int, backend: str, gen: torch.Generator) -> Case:
         (x, y),
         Output((m, n), torch.float32, ROW_GAPS.get((m, n), 0)),
         right,
-        # one bound for every cell (the largest product's), so that a swapped x and y, whose
-        # cells are other products, is told by its values
-        atol=float(allowed(right.abs().amax(), torch.float32, backend, "ieee")),
+        # one bound for every cell, from the largest magnitudes a cell sums (|before| + |x y|:
+        # a 1x1 case whose two terms cancel is rounded at their size, not the sum's), so that
+        # a swapped x and y, whose cells are other products, is told by its values
+        atol=float(allowed(summed.amax(), torch.float32, backend, "ieee")),
         mistakes=mistakes,
         ragged=ragged(M=m, N=n),
         strided=("out",) if (m, n) in ROW_GAPS else (),

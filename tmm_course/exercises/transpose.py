@@ -104,7 +104,12 @@ def case(m: int, n: int, layout: str, row_gap: int, gen: torch.Generator) -> Cas
         )
     if m < n and plain:
         mistakes.append(
-            Mistake("out_of_bounds_write", stored_with_row_stride(x, n), WRONG_OUT_ROW_STRIDE)
+            Mistake(
+                "out_of_bounds_write",
+                stored_with_row_stride(x, n),
+                WRONG_OUT_ROW_STRIDE,
+                explains=("unwritten", "wrong_values", "ragged_edge"),
+            )
         )
     strided = ("out",) if row_gap else () if layout == "contiguous" else ("x",)
     return Case(
