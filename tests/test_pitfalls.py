@@ -22,7 +22,7 @@ from tmm_course.source import diff, source_of
     ("kernel", "extra_programs", "code"),
     [
         (pitfalls.fp16_accumulator_kernel, 0, "precision"),
-        (pitfalls.no_k_mask_kernel, 0, "ragged_edge"),
+        (pitfalls.no_k_mask_kernel, 0, "out_of_bounds_read"),
         (pitfalls.swapped_strides_kernel, 0, "transposed"),
         (pitfalls.no_store_mask_kernel, 0, "out_of_bounds_write"),
         (pitfalls.no_store_mask_kernel, 2, "out_of_bounds_write"),

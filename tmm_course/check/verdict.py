@@ -451,17 +451,20 @@ def _cause_first(codes: list[str]) -> list[str]:
 
 
 def _message(code: str, cases: list[Result], messages: Mapping[str, str]) -> str:
-    """The sentence for ``code``: the exercise's for two sizes mixed up (every failure has
-    M != N), else a case's precise cause (a known mistake matched on the values stored before
-    one read from where a lane strayed; an unambiguous one first), else the exercise's
-    sentence, else the generic one."""
+    """The sentence for ``code``, the most telling first: a known mistake matched on the
+    values stored; the exercise's for a pattern across cases (two sizes mixed up: every
+    failure has M != N; loads past K: every failure has a ragged K); a case's precise cause
+    (where a lane strayed; an unambiguous one first); the exercise's sentence; the generic
+    one."""
+    causes = sorted((c for c in cases if c.code == code and c.cause),
+                    key=lambda c: (not c.known, c.ambiguous))  # fmt: skip
+    if causes and causes[0].known:
+        return causes[0].cause
     if (mixup := messages.get(f"{code} when M != N")) and _only_when_not_square(cases):
         return mixup
     fix = messages.get("ragged_edge K")
     if code == "out_of_bounds_read" and fix and _k_overrun(cases):
         return K_OVERRUN + fix
-    causes = sorted((c for c in cases if c.code == code and c.cause),
-                    key=lambda c: (not c.known, c.ambiguous))  # fmt: skip
     if causes:
         return causes[0].cause
     if code == "ragged_edge":
