@@ -294,7 +294,8 @@ def copy(
         target = torch.empty_like(out, memory_format=torch.contiguous_format) if scratch else out
         sx = x_strides(x) if x_strides else source.stride()
         so = out_strides(out) if out_strides else target.stride()
-        so = source.stride() if x_strides_for_out else so
+        if x_strides_for_out:  # out's pointers built from x's strides
+            so = source.stride()
         grid = (
             (max(1, m // block), max(1, n // block))
             if floor

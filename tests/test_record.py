@@ -49,8 +49,8 @@ def calls_the_course(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
     vector_add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK)
 
 
-def recorded(launcher, tensors: dict[str, torch.Tensor]) -> Recorder:
-    recorder = Recorder(tensors)
+def recorded(launcher, tensors: dict[str, torch.Tensor], host_work: bool = False) -> Recorder:
+    recorder = Recorder(tensors, host_work=host_work)
     with launches.recording() as seen:
         seen.listeners.append(recorder.note)
         launcher(*tensors.values())
@@ -160,11 +160,7 @@ def test_where_host_work_is_allowed_a_gathered_copy_is_made_again_at_replay():
         axpy_kernel[(3,)](x.contiguous(), y, out, out.numel(), BLOCK=16)
 
     case = {"x": torch.randn(80)[::2], "y": torch.randn(40), "out": torch.full((40,), math.nan)}
-    recorder = Recorder(case, host_work=True)
-    with launches.recording() as seen:
-        seen.listeners.append(recorder.note)
-        gathers(*case.values())
-    data = recorder.record()
+    data = recorded(gathers, case, host_work=True).record()
     assert data["host_work"] and data["buffers"][0]["fill"]["layout"] == "other"
     case["out"].fill_(math.nan)
     replay(data, case, rebuild(data))

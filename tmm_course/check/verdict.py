@@ -417,7 +417,7 @@ def decide(exercise: str, cases: list[Result], messages: Mapping[str, str]) -> C
         found = {c.code for c in failed} | set(_where_wrong(failed, cases))
         for c in failed:  # a cause that explains another finding
             found -= set(c.explains)
-        if "out_of_bounds_read" in found and "ragged_edge K" in messages and _k_overrun(cases):
+        if "out_of_bounds_read" in found and _loads_past_k(cases, messages):
             found.discard("ragged_edge")  # one cause: the K lanes of the last step
         codes = [code for code in PRIORITY if code in found]
         codes = _cause_first(codes)
@@ -462,9 +462,8 @@ def _message(code: str, cases: list[Result], messages: Mapping[str, str]) -> str
         return causes[0].cause
     if (mixup := messages.get(f"{code} when M != N")) and _only_when_not_square(cases):
         return mixup
-    fix = messages.get("ragged_edge K")
-    if code == "out_of_bounds_read" and fix and _k_overrun(cases):
-        return K_OVERRUN + fix
+    if code == "out_of_bounds_read" and (past_k := _loads_past_k(cases, messages)):
+        return past_k
     if causes:
         return causes[0].cause
     if code == "ragged_edge":
@@ -505,15 +504,20 @@ K_OVERRUN = (
 )
 
 
-def _k_overrun(cases: list[Result]) -> bool:
-    """Loads strayed, every located failure has a ragged K, and a case ragged in M or N alone
-    passed: the K lanes of the last step are unmasked, not M's or N's."""
+def _loads_past_k(cases: list[Result], messages: Mapping[str, str]) -> str | None:
+    """The sentence for loads that strayed where every located failure has a ragged K and a
+    case ragged in M or N alone passed (the K lanes of the last step are unmasked, not M's or
+    N's), in a product that has a K mask to name; None otherwise."""
+    fix = messages.get("ragged_edge K")
     located = _located(cases)
-    return (
-        any(c.code == "out_of_bounds_read" for c in located)
+    if (
+        fix
+        and any(c.code == "out_of_bounds_read" for c in located)
         and all("K" in c.ragged for c in located)
         and any(c.passed and c.ragged and "K" not in c.ragged for c in cases)
-    )
+    ):
+        return K_OVERRUN + fix
+    return None
 
 
 def _only_when_not_square(cases: list[Result]) -> bool:
