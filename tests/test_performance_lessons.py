@@ -1083,8 +1083,8 @@ def test_descriptors_compile_for_a_t4_and_an_a100_without_tma_copies():
     assert persistent_tma.descriptors_unavailable() is None  # the interpreter, here
 
 
-def test_a_stored_run_takes_more_parts_only_from_the_same_gpu_code_versions_and_timing():
-    from tmm_course.teach.exercise_runs import joined
+def test_a_stored_run_takes_more_parts_only_from_the_same_gpu_versions_and_timing():
+    from tmm_course.teach.exercise_runs import joined, stamped
 
     versions = {"torch": "2.11.0", "triton": "3.6.0"}
     first = {"device": "H100", "code_version": "abc1234", "versions": versions,
@@ -1094,8 +1094,14 @@ def test_a_stored_run_takes_more_parts_only_from_the_same_gpu_code_versions_and_
     run = joined({"provenance": first, "lesson_6": {"ms": 1.0}}, later)
     assert run["lesson_6"] == {"ms": 1.0} and run["provenance"]["date"] == first["date"]
     assert run["provenance"]["command"] == "x --out run.json && x --into run.json"
-    with pytest.raises(ValueError, match="code_version"):
-        joined({"provenance": first}, {**later, "code_version": "def5678"})
+    with pytest.raises(ValueError, match="versions"):
+        joined({"provenance": first}, {**later, "versions": {**versions, "triton": "3.9.0"}})
+    newer = {**later, "code_version": "def5678"}  # other code: the part names its own
+    run = joined({"provenance": first}, newer)
+    part = stamped({"ms": 2.0}, run["provenance"], newer)
+    assert part == {"ms": 2.0, "code_version": "def5678", "date": newer["date"]}
+    assert stamped({"ms": 2.0}, run["provenance"], later) == {"ms": 2.0}
+    assert "code def5678" in stored.ExercisesRun({**run, "lesson_8": part}).where_of("lesson_8")
     old = {k: v for k, v in first.items() if k != "timing"}  # a run from before do_bench's end
     with pytest.raises(ValueError, match="timing 'cold_cache'"):
         joined({"provenance": old}, later)

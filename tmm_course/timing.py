@@ -27,6 +27,7 @@ Timer = Callable[[Callable[[], object], int], float]  # (call, repetition ms) ->
 class Timing(NamedTuple):
     column: str  # a table's heading for its figures
     words: str  # how its calls were timed, printed beside its figures
+    short: str  # the same in a few words, after a figure in a sentence
 
     def __str__(self) -> str:
         return self.words
@@ -36,9 +37,13 @@ class Timing(NamedTuple):
 # beside its command), runs from before named none: do_bench's.
 TIMINGS = {
     "with_host": Timing("with host", "each call back to back, host time included (what a user "
-                        "waits for)"),
+                        "waits for)", "host time included"),
+    "device": Timing("device only", "replayed from a CUDA graph: the GPU's time alone, no "
+                     "host time (for a product shorter than a launch from Python)",
+                     "the GPU's time alone"),
     "cold_cache": Timing("cold L2", "do_bench's: L2 flushed before each call, the call's host "
-                         "work hidden behind the flush (GPU time from a cold cache)"),
+                         "work hidden behind the flush (GPU time from a cold cache)",
+                         "L2 flushed before each call"),
 }  # fmt: skip
 BEFORE = "cold_cache"
 
@@ -88,6 +93,19 @@ def device_ms(fn: Callable[[], object], rep_ms: int = 20) -> float | None:
         return None
 
 
+def graph_ms(fn: Callable[[], object], rep_ms: int = 20) -> float:
+    """:func:`device_ms`, or a ValueError that says why a call cannot be timed so: it must
+    only launch work on the GPU, as a CUDA graph records it."""
+    ms = device_ms(fn, rep_ms)
+    if ms is None:
+        raise ValueError(
+            "this call cannot be captured in a CUDA graph, so its GPU time cannot be taken alone: "
+            "it waits for the GPU or copies to the host (.item(), .cpu(), print of a tensor). "
+            "Expected a launcher that only launches kernels; move such work out of it."
+        )
+    return ms
+
+
 def cold_cache_ms(fn: Callable[[], object], rep_ms: int = 50) -> float:
     """Median milliseconds per call with L2 flushed before each (``do_bench``): GPU time from a
     cold cache; the host's part of each call hides behind the flush."""
@@ -111,3 +129,8 @@ def interleaved(
         for name, fn in candidates.items():
             times[name].append(timer(fn, rep_ms))
     return {name: statistics.median(ms) for name, ms in times.items()}
+
+
+# the function that times calls as each of TIMINGS says
+TIMERS: dict[str, Timer] = {"with_host": with_host_ms, "device": graph_ms,
+                            "cold_cache": cold_cache_ms}  # fmt: skip

@@ -20,6 +20,7 @@ from tmm_course import gpus
 from tmm_course.compile_ahead import Compiled, Launched
 from tmm_course.perf.intensity import tile_intensity
 from tmm_course.perf.knobs import BASELINE, Knobs
+from tmm_course.timing import TIMINGS
 
 SIZE = 4096  # float16 SIZE^3: the problem the goals are stated for
 TARGETS = tuple(gpus.TARGETS)  # the five GPUs the course names: its goals read each
@@ -330,12 +331,13 @@ def race(
     rounds: int = 5,
     dtype: torch.dtype = torch.float16,
     shape: tuple[int, int, int] | None = None,
+    timed: str = "with_host",
 ) -> dict[str, float]:
-    """Median milliseconds per call (host time included) of ``contender(a, b)`` (a
-    :class:`Knobs` or a launcher ``(a, b) -> c``), lesson 4's ``matmul()`` and
-    ``torch.matmul`` on float16 ``size^3`` (or ``shape``, M x N x K), interleaved, on this
-    GPU."""
-    from tmm_course.timing import interleaved
+    """Median milliseconds per call of ``contender(a, b)`` (a :class:`Knobs` or a launcher
+    ``(a, b) -> c``), lesson 4's ``matmul()`` and ``torch.matmul`` on float16 ``size^3`` (or
+    ``shape``, M x N x K), interleaved, on this GPU, timed as ``timed`` (a name of
+    :data:`tmm_course.timing.TIMINGS`; by default host time included)."""
+    from tmm_course.timing import TIMERS, interleaved
 
     run = contender.launcher() if isinstance(contender, Knobs) else contender
     lesson_4 = BASELINE.launcher()
@@ -347,6 +349,7 @@ def race(
         {"yours": lambda: run(a, b), "lesson 4": lambda: lesson_4(a, b),
          "torch.matmul": lambda: torch.matmul(a, b)},
         rounds=rounds,
+        timer=TIMERS[timed],
     )  # fmt: skip
 
 
@@ -382,17 +385,18 @@ def sweep(
     shape: tuple[int, int, int] = (SIZE, SIZE, SIZE),
     rounds: int = 3,
     linear: bool = False,
+    timed: str = "with_host",
 ) -> dict[str, object]:
     """``fn(a, b, c, **knobs)`` at every one of ``knob_sets``, raced with lesson 4's kernel and
     ``torch.matmul`` on float16 ``shape`` (M x N x K), interleaved, on this GPU: for each, its
-    knobs and median milliseconds per call (host time included). A launch that raises, or
-    stores wrong values, is left out with its error. ``linear``: ``fn`` takes an N x K weight
-    ``w`` for ``b`` and stores ``a @ w.T`` (lesson 7's exercise; a square ``shape``, so that
-    :func:`filled` makes ``c`` as wide as ``w``); lesson 4's kernel and ``torch.matmul``
-    multiply the same ``w.T`` view."""
+    knobs and median milliseconds per call (timed as ``timed`` says, as :func:`race`). A
+    launch that raises, or stores wrong values, is left out with its error. ``linear``:
+    ``fn`` takes an N x K weight ``w`` for ``b`` and stores ``a @ w.T`` (lesson 7's exercise; a
+    square ``shape``, so that :func:`filled` makes ``c`` as wide as ``w``); lesson 4's kernel
+    and ``torch.matmul`` multiply the same ``w.T`` view."""
     import functools
 
-    from tmm_course.timing import interleaved
+    from tmm_course.timing import TIMERS, interleaved
 
     m, n, k = shape
     if linear and n != k:
@@ -419,7 +423,7 @@ def sweep(
             failed.append({"launch": dict(knobs), "error": f"wrong values: off by {wrong:.3g}"})
             continue
         runs[str(i)] = run
-    ms = interleaved(runs, rounds=rounds)
+    ms = interleaved(runs, rounds=rounds, timer=TIMERS[timed])
     launches = [{"launch": dict(knobs), "ms": ms[str(i)]}
                 for i, knobs in enumerate(knob_sets) if str(i) in ms]  # fmt: skip
     return {"problem": f"{m}x{n}x{k} float16", "lesson 4": ms["lesson 4"],
@@ -438,10 +442,11 @@ def clock_goal(
     factors: Factors = CLOCK_FACTORS,
     other: tuple[float, str] = OTHER_GPU,
     turn: str = "the tile, num_warps and num_stages",
+    timed: str = "with_host",
 ) -> Goal:
-    """Whether ``ms`` (from :func:`race`) shows the learner's kernel ahead of lesson 4's by
-    this GPU's factor (of ``factors``, else ``other``); ``knob``: what the compiler's goals
-    point at, named on a miss (else ``turn``)."""
+    """Whether ``ms`` (from :func:`race`, timed as ``timed`` says) shows the learner's kernel
+    ahead of lesson 4's by this GPU's factor (of ``factors``, else ``other``); ``knob``: what
+    the compiler's goals point at, named on a miss (else ``turn``)."""
     factor, source = factor_for(gpu_name, factors, other)
     reached = ms["lesson 4"] / ms["yours"]
     met = reached >= factor
@@ -449,6 +454,6 @@ def clock_goal(
         f"{factor:.2f} times as fast as lesson 4's kernel on {gpu_name} ({source})",
         met,
         f"{reached:.2f} times lesson 4's speed; {ms['torch.matmul'] / ms['yours']:.2f} of "
-        f"torch.matmul's (medians of interleaved rounds, host time included)",
+        f"torch.matmul's (medians of interleaved rounds, {TIMINGS[timed].short})",
         "" if met else knob or f"{turn} (see the compiler's figures)",
     )

@@ -93,6 +93,24 @@ class ExercisesRun:
     def timed(self) -> timing.Timing:
         return LessonsRun(self.data).timed
 
+    def where_of(self, part: str) -> str:
+        """:attr:`where` for one part: its own code version and date where it names them (a
+        part measured later, with other code, on the same GPU and versions)."""
+        own = {
+            key: self.data[part][key] for key in ("code_version", "date") if key in self.data[part]
+        }
+        return LessonsRun({**self.data, "provenance": {**self.provenance, **own}}).where
+
+    def timed_of(self, part: str) -> timing.Timing:
+        """:attr:`timed` for one part: its own timing where it names one (lesson 8's parts: the
+        GPU's time alone, :data:`tmm_course.perf.split_k.TIMED`)."""
+        name = self.data[part].get("timing", timing.stored_timing(self.provenance))
+        return timing.TIMINGS[name]
+
+    @property
+    def provenance(self) -> dict:
+        return self.data["provenance"]
+
     def lesson(self, number: int) -> dict:
         """``{"solution": {...}, "wrong": {...}}``: each with ``ms`` and ``clock_goal``."""
         return self.data[f"lesson_{number}"]

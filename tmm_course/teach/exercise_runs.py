@@ -132,7 +132,8 @@ def lesson_8(notebook: Path) -> dict:
 
     launcher = solution_cells(notebook)["solution_split_k_matmul"]
     attempts = {"solution": {}, "wrong": LESSON_8_WRONG}
-    return _judged(8, launcher, attempts, spec.EXERCISE, split_k, split_k.race)
+    judged = _judged(8, launcher, attempts, spec.EXERCISE, split_k, split_k.race)
+    return {**judged, "timing": split_k.TIMED}
 
 
 def _ring_sweep(notebook: Path, name: str, spec, goals, label: str, **sweep) -> dict:
@@ -191,7 +192,7 @@ def split_k_sweep(notebook: Path) -> dict:
         row["in_flight"] = split_k.in_flight(split, dot.compiled["sm_90"]) if split else None
         row["compiler_goals_met"] = all(g.met for g in split_k.launch_goals(launched))
         print("split-K sweep", row, flush=True)
-    return record
+    return {**record, "timing": split_k.TIMED}
 
 
 def autotune_record(size: int = 4096) -> dict:
@@ -243,11 +244,12 @@ def proton_profile(notebook: Path, size: int = 4096) -> dict:
 
 def joined(earlier: dict, provenance: dict) -> dict:
     """``earlier`` (a run's file) ready to take more parts measured under ``provenance``: the
-    same GPU, code, versions and timing, or a ValueError says which differs. Its date stays; its
-    command gains this one."""
+    same GPU, versions and timing, or a ValueError says which differs. Its date and code stay
+    (a part measured with other code names its own: :func:`stamped`); its command gains this
+    one."""
     before = earlier.get("provenance", {})
     before = {**before, "timing": timing.stored_timing(before)}  # runs from before name none
-    for key in ("device", "code_version", "versions", "timing"):
+    for key in ("device", "versions", "timing"):
         if before.get(key) != provenance[key]:
             raise ValueError(
                 f"it was measured with {key} {before.get(key)!r}, this run has "
@@ -255,6 +257,14 @@ def joined(earlier: dict, provenance: dict) -> dict:
             )
     command = f"{before['command']} && {provenance['command']}"
     return {**earlier, "provenance": {**before, "command": command}}
+
+
+def stamped(part: dict, file: dict, provenance: dict) -> dict:
+    """``part``, measured under ``provenance``, as the ``file`` it joins keeps it: naming its
+    own code version and date where the file's code is another."""
+    if file["code_version"] == provenance["code_version"]:
+        return part
+    return {**part, "code_version": provenance["code_version"], "date": provenance["date"]}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -305,16 +315,17 @@ def main(argv: list[str] | None = None) -> int:
     unknown = sorted(set(args.parts) - set(parts))
     if unknown:
         parser.error(f"no part named {', '.join(unknown)}; the parts are {', '.join(parts)}")
+    measured = out["provenance"]
     if args.into is not None:
         try:
-            out = joined(json.loads(args.into.read_text()), out["provenance"])
+            out = joined(json.loads(args.into.read_text()), measured)
         except (OSError, ValueError) as error:
             parser.error(f"--into {args.into}: {error}")
     for name, part in parts.items():
         if name not in args.parts:
             continue
         try:
-            out[name] = part()
+            out[name] = stamped(part(), out["provenance"], measured)
         except Exception:  # one part failing leaves the others measured
             out[name] = {"failed": traceback.format_exc()[-3000:]}
             print(name, "failed", out[name]["failed"], flush=True)
