@@ -13,8 +13,8 @@ kernel did the work (:mod:`~tmm_course.check.work`), a time limit per case
 (:mod:`~tmm_course.check.gpu_rules`).
 
 What compiled kernels must show (lesson 7's descriptor loads, lessons 6 and 8's figures on a
-problem too large to run) is judged by :mod:`~tmm_course.check.compiled`; lesson 4's variant
-exercise, a linear layer, lesson 6's predict_knob (a knob's figures), lesson 10's block-scaled
+problem too large to run) is judged by :mod:`~tmm_course.check.compiled`; lesson 4's exercise, a
+linear layer, lesson 6's predict_knob (a knob's figures), lesson 10's block-scaled
 float8 matmul and lesson 9's "find the bug" have modules of their own
 (:mod:`~tmm_course.check.linear`, :mod:`~tmm_course.check.prediction`,
 :mod:`~tmm_course.check.low_precision`, :mod:`~tmm_course.check.fixes`).
@@ -28,7 +28,6 @@ from tmm_course.check.exercises import (
     check_flip_rows,
     check_grouped_tile,
     check_matmul,
-    check_matmul_bt,
     check_outer_product,
     check_scaled_matmul,
     check_split_k,
@@ -53,7 +52,6 @@ __all__ = [
     "check_grouped_tile",
     "check_linear_relu",
     "check_matmul",
-    "check_matmul_bt",
     "check_outer_product",
     "check_predict_knob",
     "check_scaled_matmul",

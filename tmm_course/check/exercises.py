@@ -31,7 +31,6 @@ from tmm_course.exercises import (
     flip_rows,
     grouped_tile,
     matmul,
-    matmul_bt,
     outer_product,
     scaled_matmul,
     split_k,
@@ -51,7 +50,6 @@ __all__ = [
     "check_flip_rows",
     "check_grouped_tile",
     "check_matmul",
-    "check_matmul_bt",
     "check_outer_product",
     "check_scaled_matmul",
     "check_split_k",
@@ -132,15 +130,6 @@ def check_matmul(
     accumulator. ``allow_course_kernels``
     accepts the course's own kernels (lesson 9 checks its broken ones)."""
     return run_exercise(matmul.EXERCISE, fn, allow_course_kernels=allow_course_kernels)
-
-
-def check_matmul_bt(
-    fn: Callable[[torch.Tensor, torch.Tensor, torch.Tensor], object],
-) -> CheckResult:
-    """Lesson 4: ``fn(a, b, c)`` must store ``a @ b.T`` into ``c``, ``b`` N x K as a linear
-    layer stores its weight (float16; the last case also float32), for any shapes and strides,
-    with a float32 accumulator."""
-    return run_exercise(matmul_bt.EXERCISE, fn)
 
 
 def check_scaled_matmul(

@@ -1,4 +1,4 @@
-"""Lesson 4's variant exercise, a linear layer, ``out = relu(x @ w^T + bias)``: its check (the
+"""Lesson 4's exercise, a linear layer, ``out = relu(x @ w^T + bias)``: its check (the
 exercise itself is :mod:`tmm_course.exercises.linear_relu`)."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from tmm_course.exercises import linear_relu
 
 
 def check_linear_relu(fn: Callable[..., object]) -> CheckResult:
-    """Lesson 4's variant: ``fn(x, w, bias, out)`` must store ``relu(x @ w.T + bias)`` into
+    """Lesson 4: ``fn(x, w, bias, out)`` must store ``relu(x @ w.T + bias)`` into
     ``out`` (x (M, K), w (N, K), bias (N,), all float16), for any shapes and strides, with a
     float32 accumulator."""
     return run_exercise(linear_relu.EXERCISE, fn)

@@ -1,6 +1,6 @@
 """``my_matmul(a, b, c)`` stores ``a @ b`` into ``c`` (float16; the last case also float32), for
 any shapes and strides, with a float32 accumulator: lesson 4's kernel, the product lessons 8
-and 9 judge (lesson 4's own exercise is :mod:`~tmm_course.exercises.matmul_bt`)."""
+and 9 judge (lesson 4's own exercise is :mod:`~tmm_course.exercises.linear_relu`)."""
 
 from __future__ import annotations
 
