@@ -35,7 +35,7 @@ def test_every_shipped_file_has_a_reader():
         "exercises_run.json",  # read by tmm_course.perf.stored.exercises_run (lessons 6-8)
         "goals_h200.json",  # read by results.bench(): the capstone's goals, host times
         "grid_h200.json",
-        "lessons_h200.json",  # read by tmm_course.perf.stored.lessons_run (lessons 6 and 7)
+        "lessons_h100.json",  # read by tmm_course.perf.stored.lessons_run (lessons 6 and 7)
         "low_precision_h100.json",  # read by tmm_course.perf.low_precision.stored (lesson 10)
         "pitfalls_h200.json",
         "races_h200.json",
@@ -198,5 +198,5 @@ def test_stored_runs_read_through_the_one_reader(tmp_path):
     mine = tmp_path / "lessons_mine.json"
     mine.write_text(json.dumps(stored.lessons_run().data))
     assert stored.lessons_run(mine).where == stored.lessons_run().where
-    with pytest.raises(FileNotFoundError, match=r"lessons_h200\.json"):  # says what ships
+    with pytest.raises(FileNotFoundError, match=r"lessons_h100\.json"):  # says what ships
         stored.lessons_run("lessons_mine.json")

@@ -253,9 +253,9 @@ def knobs_of(dot: Launched) -> Knobs:
 
 # lesson 7's descriptor kernel at float16 SIZE^3 (a @ w.T), compiled for an H200 alone (a T4
 # and an A100 unpack descriptors into pointers): no spills, wgmma, and at least a 128x128
-# tile's reuse. In the stored tile sweep (lessons_h200.json, "tiles"), the launches below it
-# reached at most 1.24 times lesson 4's speed (128x64x32 on 4 warps), under the 1.3 an H200's
-# clock asks; every one at or above it, but 128x256 on 4 warps (it spills), 1.5 times or more
+# tile's reuse. In the stored tile sweep (lessons_h100.json, "tiles"), the launches below it
+# reached at most 1.17 times lesson 4's speed (128x64x32 on 4 warps), under the 1.3 an H100's
+# clock asks; every one at or above it, but 128x256 on 4 warps (it spills), 1.6 times or more
 DESCRIPTOR_TARGETS = ("sm_90",)
 DESCRIPTOR_TILE = (128, 128)
 # and a ring of at least 3 slabs: in the stored sweep of lesson 7's solution by depth of ring

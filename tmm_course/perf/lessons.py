@@ -31,13 +31,19 @@ from pathlib import Path
 import torch
 
 import tmm_course
-from tmm_course.perf import intensity, knobs
+from tmm_course.perf import intensity, knobs, results
 
 JOURNEY_SIZE = 4096  # float16 4096^3: the journey and the tile and stage sweeps
 GROUPED_SIZE = 8192  # float16 8192^3: where grouped order wins
 TMA_SIZES = (4096, 8192)
 TMA_DTYPES = (torch.float16, torch.bfloat16)
 ROUNDS = 5
+# what counts the DRAM bytes of the ``dram`` run (the first command of this module's docstring)
+DRAM_COMMAND = (
+    "ncu --clock-control none --profile-from-start off --print-units base --csv --metrics "
+    "dram__bytes_read.sum,dram__bytes_write.sum python -m tmm_course.perf.lessons dram "
+    "--order order.json"
+)
 
 
 def operands(size: int, dtype: torch.dtype = torch.float16) -> tuple[torch.Tensor, torch.Tensor]:
@@ -173,7 +179,7 @@ def measure(args: argparse.Namespace) -> dict:
             "device": facts["name"],
             "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
             "code_version": args.code_version,
-            "command": "python -m tmm_course.perf.lessons " + " ".join(sys.argv[1:]),
+            "command": results.command("tmm_course.perf.lessons", args.argv),
             "timing": "with_host",  # tmm_course.timing.TIMINGS
             "versions": {
                 "python": platform.python_version(),
@@ -219,6 +225,7 @@ def measure(args: argparse.Namespace) -> dict:
     if args.ncu:
         labels = json.loads(Path(args.order).read_text())
         out["dram"] = attach_dram(labels, parse_ncu(Path(args.ncu).read_text()))
+        out["provenance"]["dram_command"] = DRAM_COMMAND
     return out
 
 
@@ -230,6 +237,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--code-version", default="unknown", help="e.g. git rev-parse HEAD")
     parser.add_argument("--out", type=Path, default=Path("lessons_mine.json"))
     args = parser.parse_args(argv)
+    args.argv = sys.argv[1:] if argv is None else argv
     if tmm_course.DEVICE.type != "cuda":
         print("error: measuring needs a CUDA GPU", file=sys.stderr)
         return 2

@@ -425,7 +425,7 @@ def provenance(module: str, argv: list[str] | None = None, timed: str = "with_ho
             "triton": triton.__version__,
         },
         date=datetime.date.today().isoformat(),
-        command=" ".join(["python", "-m", module, *(_no_folders(a) for a in args)]),
+        command=command(module, args),
         timing=timed,
     ).as_dict()
 
@@ -452,9 +452,11 @@ def measure_command(
     return 0
 
 
-def _no_folders(arg: str) -> str:
-    """A file argument without the folders of the machine it ran on."""
-    return Path(arg).name if arg.endswith(".json") else arg
+def command(module: str, args: list[str]) -> str:
+    """``python -m module args`` as documented: file arguments (JSON, CSV) by their names,
+    without the folders of the machine it ran on."""
+    named = (Path(a).name if a.endswith((".json", ".csv")) else a for a in args)
+    return " ".join(["python", "-m", module, *named])
 
 
 def write(path: Path, data: dict) -> None:

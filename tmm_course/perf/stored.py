@@ -1,4 +1,4 @@
-"""The H200 run that lessons 6 and 7 quote: one labelled run of ``python -m
+"""The H100 run that lessons 6 and 7 quote: one labelled run of ``python -m
 tmm_course.perf.lessons`` (races, sweeps, Nsight Compute DRAM bytes), shipped as package data.
 
     run = stored.lessons_run()
@@ -14,7 +14,7 @@ from pathlib import Path
 from tmm_course import timing
 from tmm_course.perf import results
 
-FILE = "lessons_h200.json"
+FILE = "lessons_h100.json"
 
 
 @dataclass(frozen=True)
@@ -113,7 +113,8 @@ class ExercisesRun:
 
     def lesson(self, number: int) -> dict:
         """``{"solution": {...}, "wrong": {...}}``: each with ``ms`` and ``clock_goal``."""
-        return self.data[f"lesson_{number}"]
+        part = self.data[f"lesson_{number}"]
+        return {label: part[label] for label in ("solution", "wrong") if label in part}
 
     @property
     def faster_sweep(self) -> dict:
