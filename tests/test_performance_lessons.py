@@ -1002,14 +1002,16 @@ def test_lesson_6s_stored_sweep_bears_out_its_ring_goal():
 
     wide = [r for r in sweep["launches"] if (r["launch"]["BLOCK_M"], r["launch"]["BLOCK_N"]) ==
             (128, 256)]  # fmt: skip
-    deep = [speed(r) for r in wide if slabs(r) >= faster.MIN_SLABS]
-    shallow = [speed(r) for r in wide if slabs(r) < faster.MIN_SLABS]
-    assert len(deep) >= 4 and len(shallow) >= 4 and max(shallow) < min(deep)
+    by = {n: [speed(r) for r in wide if slabs(r) == n] for n in range(2, 5)}
+    deeper = [speed(r) for r in wide if slabs(r) > faster.MIN_SLABS]
+    assert max(map(speed, sweep["launches"])) == max(by[faster.MIN_SLABS])  # the sweep's fastest
     said = " ".join(
         line.strip().lstrip("#").strip() for line in inspect.getsource(faster).splitlines()
     )
-    assert f"reached {min(deep):.2f} to {max(deep):.2f} of torch.matmul" in said
-    assert f"those with 2 or 3 at most {max(shallow):.2f}" in said
+    four, three = by[4], by[3]
+    assert f"with 4 slabs reached {min(four):.2f} to {max(four):.2f} of torch.matmul" in said
+    assert f"with 3, {min(three):.2f} to {max(three):.2f}; with 2, at most {max(by[2]):.2f}" in said
+    assert f"deeper rings than 4 fell back to {min(deeper):.2f} to {max(deeper):.2f}" in said
     ring_missed = [r for r in wide if any("slabs per program" in m for m in r["missed"])]
     assert ring_missed == [r for r in wide if slabs(r) < faster.MIN_SLABS]
     by_knobs = {(r["launch"]["BLOCK_K"], r["launch"]["num_stages"]): r for r in wide}
