@@ -82,11 +82,15 @@ class Replayer(_Here, clients.Replayer):
 
 def graded(name: str, fn) -> tuple[str, list[str]]:
     """(verdict, codes) the grader's case loop gives ``fn`` on exercise ``name``."""
-    spec = BY_NAME[name]
-    state, codes, _ = clients.grade_exercise(
-        spec, [], Recorder(spec.function, fn), Replayer(), math.inf
-    )
+    state, codes, _ = graded_in_full(name, fn)
     return state, codes
+
+
+def graded_in_full(name: str, fn) -> tuple[str, list[str], str]:
+    """(verdict, codes, detail) the grader's case loop gives ``fn`` on exercise ``name``: the
+    detail holds the primary diagnosis's sentence."""
+    spec = BY_NAME[name]
+    return clients.grade_exercise(spec, [], Recorder(spec.function, fn), Replayer(), math.inf)
 
 
 def entries() -> list:

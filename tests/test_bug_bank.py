@@ -15,7 +15,13 @@ import importlib.util
 import bug_bank
 import pytest
 from conftest import skip_for_missing
-from grade_parity import entries, graded_by_the_grader, graded_on_nbgrader, nbgrader_sample
+from grade_parity import (
+    entries,
+    graded_by_the_grader,
+    graded_in_full,
+    graded_on_nbgrader,
+    nbgrader_sample,
+)
 
 import tmm_course
 
@@ -81,6 +87,37 @@ def test_the_check_and_the_grader_agree(bank, by_the_grader, entry):
 @pytest.mark.parametrize("entry", nbgrader_sample(entries()), ids=lambda e: f"{e.check}-{e.name}")
 def test_the_check_and_the_nbgrader_path_agree(bank, on_nbgrader, entry):
     agree(bank, entry, *on_nbgrader[(entry.check, entry.name)])
+
+
+# the rules that weigh more than one replay, decided by the one judge (check.verdict) for both
+def checked_and_graded(name: str):
+    """The check's result for vector_add's bank entry ``name``, and the grader's (verdict,
+    codes, detail): its case loop, as the grader's command and nbgrader's cells run it."""
+    (entry,) = [e for e in bug_bank.BANK if e.check == "vector_add" and e.name == name]
+    (checked,) = bug_bank.run([entry])
+    return checked.result, graded_in_full("vector_add", entry.launcher)
+
+
+@pytest.mark.skipif(not INTERPRETER, reason="the grader counts idle programs on the interpreter")
+def test_the_grader_fails_a_grid_of_idle_programs_as_the_check_does():
+    """One program per element for a kernel whose program adds a BLOCK: right values, most
+    programs idle. The replay worker counts them as the check does, and the one judge's
+    too_many_programs weighs them over the cases for both (the grader passed it)."""
+    checked, (state, codes, detail) = checked_and_graded("grid of n programs")
+    assert checked.codes[:1] == ["too_many_programs"], str(checked)
+    assert (state, codes[:1]) == ("fail", checked.codes[:1]), detail
+    assert checked.primary.message in detail
+
+
+def test_the_grader_names_a_buffer_that_needed_zeros_as_the_check_does():
+    """A kernel that adds into a buffer of the launcher's that holds zeros by chance: wrong
+    once the replay refills it with poison, right once it is zeroed. The grader replays it
+    zeroed too, and the one judge's uninitialised says so for both (the grader said
+    wrong_values)."""
+    checked, (state, codes, detail) = checked_and_graded("adds into leftover zeros")
+    assert checked.codes[:1] == ["uninitialised_buffer"], str(checked)
+    assert (state, codes[:1]) == ("fail", checked.codes[:1]), detail
+    assert checked.primary.message in detail
 
 
 # --- what the checks say, read from the bank's run (were in tests/test_check_verdicts.py) ------

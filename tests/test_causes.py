@@ -8,7 +8,8 @@ from __future__ import annotations
 import bug_bank
 import pytest
 
-from tmm_course.check import causes
+from tmm_course.check import causes, verdict
+from tmm_course.check.result import Case as Result
 
 
 def checked(check: str, name: str):
@@ -85,18 +86,23 @@ def test_a_correct_kernel_with_a_grid_of_one_program_per_block_passes():
 
 
 # --- the pure functions, on plain data ----------------------------------------------------------
-def seen(programs: int, idle: int) -> causes.Seen:
-    return causes.Seen("out", (8,), [], None, 0, (), idle, programs)
+def ran(label: str, programs: int, idle: int) -> Result:
+    """A case that passed, its grid of ``programs`` with ``idle`` of them touching nothing."""
+    return Result(label, (), passed=True, programs=programs, idle=idle)
 
 
 def test_a_fixed_grid_idle_on_small_problems_is_not_too_many_programs():
     """A persistent kernel: as many programs on every case, most idle on the small ones."""
-    assert causes.too_many_programs([("n = 1", seen(132, 131)), ("n = 9", seen(132, 120))]) is None
+    cases = [ran("n = 1", 132, 131), ran("n = 9", 132, 120)]
+    verdict.too_many_programs(cases, "out")
+    assert all(c.passed for c in cases)
 
 
 def test_a_grid_that_grows_with_idle_programs_is_too_many():
-    said = causes.too_many_programs([("n = 7", seen(7, 6)), ("n = 1000", seen(1000, 996))])
-    assert said is not None and "996 of the 1000 programs" in said
+    cases = [ran("n = 7", 7, 6), ran("n = 1000", 1000, 996)]
+    verdict.too_many_programs(cases, "out")
+    assert [c.code for c in cases] == [None, "too_many_programs"]
+    assert "996 of the 1000 programs" in cases[1].problem
 
 
 def test_a_stray_between_cells_names_no_mask():

@@ -158,7 +158,7 @@ def test_every_code_has_a_sentence():
 def test_result_renders_for_jupyter_and_text():
     result = check_column_order_fill(todo)
     assert "FAIL" in result._repr_html_() and "not_implemented" in result._repr_html_()
-    assert str(result).startswith("column_order_fill: FAIL (0/8 cases)")
+    assert str(result).startswith("column_order_fill: FAIL (0 of 8 cases passed)")
 
 
 def test_guarded_output_is_poisoned_and_surrounded_by_canaries():

@@ -8,11 +8,15 @@ each program stored, where a load or a store first left its view), and returns a
 when the data do not point to that cause. They read no global state and launch nothing, so
 the check and the grader can call them on the facts either has.
 
-:func:`seen` builds the facts from the memory guard's record (:class:`~.memory_guard.Trace`).
+:func:`seen` builds the facts from the memory guard's record (:class:`~.memory_guard.Trace`);
+:func:`idle_programs` counts, from the same record, the programs that touched no memory (the
+facts of :func:`tmm_course.check.verdict.too_many_programs`, in the check and the grader's
+replay worker alike).
 """
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -68,9 +72,6 @@ class Seen:
     leading: tuple[int, int] | None
     unwritten: int
     strays: Sequence[Stray] = ()
-    # programs (of every learner launch) that touched no memory at all, and all of them
-    idle: int = 0
-    programs: int = 0
 
 
 def _cdiv(a: int, b: int) -> int:
@@ -262,30 +263,6 @@ def stray(seen: Seen, strided: bool = False) -> Cause | None:
         f"keeps {index}, with other=0.0 (tl.load(ptrs, mask=..., other=0.0))."))  # fmt: skip
 
 
-TOO_MANY_PROGRAMS = (
-    "{idle} of the {programs} programs launched for the case {size} touched no memory at all: "
-    "the grid has more programs than {output} has tiles (one program per element, say, for a "
-    "kernel whose program handles a whole BLOCK). Launch triton.cdiv(n, BLOCK) programs per "
-    "axis, one per tile."
-)
-IDLE_SHARE = 4  # flagged when the programs are at least this many times the ones that worked
-
-
-def too_many_programs(cases: Sequence[tuple[str, Seen]]) -> str | None:
-    """Over an exercise's cases (label, facts): a grid that grows with the problem and keeps
-    most of its programs idle (a persistent kernel's fixed grid, idle on a small problem, is
-    not this)."""
-    counted = [(label, s) for label, s in cases if s.programs]
-    if len({s.programs for _, s in counted}) < 2:
-        return None
-    label, worst = max(counted, key=lambda c: c[1].programs)
-    working = worst.programs - worst.idle
-    if worst.programs < IDLE_SHARE * max(working, 1) or worst.idle < 2:
-        return None
-    return TOO_MANY_PROGRAMS.format(idle=worst.idle, programs=worst.programs,
-                                    size=label, output=worst.output)  # fmt: skip
-
-
 # --- the facts, from the memory guard's record ------------------------------------------------
 def seen(
     trace: Trace, views: Mapping[str, object], learner: set[int], grids: Mapping[int, Program]
@@ -298,11 +275,9 @@ def seen(
     shape = tuple(out.shape)
     cols = shape[1] if len(shape) == 2 else 1
     boxes: dict[int, dict[Program, list[int]]] = {}
-    active: dict[int, set[Program]] = {}
     for a in trace.accesses:
         if a.launch not in learner:
             continue
-        active.setdefault(a.launch, set()).add(a.program)
         if a.kind == "store" and a.tensor == output and a.cells.size:
             rows_, cols_ = a.cells // cols, a.cells % cols
             box = [int(rows_.min()), int(rows_.max()), int(cols_.min()), int(cols_.max())]
@@ -311,9 +286,6 @@ def seen(
                 box = [min(old[0], box[0]), max(old[1], box[1]),
                        min(old[2], box[2]), max(old[3], box[3])]  # fmt: skip
             boxes[a.launch][a.program] = box
-    for s in trace.scratch:
-        if s.launch in learner:
-            active.setdefault(s.launch, set()).add(s.program)
     stored = trace.cells("store", output, learner)
     leading = None
     if bool(stored.any()):
@@ -329,15 +301,24 @@ def seen(
         for i in sorted(learner)
         if i in grids and i in boxes
     ]
-    programs = sum(g[0] * g[1] * g[2] for i, g in grids.items() if i in learner)
-    busy = sum(len(active.get(i, ())) for i in learner if i in grids)
     strays = []
     for kind in ("store", "load"):
         for name, lanes in trace.outside(kind).items():
             strays.append(Stray(kind, name, tuple(trace.views[name].shape),
                                 trace.first_stray(kind, name), lanes))  # fmt: skip
-    return Seen(output, shape, launches, leading, int((~stored).sum()), strays,
-                max(programs - busy, 0), programs)  # fmt: skip
+    return Seen(output, shape, launches, leading, int((~stored).sum()), strays)
+
+
+def idle_programs(trace: Trace, learner: set[int], grids: Mapping[int, Program]) -> tuple[int, int]:
+    """(programs, idle): how many programs the launches numbered in ``learner`` ran (those
+    with a grid in ``grids``), and how many of them touched no memory at all."""
+    active: dict[int, set[Program]] = {}
+    for a in itertools.chain(trace.accesses, trace.scratch):
+        if a.launch in learner:
+            active.setdefault(a.launch, set()).add(a.program)
+    programs = sum(g[0] * g[1] * g[2] for i, g in grids.items() if i in learner)
+    busy = sum(len(active.get(i, ())) for i in learner if i in grids)
+    return programs, max(programs - busy, 0)
 
 
 def grids_of(launches: Sequence[Launch]) -> dict[int, Program]:

@@ -78,9 +78,6 @@ class Trial:
         initial = self.source.initial
         return None if initial is None else initial.to(tmm_course.DEVICE)
 
-    # what the learner's launches did, once run on the interpreter (causes.Seen)
-    seen: causes.Seen | None = None
-
 
 def trial(exercise: spec.Exercise, case: spec.Case) -> Trial:
     """A case of ``exercise``, ready to run on this machine's device: inputs with room around
@@ -210,17 +207,12 @@ def run_trials(
                             else "the GPU context was lost"
                         )
                 break
-        if all(c.passed for c in cases):  # right values: a grid far larger than the work?
-            said = causes.too_many_programs([(t.case.label, t.seen) for t in trials if t.seen])
-            if said:
-                biggest = max((t for t in trials if t.seen), key=lambda t: t.seen.programs)
-                biggest.case.passed, biggest.case.code = False, "too_many_programs"
-                biggest.case.problem = biggest.case.cause = said
         if all(c.passed for c in cases):  # every specialization launched, compiled too
             for report, refused in compiler.further():
                 for case in refused:
                     case.passed, case.code = False, "gpu_would_reject"
                     case.problem = case.cause = report.refusal() or ""
+        verdict.too_many_programs(cases, names[-1])  # right values: a grid far too large?
     except KeyboardInterrupt:
         raise KeyboardInterrupt(INTERRUPTED) from None
     result = verdict.decide(exercise, cases, messages or {})
@@ -297,7 +289,7 @@ def _run_trial(
     if case.passed:
         return _replayed(trial, recorder, names, again)
     if case.code in (None, "wrong_values"):  # wrong values, no cause named yet
-        _name_empty_buffer(trial, recorder, names, trace)
+        _name_empty_buffer(trial, recorder, names, again)
     return False
 
 
@@ -347,7 +339,7 @@ def _recorded_then_replayed(
     data = recorder.record()
     fresh = trial.fresh() if trial.fresh is not None else _copy_of(trial)
     again = _launch_again(fresh, data, recorder, names)
-    poisoned = any(b["fill"].get("kind") == "poison" for b in data["buffers"])
+    poisoned = verdict.poisoned(data) > 0
     if isinstance(again.stopped, time_limit.CaseTimedOut):
         case.code, case.problem = "timed_out", _timed_out(again.stopped, "")
         return True
@@ -414,8 +406,7 @@ def _unjudged(trial: Trial) -> None:
     case = trial.case
     case.passed, case.problem, case.code, case.cause = False, "", None, ""
     case.trace, case.explains, case.ambiguous, case.secondary = None, (), False, False
-    case.known = False
-    trial.seen = None
+    case.known, case.programs, case.idle = False, 0, 0
 
 
 def _name_cause(
@@ -430,11 +421,13 @@ def _name_cause(
     case = trial.case
     if trace is not None:
         learner = {i for i, x in enumerate(trace.launches) if mine(x, allow_course_kernels)}
-        trial.seen = causes.seen(trace, views, learner, causes.grids_of(trace.launches))
+        grids = causes.grids_of(trace.launches)
+        case.programs, case.idle = causes.idle_programs(trace, learner, grids)
+        seen = causes.seen(trace, views, learner, grids)
         strided = bool(case.strided)
         own = trial.exercise.stray_cause
         found = (None if case.passed or case.cause
-                 else causes.first(trial.seen, case.code, strided, own))  # fmt: skip
+                 else causes.first(seen, case.code, strided, own))  # fmt: skip
         if found is not None:
             case.code, case.cause, case.explains = found.code, found.sentence, found.explains
             case.ambiguous = found.ambiguous
@@ -443,31 +436,25 @@ def _name_cause(
 
 
 def _name_empty_buffer(
-    trial: Trial, recorder: record.Recorder, names: Sequence[str], trace: Trace | None
+    trial: Trial, recorder: record.Recorder, names: Sequence[str], again: Again | None
 ) -> None:
-    """Wrong values from kernels that store or add (``tl.atomic_add``) into a buffer the
-    launcher made with ``torch.empty``, reading what it held: replayed with that buffer full
-    of NaN, cells that were numbers turn NaN. (A buffer a kernel only reads holds what the
-    host put there: the answer, when it is right; that is a copied answer, not this.)"""
-    if recorder.problem is not None or trace is None:
-        return
-    if not any(access.kind == "store" for access in trace.scratch):
+    """Wrong values, where the launcher made buffers with ``torch.empty`` (or the like): the
+    verdict's ``uninitialised_buffer`` (:func:`_uninitialised`) when the replay of its
+    launches (``again``, else one launched here) is wrong and one with those buffers zeroed
+    is right."""
+    if recorder.problem is not None:
         return
     data = recorder.record()
-    empty = [b for b in data["buffers"] if b["fill"].get("kind") == "poison"]
-    if not empty:
+    if not verdict.poisoned(data):
         return
-    fresh = _copy_of(trial)
-    if _launch_again(fresh, data, recorder, names).stopped is not None:
+    if again is None:
+        again = _launch_again(_copy_of(trial), data, recorder, names)
+    if again.stopped is not None:
         return  # the first run's diagnosis stands
-    before, after = trial.guard.out, fresh.guard.out
-    turned = int((after.isnan() & ~before.isnan()).sum())
-    if turned:
+    named = _uninitialised(again, _judged_again(again), data, recorder, names)
+    if named is not None:
         case = trial.case
-        case.code = "uninitialised_buffer"
-        case.problem = case.cause = UNINITIALISED.format(
-            bad=turned, cells=after.numel(), output=names[-1], count=len(empty)
-        )
+        case.code, case.problem, case.cause = named.code, named.problem, named.cause
 
 
 def _host_work(trial: Trial, recorder: record.Recorder) -> None:
@@ -548,7 +535,7 @@ def _replayed(
     if again is None:
         fresh = trial.fresh() if trial.fresh is not None else _copy_of(trial)
         again = _launch_again(fresh, data, recorder, names)
-    fresh, views, trace, stop = again.fresh, again.views, again.trace, again.stopped
+    fresh, stop = again.fresh, again.stopped
     output = names[-1]
     if isinstance(stop, time_limit.CaseTimedOut):
         case.passed, case.code = False, "timed_out"
@@ -561,61 +548,55 @@ def _replayed(
             + f" (the replay stopped: {_first_line(stop)})"
         )
         return _gpu_context_lost(stop)
-    out = fresh.guard.out
-    answer = fresh.source
-    found = verdict.judge_stored(
-        fresh.exercise,
-        answer,
-        verdict.Stored(
-            out,
-            fresh.guard.poison if answer.initial is None else None,
-            canaries_intact=fresh.guard.canaries_intact(),
-            stray_store=_stray(trace, "store", views),
-        ),
-    )
+    found = _judged_again(again)
     if found.passed:
         return False
     case.passed = False
+    answer, out = fresh.source, fresh.guard.out
     # a known mistake the kernels made on their own: a value-dependent slip (a bias added
     # after the ReLU) can be right by chance on the first draw and wrong on this one
-    if found.code in {m.code for m in answer.mistakes} - {"out_of_bounds_write"}:
+    if verdict.known_mistake(answer, found):
         case.code, case.problem, case.cause = found.code, found.cause, found.cause
         case.known = found.known
         return False
-    bad = int(verdict.wrong_cells(answer, out).sum())
-    if _needs_zeros(fresh, data, recorder, names):  # right by luck on torch.empty's zeros
-        empty = sum(b["fill"].get("kind") == "poison" for b in data["buffers"])
-        case.code = "uninitialised_buffer"
-        case.problem = case.cause = UNINITIALISED.format(
-            bad=int(out.isnan().sum()) or bad, cells=out.numel(), output=output, count=empty
-        )
+    named = _uninitialised(again, found, data, recorder, names)  # right on torch.empty's zeros
+    if named is not None:
+        case.code, case.problem, case.cause = named.code, named.problem, named.cause
         return False
+    bad = int(verdict.wrong_cells(answer, out).sum())
     case.code = "no_triton_kernel"
     case.problem = case.cause = REPLAYED.format(bad=bad, cells=out.numel(), output=output)
     return False
 
 
-def _needs_zeros(fresh: Trial, data: dict, recorder: record.Recorder, names) -> bool:
-    """Whether the replay is right once the buffers it poisoned hold zeros instead: the
-    kernels read or added into torch.empty's memory, which held zeros by chance."""
-    if not any(b["fill"].get("kind") == "poison" for b in data["buffers"]):
-        return False
+def _judged_again(again: Again) -> Case:
+    """The one judge's verdict on what the recorded launches, launched again, stored."""
+    fresh = again.fresh
+    answer = fresh.source
+    stored = verdict.Stored(
+        fresh.guard.out,
+        fresh.guard.poison if answer.initial is None else None,
+        canaries_intact=fresh.guard.canaries_intact(),
+        stray_store=_stray(again.trace, "store", again.views),
+    )
+    return verdict.judge_stored(fresh.exercise, answer, stored)
+
+
+def _uninitialised(
+    again: Again, found: Case, data: dict, recorder: record.Recorder, names: Sequence[str]
+) -> Case | None:
+    """:func:`~tmm_course.check.verdict.uninitialised`, where the replay ``again`` (judged
+    ``found``) :func:`~tmm_course.check.verdict.may_need_zeros`: launched once more with the
+    buffers it poisoned zeroed."""
+    fresh = again.fresh
+    if not verdict.may_need_zeros(fresh.source, found, data):
+        return None
     zeroed = _launch_again(_copy_of(fresh), data, recorder, names, empty=0.0)
     if zeroed.stopped is not None:
-        return False
+        return None
     guard = zeroed.fresh.guard
-    return guard.canaries_intact() and not bool(
-        verdict.wrong_cells(zeroed.fresh.source, guard.out).any()
-    )
-
-
-UNINITIALISED = (
-    "{bad} of {cells} cells of {output} turned NaN when the check launched your kernels "
-    "again with the {count} buffer(s) your launcher made with torch.empty (or the like) "
-    "filled with NaN: torch.empty hands out memory as it was, zeros only by chance. A kernel "
-    "added into such a buffer (tl.atomic_add) or read it before writing it: make it with "
-    "torch.zeros, or store into it first."
-)
+    stored = verdict.Stored(guard.out, None, canaries_intact=guard.canaries_intact())
+    return verdict.uninitialised(fresh.exercise, fresh.source, data, fresh.guard.out, stored)
 
 
 def _copy_of(trial: Trial) -> Trial:

@@ -109,6 +109,10 @@ class Case:
     ambiguous: bool = False  # the cause is one of two that give the same values
     known: bool = False  # the cause is a known mistake's, matched on the values stored
     secondary: bool = False  # a GPU refused this dtype only, having compiled another
+    # the programs its kernels' grids launched, and those that touched no memory (0, 0: loads
+    # and stores not traced)
+    programs: int = 0
+    idle: int = 0
 
 
 @dataclass
@@ -134,8 +138,8 @@ class CheckResult:
     def __str__(self) -> str:
         verdict = "PASS" if self.passed else "FAIL"
         lines = [
-            f"{self.exercise}: {verdict} ({sum(c.passed for c in self.cases)}/"
-            f"{len(self.cases)} cases)"
+            f"{self.exercise}: {verdict} ({sum(c.passed for c in self.cases)} of "
+            f"{len(self.cases)} cases passed)"
         ]
         lines += [f"  [{d.code}] {d.message}" for d in self.diagnoses]
         for case in self.cases:

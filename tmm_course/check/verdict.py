@@ -8,7 +8,10 @@ what the memory guard saw) and call :func:`judge_stored`; the cases go to :func:
 check) or :func:`grade` (the grader's row, lesson 9's repair and the goals at scale added).
 The rules that read a launch record rather than values are here too, once: a course kernel did
 the work (:func:`course_kernel`), a copy of an input made on the host (:func:`host_copy`), a
-repair that is not one (:func:`not_the_fix`).
+repair that is not one (:func:`not_the_fix`); and those that weigh more than one replay: a
+buffer made with torch.empty that needed zeros (:func:`uninitialised`, from a replay with it
+zeroed) and a grid whose programs mostly idle as the problem grows (:func:`too_many_programs`,
+over the cases).
 """
 
 from __future__ import annotations
@@ -177,6 +180,50 @@ def _stray_mistake(case: Case, got: torch.Tensor) -> Mistake | None:
         if bool(inside.any()) and bool((got[inside] == mistake.value[inside]).all()):
             return mistake
     return None
+
+
+def known_mistake(case: Case, found: Result) -> bool:
+    """Whether ``found`` names one of the case's known mistakes (other than a stray store)."""
+    return found.code in {m.code for m in case.mistakes} - {"out_of_bounds_write"}
+
+
+# --- buffers the launcher made with torch.empty: a replay with them zeroed --------------------
+UNINITIALISED = (
+    "{bad} of {cells} cells of {output} turned NaN when the check launched your kernels "
+    "again with the {count} buffer(s) your launcher made with torch.empty (or the like) "
+    "filled with NaN: torch.empty hands out memory as it was, zeros only by chance. A kernel "
+    "added into such a buffer (tl.atomic_add) or read it before writing it: make it with "
+    "torch.zeros, or store into it first."
+)
+
+
+def poisoned(record: Mapping) -> int:
+    """How many buffers of the launcher's a replay of ``record`` refills with poison: those
+    that held neither one constant nor a copy of an input when a kernel was first handed
+    them (torch.empty's, say)."""
+    return sum(b["fill"].get("kind") == "poison" for b in record["buffers"])
+
+
+def may_need_zeros(case: Case, found: Result, record: Mapping) -> bool:
+    """Whether a replay of ``record`` judged ``found`` on what it stored may have failed on the
+    poison in the launcher's :func:`poisoned` buffers rather than on a known mistake: then the
+    replay again with those buffers zeroed decides (:func:`uninitialised`)."""
+    return not found.passed and not known_mistake(case, found) and poisoned(record) > 0
+
+
+def uninitialised(
+    exercise: Exercise, case: Case, record: Mapping, stored: torch.Tensor, zeroed: Stored
+) -> Result | None:
+    """``uninitialised_buffer`` where the replay whose :func:`poisoned` buffers held zeros
+    (``zeroed``) is right, although with them poisoned it stored ``stored``, wrong: the
+    kernels read or added into torch.empty's memory, which holds zeros only by chance. None
+    where zeros do not make it right."""
+    if not zeroed.canaries_intact or bool(wrong_cells(case, zeroed.out).any()):
+        return None
+    bad = int(stored.isnan().sum()) or int(wrong_cells(case, stored).sum())
+    said = UNINITIALISED.format(bad=bad, cells=stored.numel(), output=exercise.tensors[-1],
+                                count=poisoned(record))  # fmt: skip
+    return result(case, code="uninitialised_buffer", problem=said, cause=said)
 
 
 # --- rules on the launch record --------------------------------------------------------------
@@ -352,6 +399,32 @@ def not_the_fix(exercise: Exercise, record: Mapping) -> str | None:
 
 
 # --- the verdict ----------------------------------------------------------------------------
+TOO_MANY_PROGRAMS = (
+    "{idle} of the {programs} programs launched for the case {size} touched no memory at all: "
+    "the grid has more programs than {output} has tiles (one program per element, say, for a "
+    "kernel whose program handles a whole BLOCK). Launch triton.cdiv(n, BLOCK) programs per "
+    "axis, one per tile."
+)
+IDLE_SHARE = 4  # flagged when the programs are at least this many times the ones that worked
+
+
+def too_many_programs(cases: list[Result], output: str) -> None:
+    """Every case right, from a grid that grows with the problem and keeps most of its
+    programs idle (:attr:`~tmm_course.check.result.Case.idle`; a persistent kernel's fixed
+    grid, idle on a small problem, is not this): the case with the most programs fails with
+    ``too_many_programs``, its sentence naming ``output``."""
+    counted = [c for c in cases if c.programs]
+    if not all(c.passed for c in cases) or len({c.programs for c in counted}) < 2:
+        return
+    worst = max(counted, key=lambda c: c.programs)
+    if worst.programs < IDLE_SHARE * max(worst.programs - worst.idle, 1) or worst.idle < 2:
+        return
+    worst.passed, worst.code = False, "too_many_programs"
+    worst.problem = worst.cause = TOO_MANY_PROGRAMS.format(
+        idle=worst.idle, programs=worst.programs, size=worst.label, output=output
+    )
+
+
 def grade(
     exercise: Exercise,
     cases: list[Result],
@@ -380,6 +453,7 @@ def grade(
 def _graded(
     exercise: Exercise, cases: list[Result], record: Mapping | None
 ) -> tuple[str, list[str], str]:
+    too_many_programs(cases, exercise.tensors[-1])
     if cases and all(c.passed for c in cases) and record is not None:
         said = not_the_fix(exercise, record)
         if said:

@@ -216,8 +216,11 @@ class Replayer(Worker):
         self.defined = {}
         super().stop()
 
-    def replay(self, trial: judge.Trial, record: dict, deadline: float):
-        return self._ask(trial, record, deadline, "replay")
+    def replay(self, trial: judge.Trial, record: dict, deadline: float, empty: float | None = None):
+        """The record's launches on the trial's case; ``empty``: what the launcher's buffers
+        that would hold poison hold instead."""
+        extra = None if empty is None else {"empty": empty}
+        return self._ask(trial, record, deadline, "replay", extra)
 
     def launched(self, trial: judge.Trial, record: dict, deadline: float, targets) -> dict:
         """The record's launches on the trial's tensors, compiled for ``targets``, not run."""
@@ -379,19 +382,41 @@ def _at_scale(spec: Exercise, recorder: Worker, replayer: Replayer, deadline: fl
 
 
 def _replay(trial: judge.Trial, record: dict, replayer: Replayer, deadline: float) -> Result:
-    """One case's verdict: its record's kernels replayed on the trial's case."""
+    """One case's verdict: its record's kernels replayed on the trial's case; replayed again
+    with the launcher's poisoned buffers zeroed where that may explain a failure
+    (:func:`~tmm_course.check.verdict.may_need_zeros`)."""
     case = trial.case
     early = judge.judge_record(trial, record)
     if early is not None:
         return early
+    poisoned = _asked(replayer, trial, record, deadline)
+    if isinstance(poisoned, WorkerGone):
+        return verdict.result(case, code="crashed", problem=poisoned.detail)
+    found = judge.judge_replay(trial, *poisoned)
+    if not poisoned[0].get("ok") or not verdict.may_need_zeros(case, found, record):
+        return found
+    zeroed = _asked(replayer, trial, record, deadline, empty=0.0)
+    if isinstance(zeroed, WorkerGone):
+        return found  # zeros sent a kernel astray: they explain nothing
+    return judge.judge_zeroed(trial, record, found, poisoned, zeroed)
+
+
+def _asked(
+    replayer: Replayer,
+    trial: judge.Trial,
+    record: dict,
+    deadline: float,
+    empty: float | None = None,
+) -> judge.Replied | WorkerGone:
+    """The replay worker's answer, or how a kernel crashed it (a fresh one replaces it)."""
     try:
-        reply, returned = replayer.replay(trial, record, deadline)
+        reply, returned = replayer.replay(trial, record, deadline, empty)
     except WorkerGone as gone:
         if not gone.crashed:
             raise
         replayer.stop()
-        return verdict.result(case, code="crashed", problem=gone.detail)
-    return judge.judge_replay(trial, reply, returned if reply.get("ok") else None)
+        return gone
+    return reply, returned if reply.get("ok") else None
 
 
 def _predicted(spec: Exercise, reply: dict, loaded: dict) -> tuple[str, list[str], str]:

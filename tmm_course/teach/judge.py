@@ -34,6 +34,7 @@ from tmm_course.exercises.spec import Case, Exercise
 from tmm_course.teach import triton_only
 
 RECORD_BYTES = 4 * 2**20  # the most a launch record may be
+Replied = tuple[dict, list[bytes] | None]  # a replay worker's reply and the storages it sent
 
 
 def output_frame(case: Case, nan: bool = True, gen: torch.Generator | None = None) -> Framed:
@@ -121,7 +122,34 @@ def judge_record(trial: Trial, record: dict) -> Result | None:
 
 def judge_replay(trial: Trial, reply: dict, returned: list[bytes] | None) -> Result:
     """The verdict on one case from the replay worker's answer: the storages it sent back and
-    what the memory guard saw, reduced to a :class:`~tmm_course.check.verdict.Stored`."""
+    what the memory guard saw, reduced to a :class:`~tmm_course.check.verdict.Stored`, with
+    the programs its grids ran and those that touched no memory (for
+    :func:`~tmm_course.check.verdict.too_many_programs`)."""
+    facts = replayed(trial, reply, returned)
+    if isinstance(facts, Result):
+        return facts
+    found = verdict.judge_stored(trial.exercise, trial.case, facts)
+    programs, idle = reply.get("programs"), reply.get("idle")
+    if type(programs) is int and type(idle) is int and 0 <= idle <= programs:
+        found.programs, found.idle = programs, idle
+    return found
+
+
+def judge_zeroed(
+    trial: Trial, record: dict, found: Result, poisoned: Replied, zeroed: Replied
+) -> Result:
+    """``found``, the verdict on the replay ``poisoned`` (the worker's reply and storages), or
+    ``uninitialised_buffer`` where the replay ``zeroed``, the launcher's poisoned buffers
+    zeroed instead, is right (:func:`~tmm_course.check.verdict.uninitialised`)."""
+    first, again = replayed(trial, *poisoned), replayed(trial, *zeroed)
+    if not isinstance(first, verdict.Stored) or not isinstance(again, verdict.Stored):
+        return found
+    return verdict.uninitialised(trial.exercise, trial.case, record, first.out, again) or found
+
+
+def replayed(trial: Trial, reply: dict, returned: list[bytes] | None) -> verdict.Stored | Result:
+    """The replay worker's answer as a :class:`~tmm_course.check.verdict.Stored`, or the
+    case's outcome where the replay did not finish."""
     case = trial.case
     if not reply.get("ok"):
         kind = reply.get("error_type", "error")
@@ -145,7 +173,7 @@ def judge_replay(trial: Trial, reply: dict, returned: list[bytes] | None) -> Res
         stray_load = f"loaded lanes outside {_names(outside['load'])}"
     region = out.covered()
     loaded, unstored = reply.get("output_loaded"), reply.get("unstored")
-    facts = verdict.Stored(
+    return verdict.Stored(
         out.view(stored[-1]),
         trial.poison,
         inputs_changed=not all(
@@ -159,7 +187,6 @@ def judge_replay(trial: Trial, reply: dict, returned: list[bytes] | None) -> Res
         unshared=str(reply["unshared"]) if reply.get("unshared") else None,
         shows=bool(reply.get("shows")) if trial.exercise.requires is not None else None,
     )
-    return verdict.judge_stored(trial.exercise, case, facts)
 
 
 def _names(counts: object) -> str:
