@@ -112,6 +112,8 @@ def _attempt(a_ptr, as_ptr, b_ptr, bs_ptr, c_ptr, M, N, K,
         sa = tl.load(as_ptr + offs_m * sasm + group * sask, mask=offs_m < M, other=0.0)
         if SLIP == "b_scale transposed":
             sb = tl.load(bs_ptr + group * sbsn + (offs_n // 128) * sbsk, mask=offs_n < N, other=0.0)
+        elif SLIP == "b_scale column is offs_n":
+            sb = tl.load(bs_ptr + group * sbsk + offs_n * sbsn, mask=offs_n < N, other=0.0)
         else:
             sb = tl.load(bs_ptr + group * sbsk + (offs_n // 128) * sbsn, mask=offs_n < N, other=0.0)
         if SLIP == "scales once per tile":
@@ -152,6 +154,7 @@ def test_untouched_exercise_is_not_implemented():
         ("float16 sum", "precision", "matches a float16 accumulator"),
         ("only a_scale", "wrong_values", "b_scale was never applied"),
         ("group is the step", "out_of_bounds_read", "index the scales with that group, not with k"),
+        ("b_scale column is offs_n", "out_of_bounds_read", "Index it with offs_n // 128"),
     ],
 )
 def test_each_slip_gets_its_own_sentence(slip, code, says):

@@ -53,6 +53,9 @@ class Stray:
     shape: tuple[int, ...]
     cell: tuple[int, int] | None
     lanes: int
+    # the load or store that strayed first also had lanes inside the view: an index that runs
+    # across the view's end (not a whole tile past it)
+    straddles: bool = False
 
 
 # an exercise's (sentence, ambiguous) for a stray load whose cause it knows, or None
@@ -304,8 +307,10 @@ def seen(
     strays = []
     for kind in ("store", "load"):
         for name, lanes in trace.outside(kind).items():
+            first = trace.first_straying(kind, name)
             strays.append(Stray(kind, name, tuple(trace.views[name].shape),
-                                trace.first_stray(kind, name), lanes))  # fmt: skip
+                                first.strays[0] if first else None, lanes,
+                                straddles=bool(first and first.cells.size)))  # fmt: skip
     return Seen(output, shape, launches, leading, int((~stored).sum()), strays)
 
 

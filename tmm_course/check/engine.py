@@ -722,6 +722,7 @@ def _stray(trace: Trace | None, kind: str, views: Mapping[str, torch.Tensor]) ->
     if not outside:
         return None
     name, lanes = next(iter(outside.items()))
-    first = where(trace.first_stray(kind, name), tuple(views[name].shape))
+    straying = trace.first_straying(kind, name)
+    first = where(straying.strays[0] if straying else None, tuple(views[name].shape))
     verb = "stored" if kind == "store" else "loaded"
     return f"{verb} {lanes} lane(s) outside {name}, first at {first}; not performed"

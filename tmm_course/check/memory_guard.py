@@ -189,11 +189,10 @@ class Trace:
                 counts[a.tensor] = counts.get(a.tensor, 0) + a.stray_lanes
         return counts
 
-    def first_stray(self, kind: str, tensor: str) -> tuple[int, int] | None:
-        for a in self.accesses:
-            if a.kind == kind and a.tensor == tensor and a.strays:
-                return a.strays[0]
-        return None
+    def first_straying(self, kind: str, tensor: str) -> Access | None:
+        """The first access of ``kind`` to ``tensor`` with a lane outside it (with a cell)."""
+        return next((a for a in self.accesses
+                     if a.kind == kind and a.tensor == tensor and a.strays), None)  # fmt: skip
 
     def stored_cells(self, tensor: str) -> torch.Tensor:
         """A flat boolean per cell of the view ``tensor``: True where some lane stored."""

@@ -59,6 +59,12 @@ SCALE_GROUP_PAST = (
     "the tl.load of {tensor} read {where}, past its last K group ({tensor} has cdiv(K, 128) = "
     "{groups} along K): the scales' K-group index runs too far: " + GROUP_INDEX
 )
+B_SCALE_COLUMN = (
+    "the tl.load of b_scale read {where}, past its end, in the same load as lanes inside it: "
+    "its column index runs one per column of B, but b_scale has one column per 128 of them "
+    "({cols} for this N). Index it with offs_n // 128, as its row with the K group "
+    "k * BLOCK_K // 128."
+)
 SCALE_ROW_OR_GROUP = (
     "the tl.load of a_scale read past its last element (row {row}, column {col}; a_scale is "
     "{shape}): either its K-group index runs past cdiv(K, 128) - 1 (" + GROUP_INDEX + ") or the "
@@ -207,11 +213,16 @@ def float16_sum(aq: Quantized, bq: Quantized, step: int) -> torch.Tensor:
 def scale_group_stray(stray) -> tuple[str, bool] | None:
     """The sentence for a load past a scale tensor's K groups (a_scale's columns, b_scale's
     rows: only the group index moves along them), ambiguous where a_scale's storage ends and a
-    missing row mask would stray there too; None for any other stray."""
+    missing row mask would stray there too; for b_scale read past its end by a load whose other
+    lanes landed inside, its column index (offs_n where offs_n // 128 belongs: it runs across
+    the storage's end, where a K group past the last lands a whole row out); None for any
+    other stray."""
     if stray.tensor not in ("a_scale", "b_scale") or stray.cell is None or len(stray.shape) != 2:
         return None
     row, col = stray.cell
     rows, cols = stray.shape
+    if stray.tensor == "b_scale" and row >= rows and stray.straddles:
+        return B_SCALE_COLUMN.format(where=f"row {row}, column {col}", cols=cols), False
     if stray.tensor == "b_scale" and row >= rows:
         where = f"row {row}"
         return SCALE_GROUP_PAST.format(tensor="b_scale", where=where, groups=rows), False
