@@ -24,7 +24,9 @@ TARGETS = tuple(gpus.TARGETS)
 KNOBS = {
     "shared memory": "num_stages or BLOCK_K (each stage holds a (BLOCK_M + BLOCK_N) x BLOCK_K "
     "slab of A and B in shared memory)",
-    "registers": "num_warps up or BLOCK_M x BLOCK_N down (fewer accumulator values per thread)",
+    "registers": "num_warps up or BLOCK_M x BLOCK_N down (fewer accumulator values per thread), "
+    "or BLOCK_K down (where tl.dot runs on FMA units, a T4's, each thread holds slices of the A "
+    "and B slabs in registers too)",
     "tensor memory": "BLOCK_M x BLOCK_N (the accumulator lives in tensor memory there)",
     "warps": "num_warps",
 }
