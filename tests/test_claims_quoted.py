@@ -30,7 +30,9 @@ def test_lesson_6_says_the_float16_roof_is_cublas_best_and_quotes_the_races_belo
     races = [RUN.journey, *RUN.data["sweeps"].values(), *RUN.tma]
     seen = [r["tflops"]["torch.matmul"] for r in races if r["problem"].split()[-1] == "float16"]
     assert (low, high) == (round(min(seen)), round(max(seen)))
-    assert "best of three" in text and RUN.device["peak_tflops"]["float16"] > 1.1 * max(seen)
+    roof = RUN.device["peak_tflops"]["float16"]
+    assert "best of three" in text and "not a hardware limit" in text
+    assert ("above it at times" in text) == (max(seen) > roof)
 
 
 def test_lesson_6_explains_written_bytes_below_the_size_of_c():
