@@ -200,3 +200,12 @@ def test_stored_runs_read_through_the_one_reader(tmp_path):
     assert stored.lessons_run(mine).where == stored.lessons_run().where
     with pytest.raises(FileNotFoundError, match=r"lessons_h100\.json"):  # says what ships
         stored.lessons_run("lessons_mine.json")
+
+
+def test_a_stored_command_names_its_files_without_this_machines_folders():
+    args = ["--out", "/root/out/x.json", "--into=/a/b.json", "--ncu", "/r/n.csv", "--notebooks",
+            "notebooks"]  # fmt: skip
+    assert results.command("tmm_course.perf.lessons", args) == (
+        "python -m tmm_course.perf.lessons --out x.json --into=b.json --ncu n.csv "
+        "--notebooks notebooks"
+    )

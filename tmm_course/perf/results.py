@@ -455,8 +455,12 @@ def measure_command(
 def command(module: str, args: list[str]) -> str:
     """``python -m module args`` as documented: file arguments (JSON, CSV) by their names,
     without the folders of the machine it ran on."""
-    named = (Path(a).name if a.endswith((".json", ".csv")) else a for a in args)
-    return " ".join(["python", "-m", module, *named])
+
+    def named(arg: str) -> str:
+        flag, equals, value = arg.rpartition("=") if arg.startswith("--") else ("", "", arg)
+        return flag + equals + (Path(value).name if value.endswith((".json", ".csv")) else value)
+
+    return " ".join(["python", "-m", module, *map(named, args)])
 
 
 def write(path: Path, data: dict) -> None:

@@ -23,8 +23,9 @@ from tmm_course.perf.faster import Goal
 
 M, N, K = 512, 512, 16384  # float16: the problem the goals are stated for
 # how the clock times it: the GPU's time alone (a CUDA graph's replay). Its GPU work is shorter
-# than launching it from Python: on an H100, lesson 8's solution took 0.047 ms on the GPU and
-# 0.081 ms a call with its two launches' host time, so host time would hide what split-K does
+# than launching it from Python: on an H100, lesson 8's solution took 0.047 ms a call with L2
+# flushed before each (its host work hidden) and 0.081 ms a call back to back, its launches'
+# host time included, so host time would hide what split-K does
 TIMED = "device"
 H200_SMS = KNOWN["H200"].sms
 TARGETS = ("sm_80", "sm_90")  # an A100 and an H200

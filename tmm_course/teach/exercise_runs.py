@@ -40,7 +40,7 @@ from pathlib import Path
 import torch
 
 from tmm_course import timing
-from tmm_course.perf import faster
+from tmm_course.perf import faster, results
 
 # lesson 6's solution (128x256 tiles) on 4 warps: its accumulator spills
 LESSON_6_WRONG = {"num_warps": 4}
@@ -284,15 +284,13 @@ def main(argv: list[str] | None = None) -> int:
     if not torch.cuda.is_available():
         print("error: measuring needs a CUDA GPU", file=sys.stderr)
         return 2
-    files = {str(f): f.name for f in (args.out, args.into) if f is not None}
     out: dict = {
         "provenance": {
             "device": torch.cuda.get_device_name(0),
             "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
             "code_version": args.code_version,
             # the command as documented: files by their names, not this machine's paths
-            "command": "python -m tmm_course.teach.exercise_runs "
-            + " ".join(files.get(a, a) for a in argv or sys.argv[1:]),
+            "command": results.command("tmm_course.teach.exercise_runs", argv or sys.argv[1:]),
             "timing": "with_host",  # tmm_course.timing.TIMINGS
             "versions": {
                 "python": platform.python_version(),
