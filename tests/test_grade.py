@@ -14,6 +14,7 @@ import pytest
 import torch
 from conftest import ROOT
 
+import tmm_course
 from tmm_course.exercises import BY_NAME
 from tmm_course.exercises.spec import Exercise, generator
 from tmm_course.kernels import pitfalls
@@ -138,14 +139,40 @@ def unusual() -> dict:
     return without_ids(with_exercise(notebook, "transpose", AUTOTUNED_TRANSPOSE))
 
 
+# run when Part 1's cell runs, never carried: were the exercises to share one process, the later
+# ones would launch grids of no programs and find a torch that cannot allocate
+MEDDLING = """
+
+def _meddle():
+    import torch
+    import triton
+
+    triton.cdiv = lambda a, b: 0
+    torch.empty = torch.empty_like = None
+
+
+_meddle()
+"""
+
+
+def meddling() -> dict:
+    """The solved homework whose Part 1 cell also breaks Triton and torch in its own process."""
+    return with_exercise(solved(), "transpose_v1", typed_in_answer("c05") + MEDDLING)
+
+
 @pytest.fixture(scope="module")
 def homework(tmp_path_factory):
     inbox = tmp_path_factory.mktemp("homework")
     for name, notebook in (("correct.ipynb", solved()), ("untouched.ipynb", student()),
-                           ("bug.ipynb", planted_bug(solved())),
-                           ("unusual.ipynb", unusual())):  # fmt: skip
+                           ("bug.ipynb", planted_bug(solved())), ("unusual.ipynb", unusual()),
+                           ("meddling.ipynb", meddling())):  # fmt: skip
         (inbox / name).write_text(json.dumps(notebook))
-    return grade(inbox, HOMEWORK)
+    started = []  # the name of each worker process started
+    with pytest.MonkeyPatch.context() as patch:
+        start = sandbox.start
+        patch.setattr(sandbox, "start", lambda *a, **k: started.append(a[2]) or start(*a, **k))
+        rows = grade(inbox, HOMEWORK)
+    return {"rows": rows, "started": started}
 
 
 def test_the_homework_names_its_exercises():
@@ -166,6 +193,7 @@ def test_every_graded_exercise_has_a_spec_at_its_cell(notebook):
 
 @needs_isolation
 def test_honest_work_is_graded_on_its_merits(homework):
+    homework = homework["rows"]
     assert verdicts(homework, "correct.ipynb") == dict.fromkeys(
         ["transpose_v1", "transpose_v2", "transpose", "scaled_matmul"], "pass"
     )
@@ -176,7 +204,28 @@ def test_honest_work_is_graded_on_its_merits(homework):
 
 
 @needs_isolation
+def test_each_exercise_starts_from_the_setup_cell_not_the_one_before(homework):
+    found = verdicts(homework["rows"], "meddling.ipynb")
+    assert found == {
+        "transpose_v1": "fail",  # its own launcher met what its cell broke
+        "transpose_v2": "pass",
+        "transpose": "pass",
+        "scaled_matmul": "pass",
+    }
+
+
+@needs_isolation
+@pytest.mark.skipif(tmm_course.BACKEND != "interpreter", reason="a GPU's workers do not fork")
+def test_a_submission_imports_triton_once_for_its_exercises(homework):
+    # one recording worker (the setup cell; each exercise a fork of it), one replay worker
+    kinds = sorted(name.split("-")[-1] for name in homework["started"])
+    graded = 4  # the submissions with an exercise to run: all but untouched.ipynb
+    assert kinds == ["replay"] * graded + ["setup"] * graded, kinds
+
+
+@needs_isolation
 def test_a_notebook_without_cell_ids_is_graded_cell_by_cell(homework):
+    homework = homework["rows"]
     found = verdicts(homework, "unusual.ipynb")
     assert found["transpose_v2"] == found["scaled_matmul"] == "not_implemented"
     assert found["transpose_v1"] == found["transpose"] == "pass"
@@ -184,12 +233,12 @@ def test_a_notebook_without_cell_ids_is_graded_cell_by_cell(homework):
 
 @needs_isolation
 def test_an_autotuned_transpose_is_graded_on_its_kernels(homework):
-    assert verdicts(homework, "unusual.ipynb")["transpose"] == "pass"
+    assert verdicts(homework["rows"], "unusual.ipynb")["transpose"] == "pass"
 
 
 @needs_isolation
 def test_a_self_test_under_main_in_the_cell_is_graded_on_its_kernels(homework):
-    assert verdicts(homework, "unusual.ipynb")["transpose_v1"] == "pass"
+    assert verdicts(homework["rows"], "unusual.ipynb")["transpose_v1"] == "pass"
 
 
 def solution_cell(notebook: str, cell: str) -> str:

@@ -270,6 +270,10 @@ def _is_interpreted(value: Any) -> bool:
     return type(value).__name__ == "InterpretedFunction"
 
 
+# id of a Triton library function's Python function -> its compilable JITFunction
+_LIBRARY: dict[int, Any] = {}
+
+
 @contextlib.contextmanager
 def _compiler_view() -> Iterator[None]:
     """Give the compiler Triton's language as it was before the interpreter touched it.
@@ -280,7 +284,7 @@ def _compiler_view() -> Iterator[None]:
     library function patches that module and never restores it). For the duration of a compile,
     both are put back as the compiler needs them; afterwards everything is left as it was."""
     swapped: list[tuple[Any, str, Any]] = []
-    seen: dict[int, Any] = {}
+    seen = _LIBRARY  # Triton's own functions live as long as the process: rebuilt once
     language = sys.modules.get("triton.language")
     owners: list[Any] = [
         m for name, m in list(sys.modules.items()) if name.startswith("triton.language")

@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from tmm_course.teach.grade import Grader
 
 STARTUP_SECONDS = 120.0
+LEAVE_SECONDS = 5.0  # how long a forked worker has to leave when its exercise is graded
 TAIL_BYTES = 4096  # what a worker printed last, kept for the row of one that cannot start
 
 
@@ -83,9 +84,18 @@ class Worker:
     output: Output | None = None
     ran: list[str] = field(default_factory=list)
     setup: bool = True  # run the reference's setup cell first (a replay worker runs no cell)
+    # the submission's recording process, its setup cell run: this worker is its child, forked
+    # for one exercise (one import of Triton per submission, not per exercise), where it can
+    base: Worker | None = None
+    forked: bool = False
+    broken: bool = False  # its channel failed: stopping it ends the base too
 
     def start(self, deadline: float) -> None:
         self.stop()
+        if self.base is not None and self._fork(deadline):
+            for source in self.ran:
+                self.run(source, min(deadline, time.monotonic() + STARTUP_SECONDS), remember=False)
+            return
         g = self.grader
         try:  # a cgroup name of its own each time (sandbox.start adds a random suffix)
             running = sandbox.start(g.site, g.limits, f"{g.run}-{self.name}", g.isolated, _gpu())
@@ -100,6 +110,24 @@ class Worker:
         for source in [g.setup] * self.setup + self.ran:
             self.run(source, min(deadline, time.monotonic() + STARTUP_SECONDS), remember=False)
 
+    def _fork(self, deadline: float) -> bool:
+        """Become a child of the base (started first if it is not running); False where the
+        base cannot fork (a GPU's backend), which is then not asked again."""
+        base = self.base
+        assert base is not None
+        if base.running is None or base.running.process.poll() is not None:
+            base.start(deadline)
+        waited = min(deadline, time.monotonic() + STARTUP_SECONDS)
+        reply, _ = base.ask({"op": "fork"}, [], waited, [])
+        if reply.get("ok") is not True:
+            base.stop()
+            self.base = None
+            return False
+        self.running, self.output, self.forked, self.broken = base.running, base.output, True, False
+        assert self.output is not None
+        self.output.printed = 0  # the cap on what it prints is each exercise's
+        return True
+
     def run(self, source: str, deadline: float, remember: bool = True) -> dict:
         reply = self.ask({"op": "run", "source": source}, [], deadline, [])
         if remember:
@@ -112,6 +140,7 @@ class Worker:
             wire.send(self.running.to_worker, header, blobs, deadline)
             reply, returned = wire.receive(self.running.from_worker, deadline, sizes)
         except (OSError, wire.ChannelError) as error:
+            self.broken = True
             raise self._why(error) from None
         if reply.get("ok") is True and len(returned) != len(sizes):
             raise WorkerGone("error", "the worker sent back a wrong number of tensors")
@@ -130,6 +159,7 @@ class Worker:
         try:
             _, (data,) = wire.receive(self.running.from_worker, deadline, [size])
         except (OSError, ValueError, wire.ChannelError) as error:
+            self.broken = True
             raise self._why(error) from None
         return reply, data
 
@@ -152,6 +182,17 @@ class Worker:
         return WorkerGone("error", f"the worker ended ({_ended(code)}): {error}{said}"[:500])
 
     def stop(self) -> None:
+        if self.forked:  # the child leaves; the base waits for the next exercise
+            self.forked = False
+            try:
+                if self.broken:
+                    raise WorkerGone("error", "its channel failed")
+                self.ask({"op": "leave"}, [], time.monotonic() + LEAVE_SECONDS, [])
+            except WorkerGone:
+                assert self.base is not None
+                self.base.stop()
+            self.running = None
+            return
         if self.running is not None:
             with contextlib.suppress(Exception):
                 wire.send(self.running.to_worker, {"op": "bye"}, [], time.monotonic() + 1)

@@ -135,6 +135,7 @@ class Grader:
         sources = graded_notebook.exercise_sources(submission, exercises)
         start = time.monotonic()
         replayer = Replayer(self, self._number("replay"), start + self.limits.seconds)
+        base = Worker(self, self._number("setup"))  # each exercise's recorder forks from it
         rows: list[Row] = []
         runs = [self._settled(name, exercise, sources) is None for exercise in exercises]
         try:
@@ -147,9 +148,10 @@ class Grader:
                 later = sum(runs[index + 1 :])
                 reserve = later * min(left / (later + 1), RESERVE_SECONDS)
                 deadline = time.monotonic() + left - reserve
-                rows.append(self._one(name, exercise, spec, sources, replayer, deadline))
+                rows.append(self._one(name, exercise, spec, sources, replayer, base, deadline))
         finally:
             replayer.stop()
+            base.stop()
         return rows
 
     def _settled(self, name: str, exercise: graded_notebook.Exercise, sources) -> Row | None:
@@ -170,13 +172,14 @@ class Grader:
             self.counter += 1
             return f"{self.counter}-{what}"
 
-    def _one(self, name, exercise, spec: Spec, sources, replayer: Replayer, deadline) -> Row:
+    def _one(self, name, exercise, spec: Spec, sources, replayer: Replayer, base: Worker,
+             deadline) -> Row:  # fmt: skip
         settled = self._settled(name, exercise, sources)
         if settled is not None:
             return settled
         source = sources[exercise.name]
         carried = graded_notebook.carried(self.reference, sources, exercise, self.setup)
-        recorder = Worker(self, self._number(exercise.name))
+        recorder = Worker(self, self._number(exercise.name), base=base)
         try:
             replayer.warm()
             state, codes, detail = grade_exercise(

@@ -9,6 +9,9 @@ ones judged) with every launch noted and not run, and sends back the launch reco
 and the kernels' sources, :mod:`tmm_course.check.record`). What the function computed stays
 here. For an exercise whose answer is data (lesson 6's predict_knob), it sends back the value
 the cell bound, as JSON: the judge reads it as data and compiles what it is judged against.
+On the interpreter, one recording worker per submission runs the setup cell and then forks a
+child for each exercise (``fork``, ``leave``): every exercise starts from that state, and
+Triton is imported once.
 
 A *replay* worker runs no cell. It is given kernel sources the judge has read
 (:mod:`.triton_only`) and, per case, the launch plan and the judge's secret inputs; it defines
@@ -329,17 +332,76 @@ class Session:
         return reply, out
 
 
+def _fork_refused() -> str | None:
+    """Why this process may not fork a child per exercise, or None: only on the interpreter
+    (CUDA does not survive a fork) and with no other thread running."""
+    import threading
+
+    import tmm_course
+
+    if tmm_course.BACKEND != "interpreter":
+        return f"the {tmm_course.BACKEND} backend cannot fork"
+    if threading.active_count() > 1:
+        return "more than one thread is running"
+    return None
+
+
+def _forked(write_fd: int) -> bool:
+    """The ``fork`` request: True in the child, which answers and serves the exercise on this
+    channel; the parent waits for it and returns False once it has left (``leave``), or ends
+    as the child ended (a signal, an exit code), so the judge sees the crash it would see."""
+    import os
+    import signal
+
+    from tmm_course.teach import wire
+
+    refused = _fork_refused()
+    if refused is not None:
+        wire.send(write_fd, {"ok": False, "error_type": "fork", "error": refused})
+        return False
+    sys.stdout.flush()
+    pid = os.fork()
+    if pid == 0:
+        wire.send(write_fd, {"ok": True, "pid": os.getpid()})
+        return True
+    _, status = os.waitpid(pid, 0)
+    code = os.waitstatus_to_exitcode(status)
+    if code < 0:  # the signal that ended the child ends this process too
+        signal.signal(-code, signal.SIG_DFL)
+        os.kill(os.getpid(), -code)
+        os._exit(128 - code)
+    if code != 0:
+        os._exit(code)
+    return False
+
+
 def serve(read_fd: int, write_fd: int) -> None:
+    """Answer the judge's requests until ``bye``. ``fork`` makes a child that starts from this
+    process's state (the setup cell run) and serves one exercise until ``leave``."""
+    import os
+
     from tmm_course.teach import wire
 
     session = Session()
+    child = False
     while True:
         try:
             header, blobs = wire.receive(read_fd)
         except wire.ChannelError:
             return
-        if header.get("op") == "bye":
+        op = header.get("op")
+        if op == "bye":
             return
+        if op in ("fork", "leave"):
+            if op == "fork" and not child:
+                child = _forked(write_fd)
+            elif op == "leave" and child:
+                wire.send(write_fd, {"ok": True})
+                sys.stdout.flush()
+                os._exit(0)
+            else:
+                wire.send(write_fd, {"ok": False, "error_type": op, "error": f"no {op} here"})
+            continue
         reply, out = session.answer(header, blobs)
         if header.get("op") == "record" and out:  # any size: its size first, then the data
             wire.send(write_fd, reply)
