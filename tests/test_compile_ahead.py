@@ -192,6 +192,18 @@ def test_a_spilling_kernel_reports_its_spills_and_its_occupancy():
     assert "bytes spilled" in four.summary() and "1 program per SM" in four.summary()
 
 
+def test_a_spill_below_255_registers_says_the_compiler_chose_local_memory():
+    """On a T4 (FMA path: the A and B slabs sit in registers too) 128x128x64 tiles on 4 warps
+    leave a thread 64 registers and kilobytes of local memory; the line says so, not a bare
+    "64 registers, N bytes spilled" that reads as a contradiction."""
+    launch = _lesson4(4096, 4096, 4096, (128, 128, 64))
+    t4 = compile_for(matmul_kernel, launch, "sm_75", num_warps=4, num_stages=2)
+    assert t4.ok and t4.registers < 255 and t4.spilled_bytes > 1024
+    assert "(to local memory, though a thread may have 255 registers)" in t4.summary()
+    full = compile_for(matmul_kernel, _lesson4(4096, 4096, 4096, (128, 256, 64)), "sm_90", 4, 3)
+    assert full.registers == 255 and "though a thread" not in full.summary()
+
+
 def test_occupancy_follows_the_occupancy_calculator():
     from tmm_course.compile_ahead import occupancy
 

@@ -156,9 +156,12 @@ class Compiled:
         if not self.ok:
             return f"{self.gpu}: refused by the compiler: {self.error}"
         held = self.occupancy
+        # a thread may hold 255 registers; a spill below that is ptxas's choice of local memory
+        below = self.spilled_bytes and self.registers and self.registers < 255
+        chose = " (to local memory, though a thread may have 255 registers)" if below else ""
         return (
             f"{self.gpu}: compiles; {self.shared_bytes / 1024:.1f} KB shared memory, "
-            f"{self.registers} registers per thread, {self.spilled_bytes} bytes spilled, "
+            f"{self.registers} registers per thread, {self.spilled_bytes} bytes spilled{chose}, "
             + (f"{self.tensor_memory} columns of tensor memory, " if self.tensor_memory else "")
             + f"tl.dot on {gpus.MATRIX_UNITS[self.matrix_unit or 'none']}"
             + (f"; {held.summary()}" if held else "")
