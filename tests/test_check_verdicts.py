@@ -140,3 +140,36 @@ def test_unwritten_is_judged_from_stored_cells_not_from_equal_values():
     for seed in range(1, 2):
         torch.manual_seed(seed)
         assert check_scaled_matmul(bug_bank.scaled()).passed
+
+
+# --- causes read off the stores (fresh bugs of a learner review) -----------------------------
+def test_offsets_from_one_program_id_for_rows_and_columns_are_named():
+    """``offs_n`` built from ``program_id(0)``: the programs (i, j) all store tile (i, i)."""
+    from tmm_course.check.causes import Seen, first
+
+    boxes = {(i, j, 0): (32 * i, 32 * i + 31, 32 * i, 32 * i + 31) for i in (0, 1) for j in (0, 1)}
+    seen = Seen("c", (64, 64), [((2, 2, 1), boxes)], None, 2048)
+    cause = first(seen, "unwritten")
+    assert cause is not None and cause.code == "unwritten"
+    assert "program_id(0) places both the rows and the columns" in cause.sentence
+    assert "Build the column offsets from program_id(1)" in cause.sentence
+    tiled = {(i, j, 0): (32 * i, 32 * i + 31, 32 * j, 32 * j + 31) for i in (0, 1) for j in (0, 1)}
+    assert first(Seen("c", (64, 64), [((2, 2, 1), tiled)], None, 1), "unwritten") is None
+
+
+def test_a_stored_cell_that_kept_its_old_value_by_chance_is_not_unwritten():
+    """C = alpha * A @ B + beta * C: a wrong cell may equal C's old value by chance. Where the
+    memory guard saw every cell stored, that is a wrong value, never a cell left unwritten."""
+    from tmm_course.check.verdict import Stored, judge_stored
+    from tmm_course.exercises import BY_NAME
+    from tmm_course.exercises.spec import Case, Output
+
+    before = torch.arange(16, dtype=torch.float32).reshape(4, 4)
+    got = before + 100.0
+    got[0, 0] = before[0, 0]  # wrong, and equal to what it held
+    case = Case("4x4x4", (4, 4, 4), (), Output((4, 4), torch.float32),
+                expected=(before + 1.0).double(), atol=1e-3, initial=before)  # fmt: skip
+    exercise = BY_NAME["scaled_matmul"]
+    found = judge_stored(exercise, case, Stored(got, before, unstored=0))
+    assert found.code is None and found.problem.startswith("16 of 16 cells wrong"), found
+    assert judge_stored(exercise, case, Stored(got, before)).code == "unwritten"  # no trace

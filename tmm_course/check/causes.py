@@ -169,6 +169,30 @@ def grid(seen: Seen) -> Cause | None:
                  ("ragged_edge",))  # fmt: skip
 
 
+def one_axis_for_both(seen: Seen) -> Cause | None:
+    """Cells never written because one program id placed both the rows and the columns of
+    each program's tile (``offs_n`` built from ``program_id(0)``): only the tiles where the two
+    counts meet are stored, and the other axis's programs repeat them."""
+    if not seen.unwritten or len(seen.launches) != 1 or len(seen.shape) != 2:
+        return None
+    ((g, boxes),) = seen.launches
+    if len(boxes) < 2:
+        return None
+    height = max(b[1] - b[0] + 1 for b in boxes.values())
+    width = max(b[3] - b[2] + 1 for b in boxes.values())
+    for axis, other in ((0, 1), (1, 0)):
+        if g[other] > 1 and all((b[0], b[2]) == (p[axis] * height, p[axis] * width)
+                                for p, b in boxes.items()):  # fmt: skip
+            wrong, right = ("column", "row") if axis == 0 else ("row", "column")
+            return Cause("unwritten", (
+                f"program_id({axis}) places both the rows and the columns of each tile of "
+                f"{seen.output}: the programs with program_id({axis}) = i all store tile (i, i), "
+                f"so only the tiles on the diagonal are written, {g[other]} times each. Build "
+                f"the {wrong} offsets from program_id({other}), the {right} offsets from "
+                f"program_id({axis})."), ("ragged_edge",))  # fmt: skip
+    return None
+
+
 def _tiled(boxes: Mapping[Program, Box], rows_axis: int, cols_axis: int, height: int,
            width: int) -> bool:  # fmt: skip
     """Whether each program stored inside the tile its program ids name: its cells start at
@@ -344,7 +368,7 @@ def first(
     has a tensor that is not contiguous; ``own``: the exercise's sentence for a stray load it
     knows the cause of (lesson 10: a scale's K-group index), ahead of the mask."""
     if code == "unwritten":
-        return grid(facts)
+        return grid(facts) or one_axis_for_both(facts)
     if code in ("out_of_bounds_read", "out_of_bounds_write"):
         found = stray(facts, strided)
         loads = [s for s in facts.strays if s.kind == "load"]

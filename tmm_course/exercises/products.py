@@ -148,8 +148,9 @@ def short_k_cause(trace) -> str:
 
 
 ONLY_LAST_SLAB = (
-    "only the last K-slab reached C: acc = tl.dot(a, b) starts the sum again at every step. "
-    "Accumulate: acc = tl.dot(a, b, acc) (or acc += tl.dot(a, b))."
+    "only the last K-slab reached C: the sum starts again at every step (acc = tl.dot(a, b), "
+    "or acc = tl.zeros(...) inside the loop). Make acc once, before the loop, and accumulate: "
+    "acc = tl.dot(a, b, acc) (or acc += tl.dot(a, b))."
 )
 FIRST_SLAB_AGAIN = (
     "every step reloads the first K-slab: the pointers never move along K. At the end of each "
