@@ -187,6 +187,14 @@ def test_k_loop_mistakes_are_named(bank, name, code, says):
     assert result.primary.code == code and says in result.primary.message, str(result)
 
 
+def test_a_swapped_broadcast_is_one_cause_on_every_shape(bank):
+    """``x[None, :] * y[:, None]`` transposes each square tile, on ragged and oblong outputs
+    too (a masked lane loads 0): one diagnosis, no "wrong values" beside it."""
+    result = result_of(bank, "outer_product", "[:, None] and [None, :] swapped")
+    assert result.codes == ["transposed"], str(result)
+    assert all("transpose of the right tile" in c.problem for c in result.cases if not c.passed)
+
+
 def test_alpha_and_beta_swapped_is_named_not_reading_c(bank):
     result = result_of(bank, "scaled_matmul", "alpha and beta swapped")
     assert result.primary.code == "wrong_values", str(result)

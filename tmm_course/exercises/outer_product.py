@@ -30,6 +30,11 @@ SWAPPED = (
     "at offs_m and y at offs_n, then add x[:, None] * y[None, :]."
 )
 TILE_BLOCKS = (8, 16, 32)  # square tiles a swapped broadcast transposes
+TILES_SWAPPED = (
+    "{} holds the transpose of the right tile: [:, None] and [None, :] are swapped, so x runs "
+    "along the tile's columns. Add x[:, None] (a column, down the rows) times y[None, :] (a row, "
+    "along the columns)."
+)
 OVERWRITTEN = (
     "out holds x[i] * y[j] without what it held before: the kernel stored the product over out "
     "instead of adding to it. Load out's tile (at offs_m[:, None] * stride_0 + offs_n[None, :] "
@@ -37,14 +42,17 @@ OVERWRITTEN = (
 )
 
 
-def tiles_transposed(value: torch.Tensor, block: int) -> torch.Tensor:
-    """``value`` with every ``block x block`` tile transposed in place (square tiles)."""
-    m, n = value.shape
-    out = value.clone()
-    for i in range(0, m, block):
-        for j in range(0, n, block):
-            out[i : i + block, j : j + block] = value[i : i + block, j : j + block].t()
-    return out
+def tiles_swapped(x64: torch.Tensor, y64: torch.Tensor, block: int) -> torch.Tensor:
+    """What ``x[None, :] * y[:, None]`` stores in ``block x block`` tiles: cell (r, c) of tile
+    (i, j) holds x[i * block + c] * y[j * block + r], a lane past an end loading 0 (its mask).
+    On square outputs that tiles divide, each tile of the product transposed in place."""
+    m, n = len(x64), len(y64)
+    rows, cols = torch.arange(m)[:, None], torch.arange(n)[None, :]
+    xi = rows // block * block + cols % block
+    yj = cols // block * block + rows % block
+    xs = torch.cat([x64, x64.new_zeros(block)])  # a masked lane's 0, past the last element
+    ys = torch.cat([y64, y64.new_zeros(block)])
+    return xs[xi] * ys[yj]
 
 
 def case(m: int, n: int, backend: str, gen: torch.Generator) -> Case:
@@ -57,17 +65,12 @@ def case(m: int, n: int, backend: str, gen: torch.Generator) -> Case:
     mistakes = [Mistake("wrong_values", product, OVERWRITTEN)]
     if m == n > 1:
         mistakes.append(Mistake("transposed", before64 + y64[:, None] * x64[None, :], SWAPPED))
-        for block in TILE_BLOCKS:  # swapped [:, None] and [None, :] in square tiles
-            mistakes.append(
-                Mistake(
-                    "transposed",
-                    before64 + tiles_transposed(product, block),
-                    f"each {block}x{block} tile holds the transpose of the right tile: "
-                    "[:, None] and [None, :] are swapped, so x runs along the tile's columns. "
-                    "Add x[:, None] (a column, down the rows) times y[None, :] (a row, along "
-                    "the columns).",
-                )
-            )
+    if m > 1 or n > 1:  # swapped [:, None] and [None, :] in square tiles, of a size it tells
+        swapped = [tiles_swapped(x64, y64, block) for block in TILE_BLOCKS]
+        for block, value in zip(TILE_BLOCKS, swapped, strict=True):
+            alike = sum(bool(torch.equal(value, other)) for other in swapped)
+            tile = f"each {block}x{block} tile" if alike == 1 else "each square tile"
+            mistakes.append(Mistake("transposed", before64 + value, TILES_SWAPPED.format(tile)))
     return Case(
         label((m, n)),
         (m, n),
