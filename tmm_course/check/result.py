@@ -65,7 +65,8 @@ MESSAGES = {
     "ragged_edge": "Right when the sizes are multiples of the block, wrong otherwise: edge "
     "tiles need masks on every axis.",
     "ignores_strides": "Right for contiguous tensors, wrong for transposed or sliced views: "
-    "compute addresses from each tensor's .stride(0) and .stride(1), not from its shape.",
+    "compute each tensor's addresses from its own .stride(0) and .stride(1), not from its shape "
+    "nor from another tensor's strides.",
     "wrong_values": "Some cells hold wrong values, on aligned and ragged shapes alike: re-check "
     "the formula each lane computes and which index goes with which axis.",
 }

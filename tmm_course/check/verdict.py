@@ -633,7 +633,8 @@ def _strides_message(cases: list[Result], messages: Mapping[str, str]) -> str:
     tensors = _common([c.strided for c in _located(cases)])
     which = " or ".join(tensors)
     fix = messages.get("ignores_strides") or (
-        "compute every address from the tensor's .stride(0) and .stride(1), not its shape."
+        "compute each tensor's addresses from its own .stride(0) and .stride(1), not from its "
+        "shape nor from another tensor's strides."
     )
     return f"Right for contiguous tensors, wrong when {which} is not contiguous: {fix}" + _strayed(
         cases
