@@ -173,3 +173,28 @@ def test_a_stored_cell_that_kept_its_old_value_by_chance_is_not_unwritten():
     found = judge_stored(exercise, case, Stored(got, before, unstored=0))
     assert found.code is None and found.problem.startswith("16 of 16 cells wrong"), found
     assert judge_stored(exercise, case, Stored(got, before)).code == "unwritten"  # no trace
+
+
+@triton.jit
+def _flip_in_tiles(x_ptr, out_ptr, M, N, sxm, sxn, som, son,
+                   BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):  # fmt: skip
+    offs_m = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_n = tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)
+    from_row = tl.program_id(0) * BLOCK_M + (BLOCK_M - 1 - tl.arange(0, BLOCK_M))  # the slip
+    mask = (offs_m[:, None] < M) & (offs_n[None, :] < N) & (from_row[:, None] < M)
+    x = tl.load(x_ptr + from_row[:, None] * sxm + offs_n[None, :] * sxn, mask=mask, other=0.0)
+    tl.store(out_ptr + offs_m[:, None] * som + offs_n[None, :] * son, x,
+             mask=(offs_m[:, None] < M) & (offs_n[None, :] < N))  # fmt: skip
+
+
+def test_rows_flipped_inside_each_tile_are_named_with_the_tile_height():
+    from tmm_course.check import check_flip_rows
+
+    def flip_rows(x, out):
+        (m, n), block = x.shape, 16
+        _flip_in_tiles[(triton.cdiv(m, block), triton.cdiv(n, block))](
+            x, out, m, n, *x.stride(), *out.stride(), BLOCK_M=block, BLOCK_N=block)  # fmt: skip
+
+    result = check_flip_rows(flip_rows)
+    assert result.primary.code == "wrong_values", str(result)
+    assert "upside down inside each tile of 16 rows" in result.primary.message

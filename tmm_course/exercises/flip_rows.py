@@ -47,6 +47,19 @@ LOAD_PAIRED_WRONG = (
     "offs_n[None, :] * stride_xn: the row index with stride 0, the column index with stride 1."
 )
 
+TILE_BLOCKS = (8, 16, 32)  # tile heights a flip inside each tile is tried with
+FLIPPED_IN_TILES = (
+    "out holds x upside down inside each tile of {block} rows, not across the whole of x: the "
+    "row was counted back from the tile's own last row. Count it from x's last row, M - 1 - "
+    "offs_m, with offs_m the row's index in x (program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M))."
+)
+
+
+def flipped_in_tiles(x64: torch.Tensor, block: int) -> torch.Tensor:
+    """``x64`` with the rows of each ``block``-row tile reversed (M a multiple of ``block``)."""
+    rows = torch.arange(x64.shape[0])
+    return x64[rows // block * block + block - 1 - rows % block]
+
 
 def case(m: int, n: int, layout: str, row_gap: int, gen: torch.Generator) -> Case:
     x = laid_out(gen, m, n, layout)
@@ -59,6 +72,10 @@ def case(m: int, n: int, layout: str, row_gap: int, gen: torch.Generator) -> Cas
         mistakes.append(Mistake("wrong_values", x64.flip(1), COLUMNS_FLIPPED))
         if m > 1:
             mistakes.append(Mistake("wrong_values", x64.flip(0).flip(1), BOTH_FLIPPED))
+    for block in TILE_BLOCKS:  # on shapes the tiles divide, apart from the whole flip
+        if m % block == 0 and m > block:
+            value = flipped_in_tiles(x64, block)
+            mistakes.append(Mistake("wrong_values", value, FLIPPED_IN_TILES.format(block=block)))
     if layout == "contiguous" and not row_gap and m == n > 1:
         mistakes.append(Mistake("transposed", x64.flip(0).t(), PAIRED_WRONG))
         mistakes.append(Mistake("transposed", x64.t().flip(0), LOAD_PAIRED_WRONG))
