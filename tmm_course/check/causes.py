@@ -119,8 +119,11 @@ def grid(seen: Seen) -> Cause | None:
     need_rows, need_cols = _cdiv(rows, height), _cdiv(cols, width)
     have_rows, have_cols = g[rows_axis], g[cols_axis] if not one_d else 1
     out = seen.output
+    # a grid rounded down gives each program a whole tile to store: where some stored nothing,
+    # a mask or an offset kept them out, and "too small" would be wrong (swapped axes aside)
+    busy = len(boxes) == g[0] * g[1] * g[2]
     if one_d:
-        if have_rows >= need_rows or height == 1:  # one element a program: no BLOCK to cdiv by
+        if have_rows >= need_rows or height == 1 or not busy:  # one element a program: no cdiv
             return None
         return Cause("unwritten", (
             f"the grid is too small: its {have_rows} program(s) of {height} elements cover "
@@ -143,6 +146,8 @@ def grid(seen: Seen) -> Cause | None:
             f"{cols_axis} the row tiles' ({have_cols}). Launch "
             f"{_grid_text(rows_axis, 'triton.cdiv(M, BLOCK_M)', 'triton.cdiv(N, BLOCK_N)')}."
         ), ("ragged_edge",))  # fmt: skip
+    if not busy:
+        return None
     if one_axis:
         tiles = need_rows * need_cols
         return Cause("unwritten", (
