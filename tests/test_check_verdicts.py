@@ -157,6 +157,20 @@ def test_offsets_from_one_program_id_for_rows_and_columns_are_named():
     assert first(Seen("c", (64, 64), [((2, 2, 1), tiled)], None, 1), "unwritten") is None
 
 
+def test_a_grid_whose_programs_stored_nothing_is_not_called_too_small():
+    """A transpose whose store mask tests offs_n < M: on a 3 x 70 input only the first of the
+    grid's three programs stores (3 rows of out's 70). The grid is whole; "too small" would
+    send the learner to a cdiv that is already there."""
+    from tmm_course.check.causes import Seen, first
+
+    stored_rows = Seen("out", (70, 3), [((1, 3, 1), {(0, 0, 0): (0, 2, 0, 2)})], (3, 3), 201)
+    assert first(stored_rows, "unwritten") is None
+    floor = {(0, 0, 0): (0, 31, 0, 2)}  # a grid of 70 // 32 programs: each stores a whole tile
+    floor |= {(0, 1, 0): (32, 63, 0, 2)}
+    cause = first(Seen("out", (70, 3), [((1, 2, 1), floor)], (64, 3), 18), "unwritten")
+    assert cause is not None and "the grid is too small" in cause.sentence
+
+
 def test_a_stored_cell_that_kept_its_old_value_by_chance_is_not_unwritten():
     """C = alpha * A @ B + beta * C: a wrong cell may equal C's old value by chance. Where the
     memory guard saw every cell stored, that is a wrong value, never a cell left unwritten."""
