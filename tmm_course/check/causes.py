@@ -17,7 +17,7 @@ replay worker alike).
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 import torch
@@ -81,6 +81,12 @@ def _cdiv(a: int, b: int) -> int:
     return -(-a // b)
 
 
+def _block(boxes: Iterable[Box]) -> tuple[int, int]:
+    """(height, width) of the programs' tiles: the tallest and widest stored box."""
+    boxes = list(boxes)
+    return max(b[1] - b[0] + 1 for b in boxes), max(b[3] - b[2] + 1 for b in boxes)
+
+
 def _axes(boxes: Mapping[Program, Box]) -> tuple[int, int]:
     """(grid axis that walks the rows, grid axis that walks the columns): read from two
     programs that differ on one axis only; Triton's convention (0 rows, 1 columns) when the
@@ -113,8 +119,7 @@ def grid(seen: Seen) -> Cause | None:
         return None
     one_d = len(seen.shape) == 1
     rows, cols = (seen.shape[0], 1) if one_d else seen.shape[:2]
-    height = max(b[1] - b[0] + 1 for b in boxes.values())
-    width = max(b[3] - b[2] + 1 for b in boxes.values())
+    height, width = _block(boxes.values())
     rows_axis, cols_axis = (0, 1) if one_d else _axes(boxes)
     need_rows, need_cols = _cdiv(rows, height), _cdiv(cols, width)
     have_rows, have_cols = g[rows_axis], g[cols_axis] if not one_d else 1
@@ -183,8 +188,7 @@ def one_axis_for_both(seen: Seen) -> Cause | None:
     ((g, boxes),) = seen.launches
     if len(boxes) < 2:
         return None
-    height = max(b[1] - b[0] + 1 for b in boxes.values())
-    width = max(b[3] - b[2] + 1 for b in boxes.values())
+    height, width = _block(boxes.values())
     for axis, other in ((0, 1), (1, 0)):
         if g[other] > 1 and all((b[0], b[2]) == (p[axis] * height, p[axis] * width)
                                 for p, b in boxes.items()):  # fmt: skip
@@ -244,9 +248,7 @@ def _tiles_divide(seen: Seen) -> bool:
     leaves a tensor there, mask or none."""
     if len(seen.launches) != 1 or not seen.launches[0][1] or len(seen.shape) != 2:
         return False
-    boxes = seen.launches[0][1].values()
-    height = max(b[1] - b[0] + 1 for b in boxes)
-    width = max(b[3] - b[2] + 1 for b in boxes)
+    height, width = _block(seen.launches[0][1].values())
     rows, cols = seen.shape[0], seen.shape[1]
     return rows % height == 0 and cols % width == 0 and (rows > height or cols > width)
 

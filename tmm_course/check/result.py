@@ -16,6 +16,9 @@ if TYPE_CHECKING:
 
 RESULT_MIMETYPE = "application/vnd.tmm-course.check+json"
 
+# what fixes a kernel that is right for contiguous tensors only
+OWN_STRIDES = ("compute each tensor's addresses from its own .stride(0) and .stride(1), not from "
+               "its shape nor from another tensor's strides.")  # fmt: skip
 # the sentence for each code, unless a case or an exercise gives a more precise one
 MESSAGES = {
     "not_implemented": "The exercise is not done yet: the launcher still raises "
@@ -65,8 +68,7 @@ MESSAGES = {
     "ragged_edge": "Right when the sizes are multiples of the block, wrong otherwise: edge "
     "tiles need masks on every axis.",
     "ignores_strides": "Right for contiguous tensors, wrong for transposed or sliced views: "
-    "compute each tensor's addresses from its own .stride(0) and .stride(1), not from its shape "
-    "nor from another tensor's strides.",
+    + OWN_STRIDES,
     "wrong_values": "Some cells hold wrong values, on aligned and ragged shapes alike: re-check "
     "the formula each lane computes and which index goes with which axis.",
 }

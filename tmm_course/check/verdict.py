@@ -24,7 +24,7 @@ from types import SimpleNamespace
 
 import torch
 
-from tmm_course.check.result import MESSAGES, CheckResult, Diagnosis
+from tmm_course.check.result import MESSAGES, OWN_STRIDES, CheckResult, Diagnosis
 from tmm_course.check.result import Case as Result
 from tmm_course.exercises.spec import Case, Exercise, Goal, Mistake
 
@@ -632,10 +632,7 @@ def _axes_message(cases: list[Result], messages: Mapping[str, str]) -> str:
 def _strides_message(cases: list[Result], messages: Mapping[str, str]) -> str:
     tensors = _common([c.strided for c in _located(cases)])
     which = " or ".join(tensors)
-    fix = messages.get("ignores_strides") or (
-        "compute each tensor's addresses from its own .stride(0) and .stride(1), not from its "
-        "shape nor from another tensor's strides."
-    )
+    fix = messages.get("ignores_strides") or OWN_STRIDES
     return f"Right for contiguous tensors, wrong when {which} is not contiguous: {fix}" + _strayed(
         cases
     )
