@@ -89,13 +89,20 @@ class Worker:
     base: Worker | None = None
     forked: bool = False
     broken: bool = False  # its channel failed: stopping it ends the base too
+    forks: bool = True  # as a base: whether its process can fork (False once it refused)
 
     def start(self, deadline: float) -> None:
         self.stop()
-        if self.base is not None and self._fork(deadline):
-            for source in self.ran:
-                self.run(source, min(deadline, time.monotonic() + STARTUP_SECONDS), remember=False)
-            return
+        inherited = self.base is not None and self.base.forks
+        if inherited:
+            self._from_base(deadline)
+        else:
+            self._spawn()
+        for source in [self.grader.setup] * (self.setup and not inherited) + self.ran:
+            self.run(source, min(deadline, time.monotonic() + STARTUP_SECONDS), remember=False)
+
+    def _spawn(self) -> None:
+        """A process of its own, in a sandbox of its own."""
         g = self.grader
         try:  # a cgroup name of its own each time (sandbox.start adds a random suffix)
             running = sandbox.start(g.site, g.limits, f"{g.run}-{self.name}", g.isolated, _gpu())
@@ -107,26 +114,23 @@ class Worker:
         self.running = running
         self.output = Output(g.limits.output_bytes)
         self.output.drain(self.running)
-        for source in [g.setup] * self.setup + self.ran:
-            self.run(source, min(deadline, time.monotonic() + STARTUP_SECONDS), remember=False)
 
-    def _fork(self, deadline: float) -> bool:
-        """Become a child of the base (started first if it is not running); False where the
-        base cannot fork (a GPU's backend), which is then not asked again."""
+    def _from_base(self, deadline: float) -> None:
+        """Start where the base's setup cell left: as its forked child, or, where it cannot fork
+        (a GPU's backend), as the base's process itself (later exercises then spawn their own)."""
         base = self.base
         assert base is not None
         if base.running is None or base.running.process.poll() is not None:
             base.start(deadline)
         waited = min(deadline, time.monotonic() + STARTUP_SECONDS)
         reply, _ = base.ask({"op": "fork"}, [], waited, [])
-        if reply.get("ok") is not True:
-            base.stop()
-            self.base = None
-            return False
-        self.running, self.output, self.forked, self.broken = base.running, base.output, True, False
+        self.running, self.output = base.running, base.output
+        if reply.get("ok") is not True:  # the process is this worker's now
+            base.forks, base.running, base.output = False, None, None
+            return
+        self.forked, self.broken = True, False
         assert self.output is not None
         self.output.printed = 0  # the cap on what it prints is each exercise's
-        return True
 
     def run(self, source: str, deadline: float, remember: bool = True) -> dict:
         reply = self.ask({"op": "run", "source": source}, [], deadline, [])
@@ -184,11 +188,13 @@ class Worker:
     def stop(self) -> None:
         if self.forked:  # the child leaves; the base waits for the next exercise
             self.forked = False
-            try:
-                if self.broken:
-                    raise WorkerGone("error", "its channel failed")
-                self.ask({"op": "leave"}, [], time.monotonic() + LEAVE_SECONDS, [])
-            except WorkerGone:
+            ended = self.broken
+            if not ended:
+                try:
+                    self.ask({"op": "leave"}, [], time.monotonic() + LEAVE_SECONDS, [])
+                except WorkerGone:
+                    ended = True
+            if ended:
                 assert self.base is not None
                 self.base.stop()
             self.running = None

@@ -362,7 +362,7 @@ def _forked(write_fd: int) -> bool:
     sys.stdout.flush()
     pid = os.fork()
     if pid == 0:
-        wire.send(write_fd, {"ok": True, "pid": os.getpid()})
+        wire.send(write_fd, {"ok": True})
         return True
     _, status = os.waitpid(pid, 0)
     code = os.waitstatus_to_exitcode(status)
@@ -403,7 +403,7 @@ def serve(read_fd: int, write_fd: int) -> None:
                 wire.send(write_fd, {"ok": False, "error_type": op, "error": f"no {op} here"})
             continue
         reply, out = session.answer(header, blobs)
-        if header.get("op") == "record" and out:  # any size: its size first, then the data
+        if op == "record" and out:  # any size: its size first, then the data
             wire.send(write_fd, reply)
             wire.send(write_fd, {}, out)
         else:
