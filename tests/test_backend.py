@@ -88,6 +88,26 @@ def test_an_autotuned_kernel_runs_on_the_interpreter():
     assert out.tolist() == [0.0, 2.0, 4.0, 6.0, 8.0] and len(tuned.cache) == 1
 
 
+@on_interpreter
+def test_the_interpreter_skips_its_dead_overflow_checks_and_still_wraps():
+    import torch
+    import triton
+    import triton.language as tl
+    from triton.runtime.interpreter import interpreter_builder
+
+    assert interpreter_builder.options.sanitize_overflow is False
+
+    @triton.jit
+    def times_big(x_ptr, out_ptr):
+        offs = tl.arange(0, 4)
+        tl.store(out_ptr + offs, tl.load(x_ptr + offs) * 1_073_741_824)  # 2**30, int32
+
+    x, out = torch.arange(4, dtype=torch.int32), torch.empty(4, dtype=torch.int32)
+    times_big[(1,)](x, out)
+    wrapped = (torch.arange(4, dtype=torch.int64) * 2**30 + 2**31) % 2**32 - 2**31
+    assert out.tolist() == wrapped.tolist() == [0, 2**30, -(2**31), -(2**30)]
+
+
 def test_bad_tmm_backend_fails_import_with_the_message():
     out = run_python("import tmm_course", TMM_BACKEND="tpu")
     assert out.returncode != 0

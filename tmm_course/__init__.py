@@ -20,6 +20,7 @@ _backend.apply(BACKEND)
 _backend.remember(BACKEND)
 _backend.require_fresh_triton(BACKEND, sys.modules)
 _backend.autotune_by_the_clock(BACKEND)
+_backend.skip_dead_overflow_checks()
 DEVICE: torch.device = torch.device(_backend.device_for(BACKEND))
 
 from tmm_course import environment as _environment  # noqa: E402

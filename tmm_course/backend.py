@@ -95,6 +95,21 @@ def device_for(backend: str) -> str:
     return "cuda" if backend == GPU else "cpu"
 
 
+def skip_dead_overflow_checks() -> None:
+    """Triton's interpreter computes an overflow check for every integer add, subtract and
+    multiply of a kernel (both sides cast to int64, the result compared with the bounds), then
+    drops it: its options never turn debug on, and without debug the assertion is not made
+    (Triton 3.6 to 3.9). That dead work is about a tenth of an interpreted transpose or matmul;
+    from here on it is skipped. Integers wrap as before, as on a GPU."""
+    import dataclasses
+
+    from triton.runtime import interpreter
+
+    builder = interpreter.interpreter_builder
+    if not builder.options.debug:
+        builder.options = dataclasses.replace(builder.options, sanitize_overflow=False)
+
+
 def autotune_by_the_clock(backend: str) -> None:
     """On the interpreter, ``@triton.autotune`` without a ``do_bench`` of its own times each
     configuration by the wall clock of one call: Triton's own benchmarker asks the GPU's

@@ -29,7 +29,7 @@ from tmm_course.compile_ahead import (
     Compiled,
     Specialization,
     compile_everywhere,
-    compile_for,
+    front_end,
     parameters,
     specialize,
 )
@@ -174,12 +174,14 @@ class Compiler:
         return refused
 
     def further(self) -> list[tuple[KernelReport, list]]:
-        """Compile each further specialization for one GPU; (report, cases) for each the
-        compiler refuses."""
+        """Put each further specialization (the same kernel, some size-1 integer a constant)
+        through Triton's front end for one GPU, where a constant breaks what it breaks
+        (:func:`~tmm_course.compile_ahead.front_end`; its tiles, and so its memory, are those
+        compiled already); (report, cases) for each the compiler refuses."""
         refused = []
         gpu = ONE_GPU if ONE_GPU in self.targets else self.targets[0]
         for key, (launch, spec, options, cases) in self.pending.items():
-            compiled = fits(compile_for(launch.jit, spec, gpu, **options))
+            compiled = front_end(launch.jit, spec, gpu, **options)
             report = KernelReport(
                 launch.kernel,
                 _describe(launch, spec.constexprs, options, spec),
