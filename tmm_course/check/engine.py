@@ -215,7 +215,7 @@ def run_trials(
         verdict.too_many_programs(cases, names[-1])  # right values: a grid far too large?
     except KeyboardInterrupt:
         raise KeyboardInterrupt(INTERRUPTED) from None
-    result = verdict.decide(exercise, cases, messages or {})
+    result = verdict.decide(exercise, cases, messages or {}, names[-1])
     result.compiled = compiler.rows()
     return result
 
@@ -406,7 +406,7 @@ def _unjudged(trial: Trial) -> None:
     case = trial.case
     case.passed, case.problem, case.code, case.cause = False, "", None, ""
     case.trace, case.explains, case.ambiguous, case.secondary = None, (), False, False
-    case.known, case.programs, case.idle = False, 0, 0
+    case.known, case.programs, case.idle, case.alike = False, 0, 0, None
 
 
 def _name_cause(
@@ -713,7 +713,7 @@ def _judge(
     found = verdict.judge_stored(trial.exercise, trial.source, stored)
     case.passed, case.code, case.problem = found.passed, found.code, found.problem
     case.cause, case.explains, case.ambiguous = found.cause, found.explains, found.ambiguous
-    case.known = found.known
+    case.known, case.alike = found.known, found.alike
 
 
 def _stray(trace: Trace | None, kind: str, views: Mapping[str, torch.Tensor]) -> str | None:

@@ -116,6 +116,8 @@ class Case:
     # and stores not traced)
     programs: int = 0
     idle: int = 0
+    # the inputs whose strides are the output's (None: its values were not judged)
+    alike: tuple[str, ...] | None = None
 
 
 @dataclass

@@ -90,7 +90,16 @@ class Stored:
 def judge_stored(exercise: Exercise, case: Case, stored: Stored) -> Result:
     """The outcome of one case of ``exercise`` from what its launches stored: strays and
     canaries first, then the values against the reference with the exercise's tolerance, a
-    known mistake named by its sentence, cells never written counted."""
+    known mistake named by its sentence, cells never written counted; which inputs share
+    the output's strides noted (:func:`_borrowed_strides` reads that across cases)."""
+    found = _judged(exercise, case, stored)
+    strides = tuple(stored.out.stride())
+    pairs = zip(exercise.tensors, case.tensors, strict=False)
+    found.alike = tuple(n for n, x in pairs if x.dim() > 1 and x.stride() == strides)
+    return found
+
+
+def _judged(exercise: Exercise, case: Case, stored: Stored) -> Result:
     if stored.inputs_changed:
         return result(case, code="modified_input", problem="an input was changed")
     got = stored.out.detach().cpu().double()
@@ -467,7 +476,7 @@ def _graded(
                    for c in cases)  # fmt: skip
     for c in cases:
         c.secondary = c.secondary or (c.code == "gpu_would_reject" and compiled)
-    checked = decide(exercise.name, cases, exercise.messages)
+    checked = decide(exercise.name, cases, exercise.messages, exercise.tensors[-1])
     detail = f"{sum(c.passed for c in cases)}/{len(cases)} cases passed"
     if checked.passed:
         return "pass", [], detail
@@ -479,10 +488,13 @@ def _graded(
     return "fail", checked.codes, detail
 
 
-def decide(exercise: str, cases: list[Result], messages: Mapping[str, str]) -> CheckResult:
+def decide(
+    exercise: str, cases: list[Result], messages: Mapping[str, str], output: str
+) -> CheckResult:
     """The verdict on ``cases``: passed when all passed, else the codes they found ranked
     (:data:`PRIORITY`, a cause before what it explains), each with its one sentence (a case's
-    precise cause, else the exercise's ``messages``, else the generic one)."""
+    precise cause, else the exercise's ``messages``, else the generic one); one cause alone
+    where the cases pass exactly when an input's strides are ``output``'s."""
     result = CheckResult(exercise, passed=all(c.passed for c in cases), cases=cases)
     if result.passed:
         return result
@@ -497,9 +509,37 @@ def decide(exercise: str, cases: list[Result], messages: Mapping[str, str]) -> C
             found.discard("ragged_edge")  # one cause: the K lanes of the last step
         codes = [code for code in PRIORITY if code in found]
         codes = _cause_first(codes)
+        borrowed = _borrowed_strides(cases, output)
+        if borrowed is not None:
+            result.diagnoses = [Diagnosis("ignores_strides", borrowed)]
+            return result
         codes = _consequences_last(codes, failed)
     result.diagnoses = [Diagnosis(code, _message(code, cases, messages)) for code in codes]
     return result
+
+
+BORROWED_STRIDES = (
+    "Right in exactly the cases where {other} and {output} have the same strides, wrong in "
+    "every other: {output}'s addresses are built from {other}'s strides (or its sizes). Pass "
+    "{output}.stride(0) and {output}.stride(1) and build {output}'s pointers from them."
+)
+UNJUDGED = ("skipped", "not_implemented", "crashed", "timed_out", "gpu_would_reject")
+
+
+def _borrowed_strides(cases: list[Result], output: str) -> str | None:
+    """The sentence for an output addressed with an input's strides: among the cases whose
+    values were judged, those where that input's strides are the output's all passed and
+    the others all failed (two of each at least), or None."""
+    judged = [c for c in cases if c.alike is not None and c.code not in UNJUDGED]
+    failed = [c for c in judged if not c.passed]
+    names = {n for c in judged for n in c.alike if n != output}
+    for other in sorted(names):
+        same = [c for c in judged if other in c.alike]
+        if (len(failed) >= 2 and len(same) >= 2 and all(c.passed for c in same)
+                and all(other not in c.alike for c in failed)
+                and len(same) + len(failed) == len(judged)):  # fmt: skip
+            return BORROWED_STRIDES.format(other=other, output=output)
+    return None
 
 
 def _consequences_last(codes: list[str], failed: list[Result]) -> list[str]:

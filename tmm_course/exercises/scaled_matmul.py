@@ -38,6 +38,19 @@ BETA_ON_BOTH = (
     "alpha * acc, not multiply the sum by beta."
 )
 NO_BETA = "matches alpha * A @ B + C: C was added without beta. Add beta * C."
+ALPHA_EVERY_STEP = (
+    "matches a sum multiplied by alpha at every step of the K loop: alpha scales the running "
+    "acc inside the loop (acc = tl.dot(a, b, acc) * alpha), so the first K-slab is scaled once "
+    "per step. Scale once, after the loop: alpha * acc."
+)
+
+
+def _alpha_every_step(a64: torch.Tensor, b64: torch.Tensor, alpha: float, block: int):
+    """What a K loop of ``block`` stores when each step multiplies the running sum by alpha."""
+    acc = torch.zeros(a64.shape[0], b64.shape[1], dtype=torch.float64)
+    for k in range(0, a64.shape[1], block):
+        acc = (acc + a64[:, k : k + block] @ b64[k : k + block]) * alpha
+    return acc
 
 
 def case(p: Product, alpha: float, beta: float, backend: str, gen: torch.Generator) -> Case:
@@ -72,6 +85,9 @@ def case(p: Product, alpha: float, beta: float, backend: str, gen: torch.Generat
     if p.m == p.n == p.k and p.layout == "contiguous":
         mistakes += products.stride_mistakes(a64, b64, scale)
     mistakes += products.k_loop_mistakes(a64, b64, scale)
+    for block in (b for b in products.BLOCK_K_GUESSES if p.k > b):
+        every_step = _alpha_every_step(a64, b64, alpha, block) + beta * c64
+        mistakes.append(Mistake("wrong_values", every_step, ALPHA_EVERY_STEP))
     return Case(
         label((p.m, p.n, p.k), p.label),
         (p.m, p.n, p.k),
