@@ -407,8 +407,7 @@ def compile_for(
     and report it.
 
     Results are cached per kernel, specialization, GPU and launch options."""
-    if gpu not in GPUS:
-        raise ValueError(f"unknown GPU '{gpu}': expected one of {', '.join(GPUS)}")
+    _known(gpu)
     key = (id(_python_function(kernel)), specialization.key(), gpu, num_warps, num_stages)
     if key not in _CACHE:
         if len(_CACHE) >= _CACHE_LIMIT:
@@ -426,6 +425,36 @@ def forget() -> None:
     _CACHE.clear()
 
 
+def _known(gpu: str) -> None:
+    if gpu not in GPUS:
+        raise ValueError(f"unknown GPU '{gpu}': expected one of {', '.join(GPUS)}")
+
+
+def _options(num_warps: int, num_stages: int) -> dict[str, Any]:
+    # fusion on, as a launch on Triton 3.6-3.9 defaults to; said so, Triton does not warn on
+    # stderr (which a grader such as nbgrader counts as a failed cell)
+    return {"num_warps": num_warps, "num_stages": num_stages, "enable_fp_fusion": True}
+
+
+@contextlib.contextmanager
+def _compiling(kernel: Any, specialization: Specialization, gpu: str) -> Iterator[tuple]:
+    """(target, source): what Triton compiles ``kernel`` from for ``gpu``, inside the
+    compiler's view of its language (:func:`_compiler_view`), its warnings silenced."""
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+
+    with _compiler_view(), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        attrs = {(i,): [["tt.divisibility", 16]] for i in specialization.divisible_by_16}
+        source = ASTSource(
+            _as_jit(kernel),
+            specialization.signature,
+            constexprs=specialization.constexprs,
+            attrs=attrs,
+        )
+        yield GPUTarget("cuda", GPUS[gpu], 32), source
+
+
 def _compile(
     kernel: Any,
     specialization: Specialization,
@@ -433,23 +462,9 @@ def _compile(
     num_warps: int,
     num_stages: int,
 ) -> Compiled:
-    from triton.backends.compiler import GPUTarget
-    from triton.compiler import ASTSource
-
-    target = GPUTarget("cuda", GPUS[gpu], 32)
-    # fusion on, as a launch on Triton 3.6-3.9 defaults to; said so, Triton does not warn on
-    # stderr (which a grader such as nbgrader counts as a failed cell)
-    options = {"num_warps": num_warps, "num_stages": num_stages, "enable_fp_fusion": True}
     try:
-        with _compiler_view(), warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            attrs = {(i,): [["tt.divisibility", 16]] for i in specialization.divisible_by_16}
-            source = ASTSource(
-                _as_jit(kernel),
-                specialization.signature,
-                constexprs=specialization.constexprs,
-                attrs=attrs,
-            )
+        with _compiling(kernel, specialization, gpu) as (target, source):
+            options = _options(num_warps, num_stages)
             compiled = triton.compile(source, target=target, options=options)
     except Exception as error:  # the compiler's refusal is the verdict
         return Compiled(gpu=gpu, ok=False, error=compiler_message(error))
@@ -479,20 +494,13 @@ def front_end(kernel: Any, specialization: Specialization, gpu: str, num_warps: 
     a kernel that divides by it or asserts on it breaks. No GPU layout, no binary: about a
     fifth of :func:`compile_for`'s time, and a result that says only ``ok`` or ``error``."""
     from triton._C.libtriton import ir
-    from triton.backends.compiler import GPUTarget
-    from triton.compiler import ASTSource, make_backend
+    from triton.compiler import make_backend
 
-    if gpu not in GPUS:
-        raise ValueError(f"unknown GPU '{gpu}': expected one of {', '.join(GPUS)}")
-    target = GPUTarget("cuda", GPUS[gpu], 32)
+    _known(gpu)
     try:
-        with _compiler_view(), warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            attrs = {(i,): [["tt.divisibility", 16]] for i in specialization.divisible_by_16}
-            source = ASTSource(_as_jit(kernel), specialization.signature,
-                               constexprs=specialization.constexprs, attrs=attrs)  # fmt: skip
+        with _compiling(kernel, specialization, gpu) as (target, source):
             backend = make_backend(target)
-            options = backend.parse_options({"num_warps": num_warps, "num_stages": num_stages})
+            options = backend.parse_options(_options(num_warps, num_stages))
             context = ir.context()
             ir.load_dialects(context)
             backend.load_dialects(context)

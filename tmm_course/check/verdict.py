@@ -498,6 +498,10 @@ def decide(
     result = CheckResult(exercise, passed=all(c.passed for c in cases), cases=cases)
     if result.passed:
         return result
+    borrowed = _borrowed_strides(cases, output)
+    if borrowed is not None:  # one cause explains every failure
+        result.diagnoses = [Diagnosis("ignores_strides", borrowed)]
+        return result
     if all(c.code in ("not_implemented", "skipped") for c in cases):
         codes = ["not_implemented"]
     else:
@@ -508,12 +512,7 @@ def decide(
         if "out_of_bounds_read" in found and _loads_past_k(cases, messages):
             found.discard("ragged_edge")  # one cause: the K lanes of the last step
         codes = [code for code in PRIORITY if code in found]
-        codes = _cause_first(codes)
-        borrowed = _borrowed_strides(cases, output)
-        if borrowed is not None:
-            result.diagnoses = [Diagnosis("ignores_strides", borrowed)]
-            return result
-        codes = _consequences_last(codes, failed)
+        codes = _consequences_last(_cause_first(codes), failed)
     result.diagnoses = [Diagnosis(code, _message(code, cases, messages)) for code in codes]
     return result
 
