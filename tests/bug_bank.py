@@ -364,6 +364,7 @@ def mm_kernel(
     WHOLE_SLABS: tl.constexpr,
     ALPHA_ON_C: tl.constexpr,
     C_TERM_SLIP: tl.constexpr,  # 1: alpha * (acc + beta * C), 2: beta * (alpha * acc + C), 3: + C
+    ALPHA_EVERY_STEP: tl.constexpr,  # the running sum scaled by alpha at every K step
 ):
     offs_m = tl.program_id(0) * BM + tl.arange(0, BM)
     offs_n = tl.program_id(1) * BN + tl.arange(0, BN)
@@ -403,6 +404,8 @@ def mm_kernel(
             acc = tl.dot(a, b, acc)
         else:
             acc = tl.dot(a, b)
+        if ALPHA_EVERY_STEP:
+            acc = acc * alpha
         if NO_K_STRIDE:
             a_ptrs += BK
             b_ptrs += BK
@@ -416,7 +419,7 @@ def mm_kernel(
     mask = (offs_m[:, None] < M) & (offs_n[None, :] < N)
     result = acc.to(tl.float32)
     if SCALED:
-        if USE_ALPHA and not ALPHA_ON_C:
+        if USE_ALPHA and not ALPHA_ON_C and not ALPHA_EVERY_STEP:
             result = alpha * result
         if ADD_C:
             if ALWAYS_READ_C:
@@ -459,6 +462,7 @@ MM_FLAGS = dict(
     WHOLE_SLABS=False,
     ALPHA_ON_C=False,
     C_TERM_SLIP=0,
+    ALPHA_EVERY_STEP=False,
 )
 
 
@@ -467,7 +471,8 @@ def in_place_copy(x: torch.Tensor) -> torch.Tensor:
     return torch.empty_strided(x.shape, x.stride(), dtype=x.dtype, device=x.device).copy_(x)
 
 
-def mm(block=(32, 32, 32), floor=False, c_strides=None, scratch=False, copies=None, **bugs):
+def mm(block=(32, 32, 32), floor=False, c_strides=None, scratch=False, copies=None, c_like_a=False,
+       **bugs):  # fmt: skip
     flags = {**MM_FLAGS, **{k.upper(): v for k, v in bugs.items()}}
     bm, bn, bk = block
 
@@ -477,7 +482,7 @@ def mm(block=(32, 32, 32), floor=False, c_strides=None, scratch=False, copies=No
         if copies is not None:
             a, b = copies(a), copies(b)
         target = torch.empty(m, n, device=c.device, dtype=torch.float32) if scratch else c
-        sc = c_strides(c) if c_strides else target.stride()
+        sc = c_strides(c) if c_strides else a.stride() if c_like_a else target.stride()
         grid = (
             (max(1, m // bm), max(1, n // bn))
             if floor
@@ -1039,6 +1044,8 @@ BANK = [
     Entry("scaled_matmul", "beta applied to both terms", scaled(c_term_slip=2), "wrong_values"),
     Entry("scaled_matmul", "C added without beta", scaled(c_term_slip=3), "wrong_values"),
     Entry("scaled_matmul", "K loop of K // BLOCK_K trips", scaled(short_loop=True), "ragged_edge"),
+    Entry("scaled_matmul", "alpha at every K step", scaled(alpha_every_step=True), "wrong_values"),
+    Entry("scaled_matmul", "c on a's strides", scaled(c_like_a=True), "ignores_strides"),
     Entry("linear_relu", "correct", linear(), PASS),
     Entry("linear_relu", "correct, 64x64x32 blocks", linear(block=(64, 64, 32)), PASS),
     Entry("linear_relu", "w read as K x N", linear(w_as_kn=True), "transposed"),

@@ -214,44 +214,8 @@ def test_rows_flipped_inside_each_tile_are_named_with_the_tile_height():
     assert "upside down inside each tile of 16 rows" in result.primary.message
 
 
-@triton.jit
-def _scaled(a_ptr, b_ptr, c_ptr, M, N, K, sam, sak, sbk, sbn, scm, scn, alpha, beta,
-            ALPHA_EVERY_STEP: tl.constexpr, BLOCK: tl.constexpr):  # fmt: skip
-    offs_m = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    offs_n = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
-    offs_k = tl.arange(0, BLOCK)
-    acc = tl.zeros((BLOCK, BLOCK), dtype=tl.float32)
-    for k in range(0, tl.cdiv(K, BLOCK)):
-        ks = k * BLOCK + offs_k
-        a = tl.load(a_ptr + offs_m[:, None] * sam + ks[None, :] * sak,
-                    mask=(offs_m[:, None] < M) & (ks[None, :] < K), other=0.0)  # fmt: skip
-        b = tl.load(b_ptr + ks[:, None] * sbk + offs_n[None, :] * sbn,
-                    mask=(ks[:, None] < K) & (offs_n[None, :] < N), other=0.0)  # fmt: skip
-        acc = tl.dot(a, b, acc)
-        if ALPHA_EVERY_STEP:
-            acc = acc * alpha
-    if not ALPHA_EVERY_STEP:
-        acc = acc * alpha
-    c_ptrs = c_ptr + offs_m[:, None] * scm + offs_n[None, :] * scn
-    mask = (offs_m[:, None] < M) & (offs_n[None, :] < N)
-    if beta != 0:
-        acc += beta * tl.load(c_ptrs, mask=mask, other=0.0).to(tl.float32)
-    tl.store(c_ptrs, acc.to(c_ptr.dtype.element_ty), mask=mask)
-
-
-def _scaled_launcher(every_step=False, c_strides_of_a=False):
-    def scaled_matmul(a, b, c, alpha, beta):
-        (m, k), n = a.shape, b.shape[1]
-        strides = a.stride() if c_strides_of_a else c.stride()
-        _scaled[(triton.cdiv(m, 32), triton.cdiv(n, 32))](
-            a, b, c, m, n, k, *a.stride(), *b.stride(), *strides, alpha, beta,
-            ALPHA_EVERY_STEP=every_step, BLOCK=32)  # fmt: skip
-
-    return scaled_matmul
-
-
 def test_alpha_applied_at_every_k_step_is_named():
-    result = check_scaled_matmul(_scaled_launcher(every_step=True))
+    result = check_scaled_matmul(bug_bank.scaled(alpha_every_step=True))
     assert result.primary.code == "wrong_values", str(result)
     assert "multiplied by alpha at every step of the K loop" in result.primary.message
 
@@ -259,7 +223,6 @@ def test_alpha_applied_at_every_k_step_is_named():
 def test_an_output_addressed_with_an_inputs_strides_is_named_once():
     """C's pointers built from A's strides: right exactly where A and C share their strides
     (square, contiguous), lanes outside C elsewhere. One cause, not four symptoms."""
-    result = check_scaled_matmul(_scaled_launcher(c_strides_of_a=True))
+    result = check_scaled_matmul(bug_bank.scaled(c_like_a=True))
     assert result.codes == ["ignores_strides"], str(result)
     assert "c's addresses are built from a's strides" in result.primary.message
-    assert check_scaled_matmul(_scaled_launcher()).passed
