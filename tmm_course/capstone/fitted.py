@@ -5,6 +5,7 @@ measured (:func:`measured`), read by the GPU's name (:func:`card_for`)."""
 from __future__ import annotations
 
 import json
+import statistics
 from dataclasses import dataclass
 from importlib import resources
 from typing import TYPE_CHECKING
@@ -69,20 +70,34 @@ class Fitted:
 @dataclass(frozen=True)
 class Card:
     """Whose fit the plan reads on a GPU: ``name`` (a :func:`measured` card), and whether it was
-    measured on that very GPU (``derived``: no fit ships for it, so the measured card with the
-    nearest figures stands in: the same compute capability, then the nearest SM count)."""
+    measured on that very GPU (``derived``: no fit of its own ships, or its own did not pay, so
+    the measured card with the nearest figures stands in: the same compute capability, then
+    the nearest SM count); ``slower``: the GPU's own fit, where it ran slower (:func:`pays`)."""
 
     name: str
     derived: bool = False
+    slower: str | None = None
 
     def __str__(self) -> str:
-        return f"derived from the {self.name}'s fit" if self.derived else f"the {self.name}'s fit"
+        if not self.derived:
+            return f"the {self.name}'s fit"
+        why = f", which beat the {self.slower}'s own held out" if self.slower else ""
+        return f"derived from the {self.name}'s fit{why}"
 
 
 def _grid_file(card: str) -> Traversable:
     """Where the fit measured on ``card`` (a :data:`gpu.KNOWN` name) ships: its grid file
-    (python -m tmm_course.perf.bench fit grid --out grid_<card>.json on that GPU)."""
+    (python -m tmm_course.perf.bench fit compare --out grid_<card>.json on that GPU)."""
     return resources.files("tmm_course.perf") / f"data/grid_{card.lower()}.json"
+
+
+def _grid(card: str) -> dict:
+    if card not in _READ:
+        _READ[card] = json.loads(_grid_file(card).read_text(encoding="utf-8"))
+    return _READ[card]
+
+
+_READ: dict[str, dict] = {}  # each measured card's grid file, read once
 
 
 def measured() -> tuple[str, ...]:
@@ -90,25 +105,46 @@ def measured() -> tuple[str, ...]:
     return tuple(name for name in gpu.KNOWN if _grid_file(name).is_file())
 
 
+THIS_FIT = "matmul_fast, this GPU's fit"  # bench compare's contenders: this, and other_fit's
+
+
+def other_fit(card: str) -> str:
+    """What ``bench compare`` calls the plan from ``card``'s shipped fit."""
+    return f"matmul_fast, the {card}'s fit"
+
+
+def pays(card: str) -> bool:
+    """Whether ``card``'s own fit ran the held-out problems its file raced beside the other
+    cards' fits (``bench compare``) at least as fast as each of them, by the geometric means of
+    the ratios to torch.matmul. A fit with no such race pays: nothing measured it against."""
+    rows = _grid(card).get("compare", [])
+    if not rows:
+        return True
+    mean = lambda name: statistics.geometric_mean(r["ratio_to_torch"][name] for r in rows)
+    others = [name for name in rows[0]["ratio_to_torch"] if name not in ("torch.matmul", THIS_FIT)]
+    return all(mean(THIS_FIT) >= mean(name) for name in others)
+
+
 def card_for(here: gpu.Gpu | None) -> Card:
-    """The fit for ``here`` (None, the interpreter: the H200's, which the lessons quote)."""
+    """The fit for ``here`` (None, the interpreter: the H200's, which the lessons quote): its
+    own where one ships and :func:`pays`, else the nearest measured card's that pays."""
     cards = measured()
     if here is None:
         return Card("H200")
-    for name in cards:
-        if gpu.KNOWN[name].name == here.name:
-            return Card(name)
+    own = next((name for name in cards if gpu.KNOWN[name].name == here.name), None)
+    if own is not None and pays(own):
+        return Card(own)
 
     def apart(name: str) -> tuple:
         card = gpu.KNOWN[name]
         return (card.capability != here.capability, abs(card.sms - here.sms), name not in here.name)
 
-    return Card(min(cards, key=apart), derived=True)
+    others = [name for name in cards if name != own and pays(name)]
+    return Card(min(others, key=apart), derived=True, slower=own)
 
 
 def shipped(card: str = "H200") -> list[Fitted]:
     """The fit measured on ``card`` (one of :func:`measured`) that ships with the package."""
     if card not in measured():
         raise ValueError(f"no fit ships for {card!r}; expected one of {', '.join(measured())}")
-    data = json.loads(_grid_file(card).read_text(encoding="utf-8"))
-    return [Fitted.from_dict(f) for f in data.get("fit", [])]
+    return [Fitted.from_dict(f) for f in _grid(card).get("fit", [])]

@@ -35,12 +35,12 @@ from pathlib import Path
 import torch
 
 import tmm_course
-from tmm_course import capstone, timing
+from tmm_course import capstone, gpu, timing
 from tmm_course.backend import GPU
 from tmm_course.capstone import fit, launches, plans
 from tmm_course.capstone.candidates import CANDIDATES, NEW
 from tmm_course.capstone.config import Config
-from tmm_course.capstone.fitted import Fitted
+from tmm_course.capstone.fitted import THIS_FIT, Fitted, measured, other_fit, shipped
 from tmm_course.capstone.kernels import TensorDescriptor
 from tmm_course.capstone.problems import (
     EXTRA_FITTED,
@@ -51,6 +51,7 @@ from tmm_course.capstone.problems import (
     LAYOUTS,
     ODD_ROWS,
     ODD_ROWS_FITTED,
+    ODD_ROWS_HELD_OUT,
     TINY,
     Problem,
 )
@@ -212,6 +213,41 @@ def suite_paths(rounds: int, done: list[dict], keep: Keep, problems: Sequence[Pr
         keep(rows)
         ratios = "  ".join(f"{name} {x:.3f}" for name, x in row.ratio_to_torch.items())
         print(f"{problem.label:34s} {ratios}  {row.plan}", flush=True)
+    return rows
+
+
+def suite_compare(rounds: int, done: list[dict], keep: Keep) -> list[dict]:
+    """The plan from this GPU's own fit (the fit suite's, or the --out file's) raced beside the
+    plan from each other card's shipped fit, interleaved with torch.matmul, on every held-out
+    problem (:data:`HELD_OUT`, :data:`ODD_ROWS_HELD_OUT`): whether a fit of its own pays, which
+    :func:`~tmm_course.capstone.fitted.card_for` reads (``keep`` saves the rows after each)."""
+    if plans.fit_card() is not None:
+        raise SystemExit("error: compare races this GPU's own fit: run `fit compare`, or give "
+                         "--out a file that holds a fit")  # fmt: skip
+    here = gpu.current()
+    own = plans.fit_table()
+    tables = {THIS_FIT: own, **{other_fit(card): shipped(card) for card in measured()
+                                if here is None or gpu.KNOWN[card].name != here.name}}  # fmt: skip
+    rows = list(done)
+    problems = list(dict.fromkeys([*HELD_OUT, *ODD_ROWS_HELD_OUT]))
+    try:
+        for problem in _progress(problems, {r["problem"]["label"] for r in done}, "compare"):
+            a, b = problem.operands()
+            chosen = {}
+            for name, table in tables.items():
+                plans.use_fit(table)
+                chosen[name] = capstone.plan(a, b)
+            contenders = {name: functools.partial(capstone.matmul_fast, path=p.path,
+                                                  config=p.config)
+                          for name, p in chosen.items()}  # fmt: skip
+            row = race(problem, contenders, rounds, (a, b))
+            plans_of = {name: str(p) for name, p in chosen.items()}
+            rows.append({**row.as_dict(), "plans": plans_of})
+            keep(rows)
+            ratios = "  ".join(f"{x:.3f}" for name, x in row.ratio_to_torch.items())
+            print(f"{problem.label:34s} {ratios}", flush=True)
+    finally:
+        plans.use_fit(own)
     return rows
 
 
@@ -477,12 +513,13 @@ SUITES = {
     "held-out-inductor": suite_held_out_inductor,
     "pitches": suite_pitches,
     "paths": suite_paths,
+    "compare": suite_compare,
 }
 
 
 DEFAULT = ("goals", "host")
 # an existing --out file's rows are kept, not measured again (refit brings its "fit" up to date)
-RESUMABLE = ("fit", "grid", "paths")
+RESUMABLE = ("fit", "grid", "paths", "compare")
 
 
 def main(argv: list[str] | None = None) -> int:
