@@ -443,3 +443,36 @@ def test_a_tiny_odd_product_runs_in_place_in_small_tiles_on_a_gpu(monkeypatch):
     chosen = plans.plan(*_tensors(Problem(63, 65, 67)))
     assert (chosen.path, chosen.in_place, chosen.config) == ("grouped", True, plans.SMALL)
     assert not plans.plan(*_tensors(Problem(64, 4097, 4093))).in_place  # B copied: 33 MB
+
+
+def test_compare_races_this_gpus_fit_beside_each_other_cards_on_held_out_problems(
+    use_fit, monkeypatch
+):
+    from tmm_course import gpu
+    from tmm_course.capstone import plans
+    from tmm_course.capstone.fitted import THIS_FIT, other_fit, shipped
+    from tmm_course.capstone.problems import HELD_OUT, ODD_ROWS_HELD_OUT
+    from tmm_course.perf.results import Race
+
+    raced = []
+
+    def fake_race(problem, contenders, rounds, operands):
+        raced.append((problem.label, list(contenders)))
+        ratios = {"torch.matmul": 1.0, **dict.fromkeys(contenders, 1.0)}
+        return Race(problem, 1e-3, {}, [], ratios, ratios, ratios, ratios, ratios, ratios)
+
+    monkeypatch.setattr(bench, "race", fake_race)
+    monkeypatch.setattr(gpu, "current", lambda: gpu.KNOWN["H100"])  # raced beside the H200's
+    monkeypatch.setattr(bench, "HELD_OUT", HELD_OUT[:2])
+    monkeypatch.setattr(bench, "ODD_ROWS_HELD_OUT", ODD_ROWS_HELD_OUT[:1])
+    with pytest.raises(SystemExit, match="fit compare"):  # no fit of this GPU's to race
+        bench.suite_compare(1, [], lambda rows: None)
+    mine = shipped("H200")[:3]
+    use_fit(mine)
+    rows = bench.suite_compare(1, [], lambda rows: None)
+    labels = [p.label for p in (*HELD_OUT[:2], *ODD_ROWS_HELD_OUT[:1])]
+    assert raced == [(label, [THIS_FIT, other_fit("H200")]) for label in labels]
+    assert all(set(row["plans"]) == {THIS_FIT, other_fit("H200")} for row in rows)
+    assert plans.fit_table() == mine  # planning from this GPU's fit again
+    assert bench.suite_compare(1, rows[:2], lambda rows: None)[:2] == rows[:2]
+    assert [label for label, _ in raced[3:]] == labels[2:]  # the rows kept are not raced again

@@ -1162,3 +1162,18 @@ def test_lesson_8_says_where_copies_pay_with_the_figures_the_rule_was_set_from()
     pays = lambda p: plans.copies_pay(p.m, p.n, p.k, p.odd_operands)
     assert not pays(Problem(63, 65, 67)) and not pays(Problem(3000, 30, 4097))
     assert pays(Problem(64, 4097, 4093)) and pays(Problem(333, 7777, 2222))
+
+
+def test_lesson_8_says_whether_an_h100_reads_its_own_fit():
+    from tmm_course.capstone import fitted
+    from tmm_course.capstone.problems import HELD_OUT, ODD_ROWS_HELD_OUT
+
+    h100, text = results.grid("grid_h100.json"), prose("08_racing_cublas.ipynb")
+    assert f"An H100 fitted the same {len(h100.fit)} problems itself" in text
+    assert len(h100.fit) == len(results.grid().fit)  # "the same" problems
+    held_out = len(set(HELD_OUT) | set(ODD_ROWS_HELD_OUT))
+    assert f"beside the H200's on the {held_out} held-out problems" in text
+    # "The H100's has not been raced yet: an H100 plans from the H200's fit"
+    assert not h100.compare and "The H100's has not been raced yet" in text
+    card = fitted.card_for(tmm_course.gpu.KNOWN["H100"])
+    assert (card.name, card.derived) == ("H200", True) and "not raced" in str(card)

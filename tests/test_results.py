@@ -34,6 +34,7 @@ def test_every_shipped_file_has_a_reader():
     assert results.shipped() == [
         "exercises_run.json",  # read by tmm_course.perf.stored.exercises_run (lessons 6-8)
         "goals_h200.json",  # read by results.bench(): the capstone's goals, host times
+        "grid_h100.json",  # read by capstone.fitted.card_for: whether an H100 reads its own fit
         "grid_h200.json",
         "lessons_h100.json",  # read by tmm_course.perf.stored.lessons_run (lessons 6 and 7)
         "low_precision_h100.json",  # read by tmm_course.perf.low_precision.stored (lesson 10)

@@ -241,8 +241,8 @@ def suite_compare(rounds: int, done: list[dict], keep: Keep) -> list[dict]:
                                                   config=p.config)
                           for name, p in chosen.items()}  # fmt: skip
             row = race(problem, contenders, rounds, (a, b))
-            plans_of = {name: str(p) for name, p in chosen.items()}
-            rows.append({**row.as_dict(), "plans": plans_of})
+            row = dataclasses.replace(row, plans={name: str(p) for name, p in chosen.items()})
+            rows.append(row.as_dict())
             keep(rows)
             ratios = "  ".join(f"{x:.3f}" for name, x in row.ratio_to_torch.items())
             print(f"{problem.label:34s} {ratios}", flush=True)

@@ -112,6 +112,7 @@ class Race:
     fraction_of_peak: dict[str, float] = field(default_factory=dict)
     code: str | None = None  # raced again after its file's run: the code version then
     date: str | None = None  # and the day
+    plans: dict[str, str] = field(default_factory=dict)  # bench compare: each contender's plan
 
     @property
     def label(self) -> str:
@@ -134,8 +135,8 @@ class Race:
         data = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
         data["problem"] = self.problem.as_dict()
         data["device_ms_cuda_graph"] = data.pop("device_ms")
-        for key in ("code", "date"):
-            if data[key] is None:
+        for key in ("code", "date", "plans"):
+            if not data[key]:
                 del data[key]
         return data
 
@@ -296,6 +297,7 @@ class Grid:
     pitches: list[Race] = field(default_factory=list)  # rows on 128-byte lines, or mid-line
     inductor: list[Race] = field(default_factory=list)  # held out: Inductor's GEMM raced too
     paths: list[Race] = field(default_factory=list)  # the plan beside each kernel forced
+    compare: list[Race] = field(default_factory=list)  # held out: this GPU's fit, other cards'
 
     def part(self, fitted: bool | None = None) -> list[Race]:
         """Every row, or those the plan was (``True``) or was not (``False``) fitted on."""
@@ -333,6 +335,7 @@ class Grid:
             [Race.from_dict(r) for r in data.get("pitches", [])],
             [Race.from_dict(r) for r in data.get("held-out-inductor", [])],
             [Race.from_dict(r) for r in data.get("paths", [])],
+            [Race.from_dict(r) for r in data.get("compare", [])],
         )
 
 
