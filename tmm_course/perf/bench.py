@@ -7,6 +7,7 @@ On a GPU::
     python -m tmm_course.perf.bench goals host tiny --out goals_mine.json  # and tiny products
     python -m tmm_course.perf.bench sweep --out sweep_mine.json         # every configuration
     python -m tmm_course.perf.bench fit grid --out grid_mine.json       # fit the plan, race it
+    python -m tmm_course.perf.bench compare --out grid_mine.json        # does your own fit pay?
     python -m tmm_course.perf.bench refit --again grouped --out grid_mine.json  # kernel changed
     python -m tmm_course.perf.bench layouts pitches --out grid_mine.json  # layouts, row pitches
     python -m tmm_course.perf.bench held-out-inductor --out grid_mine.json  # Inductor's column
