@@ -153,7 +153,7 @@ def card_for(here: gpu.Gpu | None) -> Card:
     return Card(min(others, key=apart), derived=True, why=why)
 
 
-def shipped(card: str = "H200") -> list[Fitted]:
+def shipped(card: str = QUOTED) -> list[Fitted]:
     """The fit measured on ``card`` (one of :func:`measured`) that ships with the package."""
     if card not in measured():
         raise ValueError(f"no fit ships for {card!r}; expected one of {', '.join(measured())}")

@@ -245,7 +245,7 @@ def suite_compare(rounds: int, done: list[dict], keep: Keep) -> list[dict]:
             row = dataclasses.replace(row, plans={name: str(p) for name, p in chosen.items()})
             rows.append(row.as_dict())
             keep(rows)
-            ratios = "  ".join(f"{x:.3f}" for name, x in row.ratio_to_torch.items())
+            ratios = "  ".join(f"{x:.3f}" for x in row.ratio_to_torch.values())
             print(f"{problem.label:34s} {ratios}", flush=True)
     finally:
         plans.use_fit(own)
